@@ -1,0 +1,38 @@
+import type { Config } from 'jest';
+
+// One jest run for the whole workspace. Sources are transformed by swc (TypeScript 7 has no
+// JS API, so ts-jest is out); `tsc --noEmit` does the type checking separately.
+const swc = [
+  '@swc/jest',
+  {
+    jsc: {
+      parser: { syntax: 'typescript', decorators: true },
+      transform: { legacyDecorator: true, decoratorMetadata: true },
+      target: 'es2022',
+    },
+    module: { type: 'commonjs' },
+  },
+] as const;
+
+const config: Config = {
+  rootDir: '.',
+  testEnvironment: 'node',
+  testMatch: [
+    '<rootDir>/packages/*/test/**/*.test.ts',
+    '<rootDir>/packages/*/src/**/*.test.ts',
+    '<rootDir>/examples/*/test/**/*.test.ts',
+  ],
+  transform: { '^.+\\.(t|j)sx?$': swc as unknown as [string, Record<string, unknown>] },
+  transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(fast-check|pure-rand))'],
+  moduleNameMapper: {
+    '^@floodgate/(core|express|koa|nestjs)$': '<rootDir>/packages/$1/src/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
+  globalSetup: '<rootDir>/test/harness/global-setup.ts',
+  globalTeardown: '<rootDir>/test/harness/global-teardown.ts',
+  testTimeout: 30_000,
+  // Two cores: more workers only add contention with the redis-server under test.
+  maxWorkers: 2,
+};
+
+export default config;

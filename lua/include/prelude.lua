@@ -1,0 +1,26 @@
+-- Floodgate script prelude: included first in every generated script.
+--
+-- ARGV[1]  mode: 0 consume, 1 peek (decide, write nothing), 2 reset (delete the keys)
+-- ARGV[2]  now in integer microseconds, or '' to read Redis TIME (one clock for every app server)
+-- ARGV[3]  cost: a non-negative integer (0 is a read)
+-- ARGV[4]  milliseconds added to every TTL (0 with Redis TIME; > 0 only with an injected clock,
+--          whose timeline Redis's own expiry does not follow)
+-- ARGV[5…] one group per policy: the algorithm's name, then that algorithm's own arguments
+--
+-- All arithmetic is on integers below 2^53, where Lua's doubles are exact; numbers are never
+-- concatenated into strings (Lua formats them with %.14g and would drop digits), only
+-- formatted with %d or passed to redis.call, which writes them exactly.
+local MODE = tonumber(ARGV[1])
+local now = tonumber(ARGV[2])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local COST = tonumber(ARGV[3])
+local TTL_PAD = tonumber(ARGV[4])
+local ALG = {}
+
+-- A TTL in whole milliseconds, never shorter than the state needs.
+local function ttl_ms(us)
+  return math.ceil(us / 1000) + TTL_PAD
+end

@@ -1,0 +1,24 @@
+/**
+ * The TypeScript twin of a Lua algorithm. `check` is a pure function of the stored state, the
+ * time, the cost and the policy's params; it mirrors `check` in lua/<kind>.lua line for line
+ * and never mutates `state`. Times are integer microseconds.
+ */
+export interface CheckResult<S> {
+  allowed: boolean;
+  /** Cost-1 requests that would still be admitted (after this one, when it is admitted). */
+  remaining: number;
+  /** Until the key is back to full capacity. */
+  resetAfter: number;
+  /** 0 when allowed; until `cost` would be admitted when denied; −1 when it never can be. */
+  retryAfter: number;
+  /** Shaping delay asked of an admitted request (0 for policing algorithms). */
+  delay: number;
+  /** When admitted with cost > 0: the state to store, and how long it matters (µs). */
+  next?: S;
+  ttl?: number;
+}
+
+export interface Algorithm<S = unknown> {
+  readonly kind: string;
+  check(state: S | undefined, now: number, cost: number, params: readonly number[]): CheckResult<S>;
+}

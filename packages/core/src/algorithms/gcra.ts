@@ -1,0 +1,78 @@
+import type { Duration } from '../duration.js';
+import { parseDuration } from '../duration.js';
+import { configError, positiveInteger, readOptions } from '../options.js';
+import { definePolicy, type Policy, rateName } from '../policy.js';
+import type { Algorithm } from './algorithm.js';
+
+export interface GcraOptions {
+  /** Requests per window (the emission interval is window / limit). */
+  limit: number;
+  window: Duration;
+  /** Back-to-back requests an idle key admits. @default limit */
+  burst?: number;
+  /** @default `gcra-<limit>-per-<window>[-burst-<burst>]` */
+  name?: string;
+}
+
+/** The longest allowance (burst × interval) accepted: 100 years keeps TAT far below 2^53 µs. */
+const MAX_TOLERANCE_US = 100 * 365 * 86_400_000_000;
+
+/**
+ * Generic Cell Rate Algorithm: token-bucket behaviour stored as one timestamp (the theoretical
+ * arrival time). The emission interval is window/limit rounded up to a whole microsecond, so
+ * it never admits faster than configured; the capacity is exactly `burst`.
+ */
+export function gcra(options: GcraOptions): Policy {
+  const o = readOptions(options, 'gcra', ['limit', 'window', 'burst', 'name']);
+  const limit = positiveInteger(o.limit, 'gcra.limit');
+  const windowUs = parseDuration(o.window, 'gcra.window');
+  const burst = o.burst === undefined ? limit : positiveInteger(o.burst, 'gcra.burst');
+  const interval = Math.ceil(windowUs / limit);
+  if (burst * interval > MAX_TOLERANCE_US) {
+    throw configError(
+      'gcra.burst',
+      burst,
+      'small enough that burst × (window / limit) is at most 100 years',
+    );
+  }
+  return definePolicy({
+    kind: 'gcra',
+    tag: 'gc',
+    name: o.name,
+    nameField: 'gcra.name',
+    defaultName: `gcra-${rateName(limit, windowUs)}${burst === limit ? '' : `-burst-${burst}`}`,
+    limit,
+    windowUs,
+    capacity: burst,
+    options: { limit, window: windowUs / 1000, burst },
+    params: [interval, burst],
+  });
+}
+
+/** Twin of lua/gcra.lua. State: the theoretical arrival time (µs). */
+export const gcraAlgorithm: Algorithm<number> = {
+  kind: 'gcra',
+  check(state, now, cost, [interval, burst]) {
+    const tolerance = burst! * interval!;
+    const tat = Math.max(state ?? 0, now);
+    const newTat = tat + cost * interval!;
+    if (cost <= burst! && newTat - now <= tolerance) {
+      return {
+        allowed: true,
+        remaining: Math.floor((tolerance - (newTat - now)) / interval!),
+        resetAfter: newTat - now,
+        retryAfter: 0,
+        delay: 0,
+        next: newTat,
+        ttl: newTat - now,
+      };
+    }
+    return {
+      allowed: false,
+      remaining: Math.floor((tolerance - (tat - now)) / interval!),
+      resetAfter: tat - now,
+      retryAfter: cost > burst! ? -1 : newTat - now - tolerance,
+      delay: 0,
+    };
+  },
+};

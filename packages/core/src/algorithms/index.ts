@@ -1,0 +1,18 @@
+/**
+ * The registry of algorithms: kind → TypeScript twin. A new algorithm adds its Lua file, its
+ * TypeScript file and one line here; the engine, stores and limiter stay as they are.
+ */
+import type { Algorithm } from './algorithm.js';
+import { fixedWindowAlgorithm } from './fixed-window.js';
+import { gcraAlgorithm } from './gcra.js';
+import { slidingLogAlgorithm } from './sliding-log.js';
+import { tokenBucketAlgorithm } from './token-bucket.js';
+
+export const ALGORITHMS: Readonly<Record<string, Algorithm<any>>> = {
+  [fixedWindowAlgorithm.kind]: fixedWindowAlgorithm,
+  [slidingLogAlgorithm.kind]: slidingLogAlgorithm,
+  [tokenBucketAlgorithm.kind]: tokenBucketAlgorithm,
+  [gcraAlgorithm.kind]: gcraAlgorithm,
+};
+
+export type { Algorithm, CheckResult } from './algorithm.js';

@@ -1,0 +1,80 @@
+import type { Duration } from '../duration.js';
+import { parseDuration } from '../duration.js';
+import { positiveInteger, readOptions } from '../options.js';
+import { definePolicy, type Policy, rateName } from '../policy.js';
+import type { Algorithm } from './algorithm.js';
+
+export interface SlidingLogOptions {
+  /** Units admitted in any interval of length `window`. */
+  limit: number;
+  window: Duration;
+  /** @default `sliding-log-<limit>-per-<window>` */
+  name?: string;
+}
+
+/**
+ * Exact: at most `limit` units in any interval (now − window, now]. Keeps one entry per
+ * admitted unit, so memory per key grows with `limit`.
+ */
+export function slidingLog(options: SlidingLogOptions): Policy {
+  const o = readOptions(options, 'slidingLog', ['limit', 'window', 'name']);
+  const limit = positiveInteger(o.limit, 'slidingLog.limit');
+  const windowUs = parseDuration(o.window, 'slidingLog.window');
+  return definePolicy({
+    kind: 'sliding-log',
+    tag: 'sl',
+    name: o.name,
+    nameField: 'slidingLog.name',
+    defaultName: `sliding-log-${rateName(limit, windowUs)}`,
+    limit,
+    windowUs,
+    capacity: limit,
+    options: { limit, window: windowUs / 1000 },
+    params: [limit, windowUs],
+  });
+}
+
+/** Admission times (µs) of every unit still in the window, oldest first. */
+type SlidingLogState = readonly number[];
+
+/** Twin of lua/sliding-log.lua. */
+export const slidingLogAlgorithm: Algorithm<SlidingLogState> = {
+  kind: 'sliding-log',
+  check(state, now, cost, [limit, window]) {
+    const floor = now - window!;
+    // Units at or before `floor` have left the window (it is open on the left).
+    let first = 0;
+    const log = state ?? [];
+    while (first < log.length && log[first]! <= floor) first++;
+    const used = log.length - first;
+    const newest = used > 0 ? Math.max(now, log[log.length - 1]!) : now;
+    if (used + cost <= limit!) {
+      const after = used + cost;
+      const result = {
+        allowed: true,
+        remaining: limit! - after,
+        resetAfter: after > 0 ? newest + window! - now : 0,
+        retryAfter: 0,
+        delay: 0,
+      };
+      if (cost === 0) return result;
+      const next = log.slice(first);
+      const outOfOrder = next.length > 0 && next[next.length - 1]! > now;
+      for (let i = 0; i < cost; i++) next.push(now);
+      // Only a clock that stepped back can put `now` before a logged unit.
+      if (outOfOrder) next.sort((a, b) => a - b);
+      return { ...result, next, ttl: result.resetAfter };
+    }
+    const resetAfter = used > 0 ? newest + window! - now : 0;
+    if (cost > limit!)
+      return { allowed: false, remaining: limit! - used, resetAfter, retryAfter: -1, delay: 0 };
+    const oldest = log[first + used + cost - limit! - 1]!;
+    return {
+      allowed: false,
+      remaining: limit! - used,
+      resetAfter,
+      retryAfter: oldest + window! - now,
+      delay: 0,
+    };
+  },
+};

@@ -1,0 +1,102 @@
+import type { Duration } from '../duration.js';
+import { parseDuration } from '../duration.js';
+import { configError, positiveInteger, readOptions } from '../options.js';
+import { definePolicy, type Policy, rateName } from '../policy.js';
+import type { Algorithm } from './algorithm.js';
+
+export interface TokenBucketOptions {
+  /** Tokens added per window (the sustained rate is limit / window). */
+  limit: number;
+  window: Duration;
+  /** Bucket capacity: the largest burst. @default limit */
+  burst?: number;
+  /** @default `token-bucket-<limit>-per-<window>[-burst-<burst>]` */
+  name?: string;
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+
+/**
+ * A bucket of `burst` tokens (full at first) refilled continuously at limit/window; a request
+ * of cost c takes c tokens or is denied. Allows bursts of `burst`, then the sustained rate.
+ */
+export function tokenBucket(options: TokenBucketOptions): Policy {
+  const o = readOptions(options, 'tokenBucket', ['limit', 'window', 'burst', 'name']);
+  const limit = positiveInteger(o.limit, 'tokenBucket.limit');
+  const windowUs = parseDuration(o.window, 'tokenBucket.window');
+  const burst = o.burst === undefined ? limit : positiveInteger(o.burst, 'tokenBucket.burst');
+  // Tokens are counted in units of 1/unit so that refill (rate units per µs) is an integer.
+  const g = gcd(limit, windowUs);
+  const unit = windowUs / g;
+  const rate = limit / g;
+  if (burst * unit > Number.MAX_SAFE_INTEGER) {
+    throw configError(
+      'tokenBucket.burst',
+      burst,
+      `at most ${Math.floor(Number.MAX_SAFE_INTEGER / unit)} for this limit and window`,
+    );
+  }
+  return definePolicy({
+    kind: 'token-bucket',
+    tag: 'tb',
+    name: o.name,
+    nameField: 'tokenBucket.name',
+    defaultName: `token-bucket-${rateName(limit, windowUs)}${burst === limit ? '' : `-burst-${burst}`}`,
+    limit,
+    windowUs,
+    capacity: burst,
+    options: { limit, window: windowUs / 1000, burst },
+    params: [unit, rate, burst],
+  });
+}
+
+interface TokenBucketState {
+  /** Scaled units in the bucket at `since`. */
+  units: number;
+  since: number;
+}
+
+/** Twin of lua/token-bucket.lua. */
+export const tokenBucketAlgorithm: Algorithm<TokenBucketState> = {
+  kind: 'token-bucket',
+  check(state, now, cost, [unit, rate, burst]) {
+    const capacity = burst! * unit!;
+    let units = capacity;
+    let since = now;
+    if (state !== undefined) {
+      units = state.units;
+      since = state.since;
+      if (now > since) {
+        units =
+          now - since >= Math.ceil((capacity - units) / rate!)
+            ? capacity
+            : units + (now - since) * rate!;
+        since = now;
+      }
+    }
+    const need = cost * unit!;
+    if (cost <= burst! && units >= need) {
+      const left = units - need;
+      const resetAfter = Math.ceil((capacity - left) / rate!);
+      return {
+        allowed: true,
+        remaining: Math.floor(left / unit!),
+        resetAfter,
+        retryAfter: 0,
+        delay: 0,
+        next: { units: left, since },
+        ttl: resetAfter,
+      };
+    }
+    return {
+      allowed: false,
+      remaining: Math.floor(units / unit!),
+      resetAfter: Math.ceil((capacity - units) / rate!),
+      retryAfter: cost > burst! ? -1 : Math.ceil((need - units) / rate!),
+      delay: 0,
+    };
+  },
+};

@@ -1,0 +1,101 @@
+/**
+ * Decisions are data: every call answers with one, admitted or not. Times are milliseconds
+ * (fractions carry microsecond precision).
+ */
+import type { Policy } from './policy.js';
+
+/** Why a decision came out the way it did, when it was not the policies' own verdict. */
+export type DecisionReason =
+  /** The memory store was full of live keys and could not track a new one. */
+  'store-full';
+
+/** One policy's view of a request. */
+export interface PolicyDecision {
+  /** The policy's name (headers use it). */
+  readonly name: string;
+  /** Whether this policy alone would admit the request. */
+  readonly allowed: boolean;
+  /** Capacity: cost-1 requests a fully idle key admits back to back. */
+  readonly limit: number;
+  /** Cost-1 requests that would still be admitted now. */
+  readonly remaining: number;
+  /** Milliseconds until the key is back to full capacity. */
+  readonly resetAfter: number;
+  /** 0 when allowed; ms until this cost would be admitted; −1 when it never can be. */
+  readonly retryAfter: number;
+  /** Milliseconds an admitted request should be held back (shaping); 0 otherwise. */
+  readonly delay: number;
+  /** The policy's window in milliseconds. */
+  readonly window: number;
+}
+
+/** The answer to `consume`, `peek` and `acquire`. */
+export interface Decision extends Omit<PolicyDecision, 'name'> {
+  /** Name of the policy that decided: the one that denied (latest retry), else the tightest. */
+  readonly policy: string;
+  /** Every policy's view, in the limiter's order. */
+  readonly policies: readonly PolicyDecision[];
+  readonly reason?: DecisionReason;
+}
+
+/** What a store answers, in integer microseconds; the limiter turns it into a Decision. */
+export interface StoreResult {
+  readonly allowed: boolean;
+  readonly remaining: number;
+  readonly resetAfter: number;
+  readonly retryAfter: number;
+  readonly delay: number;
+}
+
+export interface StoreDecision {
+  /** Every policy admitted (and, for consume, every policy was charged). */
+  readonly admitted: boolean;
+  readonly results: readonly StoreResult[];
+  readonly reason?: DecisionReason;
+}
+
+/** Builds the public Decision from a store's answer. */
+export function toDecision(answer: StoreDecision, policies: readonly Policy[]): Decision {
+  const views: PolicyDecision[] = new Array(policies.length);
+  let decider = 0;
+  for (let i = 0; i < policies.length; i++) {
+    const r = answer.results[i]!;
+    const p = policies[i]!;
+    views[i] = {
+      name: p.name,
+      allowed: r.allowed,
+      limit: p.capacity,
+      remaining: r.remaining,
+      resetAfter: r.resetAfter / 1000,
+      retryAfter: r.retryAfter < 0 ? -1 : r.retryAfter / 1000,
+      delay: r.delay / 1000,
+      window: p.window,
+    };
+    if (i > 0 && decides(views[i]!, views[decider]!, answer.admitted)) decider = i;
+  }
+  const d = views[decider]!;
+  let delay = 0;
+  if (answer.admitted) for (const v of views) delay = Math.max(delay, v.delay);
+  return {
+    allowed: answer.admitted,
+    limit: d.limit,
+    remaining: d.remaining,
+    resetAfter: d.resetAfter,
+    retryAfter: answer.admitted ? 0 : d.retryAfter,
+    delay,
+    window: d.window,
+    policy: d.name,
+    policies: views,
+    ...(answer.reason ? { reason: answer.reason } : {}),
+  };
+}
+
+/** Whether `candidate` should speak for the decision instead of `current`. */
+function decides(candidate: PolicyDecision, current: PolicyDecision, admitted: boolean): boolean {
+  if (admitted) return candidate.remaining < current.remaining;
+  if (candidate.allowed) return false;
+  if (current.allowed) return true;
+  // Among denials the one that waits longest decides; −1 (never) waits longest of all.
+  if (current.retryAfter < 0) return false;
+  return candidate.retryAfter < 0 || candidate.retryAfter > current.retryAfter;
+}

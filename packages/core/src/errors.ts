@@ -1,0 +1,68 @@
+/**
+ * The closed set of errors Floodgate throws. Outcomes of rate limiting (denied, store down)
+ * are data on a Decision; these are for broken configuration, bad call arguments and store
+ * failures that the caller asked to see.
+ */
+
+/** Stable codes, one per kind of mistake; safe to switch on. */
+export type RateLimitConfigErrorCode =
+  | 'FLOODGATE_MISSING_OPTION'
+  | 'FLOODGATE_INVALID_OPTION'
+  | 'FLOODGATE_UNKNOWN_OPTION'
+  | 'FLOODGATE_NO_POLICIES'
+  | 'FLOODGATE_DUPLICATE_POLICY'
+  | 'FLOODGATE_UNKNOWN_CLIENT';
+
+/** An option is missing, unknown or has a bad value. Thrown at construction, never later. */
+export class RateLimitConfigError extends Error {
+  override readonly name = 'RateLimitConfigError';
+  constructor(
+    readonly code: RateLimitConfigErrorCode,
+    /** The option's path, e.g. `fixedWindow.limit` or `policies[1].name`. */
+    readonly field: string,
+    /** The value that was received. */
+    readonly value: unknown,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** A call argument is invalid: an empty or non-string key, a negative or fractional cost. */
+export class RateLimitArgumentError extends RangeError {
+  override readonly name = 'RateLimitArgumentError';
+  readonly code = 'FLOODGATE_INVALID_ARGUMENT' as const;
+  constructor(
+    /** Which argument: `key`, `cost`, `maxWait`, … */
+    readonly argument: string,
+    readonly value: unknown,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The store could not answer (Redis error, closed connection, unexpected reply). */
+export class RateLimitStoreError extends Error {
+  override readonly name = 'RateLimitStoreError';
+  readonly code = 'FLOODGATE_STORE_ERROR' as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Describes a received value for an error message, briefly and without throwing. */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') {
+    return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
+  }
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') {
+    return String(value);
+  }
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === 'function') return `a function${value.name ? ` (${value.name})` : ''}`;
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  const ctor = (value as object).constructor?.name;
+  return ctor && ctor !== 'Object' ? `a ${ctor}` : 'an object';
+}

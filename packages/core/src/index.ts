@@ -1,0 +1,49 @@
+/**
+ * @floodgate/core — rate limiting that decides in one round trip, in Redis (Lua) or in
+ * memory (the TypeScript twins), with the same answers from both.
+ */
+export type { Algorithm, CheckResult } from './algorithms/algorithm.js';
+export { type FixedWindowOptions, fixedWindow } from './algorithms/fixed-window.js';
+export { type GcraOptions, gcra } from './algorithms/gcra.js';
+export { ALGORITHMS } from './algorithms/index.js';
+export { type SlidingLogOptions, slidingLog } from './algorithms/sliding-log.js';
+export { type TokenBucketOptions, tokenBucket } from './algorithms/token-bucket.js';
+export type { Clock } from './clock.js';
+export type {
+  Decision,
+  DecisionReason,
+  PolicyDecision,
+  StoreDecision,
+  StoreResult,
+} from './decision.js';
+export { type Duration, formatDuration, parseDuration } from './duration.js';
+export {
+  RateLimitArgumentError,
+  RateLimitConfigError,
+  type RateLimitConfigErrorCode,
+  RateLimitStoreError,
+} from './errors.js';
+export { ENGINE_SCRIPT, type GeneratedScript, SCRIPTS } from './generated/scripts.js';
+export { encodeKey, MAX_RAW_KEY_LENGTH } from './keys.js';
+export type { Policy } from './policy.js';
+export {
+  type AcquireOptions,
+  type ConsumeOptions,
+  DEFAULT_PREFIX,
+  RateLimiter,
+  type RateLimiterOptions,
+} from './rate-limiter.js';
+export {
+  DEFAULT_MAX_KEYS,
+  MemoryStore,
+  type MemoryStoreOptions,
+  memoryStore,
+} from './stores/memory.js';
+export {
+  INJECTED_CLOCK_TTL_SLACK_MS,
+  RedisStore,
+  type RedisStoreOptions,
+  redisStore,
+} from './stores/redis.js';
+export { type ScriptClient, toScriptClient } from './stores/redis-client.js';
+export type { PreparedPolicies, Store } from './stores/store.js';

@@ -1,0 +1,64 @@
+/**
+ * Option parsing shared by every factory: each options object is read once, at construction,
+ * into a fully defined value. Unknown names are reported, `undefined` means "not given", and
+ * a bad value throws a RateLimitConfigError naming the field and what it got.
+ */
+import { describeValue, RateLimitConfigError } from './errors.js';
+
+export function configError(field: string, value: unknown, expected: string): RateLimitConfigError {
+  if (value === undefined) {
+    return new RateLimitConfigError(
+      'FLOODGATE_MISSING_OPTION',
+      field,
+      value,
+      `${field} is required: expected ${expected}`,
+    );
+  }
+  return new RateLimitConfigError(
+    'FLOODGATE_INVALID_OPTION',
+    field,
+    value,
+    `${field} must be ${expected}, got ${describeValue(value)}`,
+  );
+}
+
+/** Checks that `options` is a plain object holding only `known` names. */
+export function readOptions(
+  options: unknown,
+  where: string,
+  known: readonly string[],
+): Record<string, unknown> {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw configError(where, options, 'an options object');
+  }
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) {
+      throw new RateLimitConfigError(
+        'FLOODGATE_UNKNOWN_OPTION',
+        `${where}.${name}`,
+        (options as Record<string, unknown>)[name],
+        `${where}.${name} is not an option (known: ${known.join(', ')})`,
+      );
+    }
+  }
+  return options as Record<string, unknown>;
+}
+
+export function positiveInteger(value: unknown, field: string, min = 1): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
+    throw configError(field, value, min === 0 ? 'a non-negative integer' : `an integer >= ${min}`);
+  }
+  return value;
+}
+
+export function optionalName(value: unknown, field: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value.trim() === '' || /[\s",;=]/.test(value)) {
+    throw configError(
+      field,
+      value,
+      'a non-empty name without spaces, quotes, commas, semicolons or "="',
+    );
+  }
+  return value;
+}

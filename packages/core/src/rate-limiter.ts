@@ -1,0 +1,184 @@
+/**
+ * RateLimiter: a store plus one or more policies. Each call is one store round trip that
+ * checks every policy and charges all of them or none.
+ */
+import { type Decision, toDecision } from './decision.js';
+import { type Duration, parseDuration } from './duration.js';
+import { describeValue, RateLimitArgumentError, RateLimitConfigError } from './errors.js';
+import { encodeKey } from './keys.js';
+import { configError, readOptions } from './options.js';
+import type { Policy } from './policy.js';
+import type { PreparedPolicies, Store } from './stores/store.js';
+
+export interface RateLimiterOptions {
+  /** Where state lives: `memoryStore()` or `redisStore({ client })`. */
+  store: Store;
+  /** One policy or several; a request is admitted only if every policy admits it. */
+  policies: Policy | readonly Policy[];
+  /** First part of every storage key. Must not contain `{` or `}`. @default 'rl' */
+  prefix?: string;
+}
+
+export interface ConsumeOptions {
+  /** Units this request takes; 0 reads without writing. @default 1 */
+  cost?: number;
+}
+
+export interface AcquireOptions extends ConsumeOptions {
+  /** Longest time to wait for admission. @default no bound */
+  maxWait?: Duration;
+}
+
+/** @default 'rl' */
+export const DEFAULT_PREFIX = 'rl';
+
+export class RateLimiter {
+  readonly store: Store;
+  readonly policies: readonly Policy[];
+  readonly prefix: string;
+  private readonly prepared: PreparedPolicies;
+  private readonly head: string;
+  private readonly tails: readonly string[];
+
+  constructor(options: RateLimiterOptions) {
+    const o = readOptions(options, 'RateLimiter', ['store', 'policies', 'prefix']);
+    const store = o.store as Store | undefined;
+    if (store === null || typeof store !== 'object' || typeof store.prepare !== 'function') {
+      throw configError(
+        'RateLimiter.store',
+        o.store,
+        'a store: memoryStore() or redisStore({ client })',
+      );
+    }
+    this.policies = validatePolicies(o.policies);
+    const prefix = o.prefix === undefined ? DEFAULT_PREFIX : o.prefix;
+    if (typeof prefix !== 'string' || prefix === '' || /[{}]/.test(prefix)) {
+      throw configError('RateLimiter.prefix', prefix, 'a non-empty string without "{" or "}"');
+    }
+    this.prefix = prefix;
+    this.store = store;
+    this.prepared = store.prepare(this.policies);
+    this.head = `${prefix}:{`;
+    this.tails = this.policies.map((p) => `}:${p.id}`);
+  }
+
+  /** Charges `cost` (default 1) against every policy, or nothing if any policy denies. */
+  consume(key: string, options?: ConsumeOptions): Promise<Decision> {
+    return this.decide(key, options, false);
+  }
+
+  /** What `consume(key, options)` would answer now, without writing anything. */
+  peek(key: string, options?: ConsumeOptions): Promise<Decision> {
+    return this.decide(key, options, true);
+  }
+
+  /** Forgets everything stored for `key`: it is back to full capacity under every policy. */
+  async reset(key: string): Promise<void> {
+    await this.prepared.reset(this.storageKeys(key));
+  }
+
+  /**
+   * Waits until `cost` is admitted (sleeping for each denial's `retryAfter`) and resolves with
+   * the admitting decision, or with the last denial once waiting would pass `maxWait` or the
+   * cost can never be admitted (retryAfter −1).
+   */
+  async acquire(key: string, options: AcquireOptions = {}): Promise<Decision> {
+    const { maxWait, ...consumeOptions } = options;
+    let budget = Number.POSITIVE_INFINITY;
+    if (maxWait !== undefined) {
+      try {
+        budget = parseDuration(maxWait, 'maxWait', true) / 1000;
+      } catch (error) {
+        throw new RateLimitArgumentError('maxWait', maxWait, (error as Error).message);
+      }
+    }
+    const started = performance.now();
+    for (;;) {
+      const decision = await this.consume(key, consumeOptions);
+      if (decision.allowed || decision.retryAfter < 0) return decision;
+      const waited = performance.now() - started;
+      if (waited + decision.retryAfter > budget) return decision;
+      await new Promise((resolve) => setTimeout(resolve, Math.ceil(decision.retryAfter)));
+    }
+  }
+
+  /** Storage keys of `key`, one per policy: `<prefix>:{<key>}:<policy id>`. */
+  storageKeys(key: string): string[] {
+    const tag = this.head + encodeKey(key);
+    return this.tails.map((tail) => tag + tail);
+  }
+
+  private async decide(
+    key: string,
+    options: ConsumeOptions | undefined,
+    peek: boolean,
+  ): Promise<Decision> {
+    const cost = readCost(options);
+    const keys = this.storageKeys(key);
+    return toDecision(await this.prepared.decide(keys, cost, peek), this.policies);
+  }
+}
+
+function readCost(options: ConsumeOptions | undefined): number {
+  if (options === undefined || options.cost === undefined) return 1;
+  const cost = options.cost;
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
+    throw new RateLimitArgumentError(
+      'cost',
+      cost,
+      `cost must be a non-negative integer, got ${describeValue(cost)}`,
+    );
+  }
+  return cost;
+}
+
+function validatePolicies(value: unknown): Policy[] {
+  const list = Array.isArray(value) ? value : value === undefined ? [] : [value];
+  if (list.length === 0) {
+    throw new RateLimitConfigError(
+      'FLOODGATE_NO_POLICIES',
+      'RateLimiter.policies',
+      value,
+      'RateLimiter.policies must hold at least one policy, e.g. fixedWindow({ limit: 100, window: "1m" })',
+    );
+  }
+  const names = new Map<string, number>();
+  const ids = new Map<string, number>();
+  list.forEach((p: Policy, i) => {
+    const field = `RateLimiter.policies[${i}]`;
+    if (
+      p === null ||
+      typeof p !== 'object' ||
+      typeof p.kind !== 'string' ||
+      typeof p.id !== 'string' ||
+      !Array.isArray(p.params)
+    ) {
+      throw configError(
+        field,
+        p,
+        'a policy made by fixedWindow(), slidingLog(), tokenBucket(), gcra(), …',
+      );
+    }
+    const sameName = names.get(p.name);
+    if (sameName !== undefined) {
+      throw new RateLimitConfigError(
+        'FLOODGATE_DUPLICATE_POLICY',
+        `${field}.name`,
+        p.name,
+        `${field}.name "${p.name}" is already the name of policies[${sameName}]; give each policy its own name`,
+      );
+    }
+    const sameId = ids.get(p.id);
+    if (sameId !== undefined) {
+      throw new RateLimitConfigError(
+        'FLOODGATE_DUPLICATE_POLICY',
+        field,
+        p.name,
+        `${field} has the same kind and parameters as policies[${sameId}]; they would share state`,
+      );
+    }
+    names.set(p.name, i);
+    ids.set(p.id, i);
+  });
+  return list as Policy[];
+}

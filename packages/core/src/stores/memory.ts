@@ -1,0 +1,172 @@
+/**
+ * The in-memory store: runs the TypeScript twins of the Lua scripts in this process, with the
+ * same all-or-nothing rule, so a single instance gets the same answers Redis would give.
+ */
+import { ALGORITHMS, type Algorithm, type CheckResult } from '../algorithms/index.js';
+import { type Clock, processClock, readMicros } from '../clock.js';
+import type { StoreDecision, StoreResult } from '../decision.js';
+import { configError, positiveInteger, readOptions } from '../options.js';
+import type { Policy } from '../policy.js';
+import type { PreparedPolicies, Store } from './store.js';
+
+export interface MemoryStoreOptions {
+  /** Epoch milliseconds (fractions allowed). @default the process clock */
+  clock?: Clock;
+  /**
+   * Most keys held at once (one per key and policy). Expired keys are swept to make room; live
+   * ones are never evicted (see `maxKeys` in the README for why), so when the table is full of
+   * live keys a new key is denied with `reason: 'store-full'` until room frees up.
+   * @default 1_000_000
+   */
+  maxKeys?: number;
+}
+
+/** @default 1_000_000 keys */
+export const DEFAULT_MAX_KEYS = 1_000_000;
+/** How often an unref'd timer drops expired keys (ms). */
+export const SWEEP_INTERVAL_MS = 60_000;
+/** When full, at most one full sweep per this many µs of store time; denials retry after it. */
+const FULL_SWEEP_SPACING_US = 1_000_000;
+
+interface Entry {
+  state: unknown;
+  /** Store time (µs) after which the state no longer matters. */
+  expiresAt: number;
+}
+
+export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
+  return new MemoryStore(options);
+}
+
+export class MemoryStore implements Store {
+  readonly kind = 'memory';
+  readonly maxKeys: number;
+  private readonly clock: Clock;
+  private readonly entries = new Map<string, Entry>();
+  private sweeper: NodeJS.Timeout | undefined;
+  private lastFullSweep = Number.NEGATIVE_INFINITY;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    const o = readOptions(options, 'memoryStore', ['clock', 'maxKeys']);
+    if (o.clock !== undefined && typeof o.clock !== 'function') {
+      throw configError('memoryStore.clock', o.clock, 'a function returning epoch milliseconds');
+    }
+    this.clock = (o.clock as Clock | undefined) ?? processClock;
+    this.maxKeys =
+      o.maxKeys === undefined
+        ? DEFAULT_MAX_KEYS
+        : positiveInteger(o.maxKeys, 'memoryStore.maxKeys');
+  }
+
+  /** Keys currently held (expired ones may linger until the next sweep). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  prepare(policies: readonly Policy[]): PreparedPolicies {
+    const algorithms = policies.map((p, i) => {
+      const algorithm = ALGORITHMS[p.kind];
+      if (!algorithm)
+        throw configError(`policies[${i}].kind`, p.kind, 'an algorithm this version knows');
+      return algorithm;
+    });
+    const params = policies.map((p) => p.params);
+    return {
+      decide: async (keys, cost, peek) => this.decide(algorithms, params, keys, cost, peek),
+      reset: async (keys) => {
+        for (const key of keys) this.entries.delete(key);
+      },
+    };
+  }
+
+  /** Drops every expired key now. */
+  sweep(): number {
+    const now = readMicros(this.clock);
+    let dropped = 0;
+    for (const [key, entry] of this.entries) {
+      if (entry.expiresAt <= now) {
+        this.entries.delete(key);
+        dropped++;
+      }
+    }
+    return dropped;
+  }
+
+  private live(key: string, now: number): Entry | undefined {
+    const entry = this.entries.get(key);
+    if (entry !== undefined && entry.expiresAt <= now) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  private decide(
+    algorithms: readonly Algorithm[],
+    params: readonly (readonly number[])[],
+    keys: readonly string[],
+    cost: number,
+    peek: boolean,
+  ): StoreDecision {
+    const now = readMicros(this.clock);
+    const n = algorithms.length;
+    const states: unknown[] = new Array(n);
+    const results: CheckResult<unknown>[] = new Array(n);
+    let admitted = true;
+    for (let i = 0; i < n; i++) {
+      states[i] = this.live(keys[i]!, now)?.state;
+      const r = algorithms[i]!.check(states[i], now, cost, params[i]!);
+      results[i] = r;
+      if (!r.allowed) admitted = false;
+    }
+    if (admitted) {
+      if (!peek && cost > 0) {
+        if (!this.makeRoom(keys, now)) return this.full(algorithms, params, states, now);
+        for (let i = 0; i < n; i++) {
+          const r = results[i]!;
+          this.entries.set(keys[i]!, { state: r.next, expiresAt: now + r.ttl! });
+        }
+        this.startSweeper();
+      }
+      return { admitted, results };
+    }
+    if (cost > 0) {
+      // Nothing was taken: policies that would have admitted describe their key as it stands.
+      for (let i = 0; i < n; i++) {
+        if (results[i]!.allowed) results[i] = algorithms[i]!.check(states[i], now, 0, params[i]!);
+      }
+    }
+    return { admitted, results };
+  }
+
+  /** Whether every key can be stored, sweeping expired keys (at most once a second) if not. */
+  private makeRoom(keys: readonly string[], now: number): boolean {
+    let missing = 0;
+    for (const key of keys) if (!this.entries.has(key)) missing++;
+    if (this.entries.size + missing <= this.maxKeys) return true;
+    if (now - this.lastFullSweep < FULL_SWEEP_SPACING_US) return false;
+    this.lastFullSweep = now;
+    for (const [key, entry] of this.entries) if (entry.expiresAt <= now) this.entries.delete(key);
+    return this.entries.size + missing <= this.maxKeys;
+  }
+
+  private full(
+    algorithms: readonly Algorithm[],
+    params: readonly (readonly number[])[],
+    states: readonly unknown[],
+    now: number,
+  ): StoreDecision {
+    const results: StoreResult[] = algorithms.map((algorithm, i) => ({
+      ...algorithm.check(states[i], now, 0, params[i]!),
+      allowed: false,
+      retryAfter: FULL_SWEEP_SPACING_US,
+    }));
+    return { admitted: false, results, reason: 'store-full' };
+  }
+
+  private startSweeper(): void {
+    if (this.sweeper !== undefined) return;
+    this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
+    this.sweeper.unref();
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * The Redis store: every decision is one EVALSHA of a script generated from lua/, which checks
+ * every policy of the limiter and then writes all of them or none, atomically, next to the data.
+ */
+import { type Clock, readMicros } from '../clock.js';
+import type { StoreDecision, StoreResult } from '../decision.js';
+import { RateLimitStoreError } from '../errors.js';
+import { ENGINE_SCRIPT, type GeneratedScript, SCRIPTS } from '../generated/scripts.js';
+import { configError, readOptions } from '../options.js';
+import type { Policy } from '../policy.js';
+import { type ScriptClient, toScriptClient } from './redis-client.js';
+import type { PreparedPolicies, Store } from './store.js';
+
+export interface RedisStoreOptions {
+  /** An ioredis `Redis` or `Cluster`, or a node-redis client or cluster (v4+). */
+  client: unknown;
+  /**
+   * Epoch milliseconds (fractions allowed). Without it the script reads Redis `TIME`, one clock
+   * for every app server; inject one only for tests and simulations.
+   */
+  clock?: Clock;
+}
+
+/**
+ * With an injected clock Redis still expires keys on its own clock, so TTLs get this much
+ * slack (ms): state that the injected timeline still needs must not vanish because real time
+ * ran ahead of it. Every algorithm reads its own time out of the state, so a key that lives a
+ * little longer never changes a decision. With Redis TIME there is no slack.
+ */
+export const INJECTED_CLOCK_TTL_SLACK_MS = 5_000;
+
+const MODE_CONSUME = '0';
+const MODE_PEEK = '1';
+const MODE_RESET = '2';
+const FIELDS_PER_POLICY = 5;
+
+export function redisStore(options: RedisStoreOptions): RedisStore {
+  return new RedisStore(options);
+}
+
+export class RedisStore implements Store {
+  readonly kind = 'redis';
+  readonly client: ScriptClient;
+  private readonly clock: Clock | undefined;
+  private readonly ttlSlack: string;
+
+  constructor(options: RedisStoreOptions) {
+    const o = readOptions(options, 'redisStore', ['client', 'clock']);
+    this.client = toScriptClient(o.client);
+    if (o.clock !== undefined && typeof o.clock !== 'function') {
+      throw configError('redisStore.clock', o.clock, 'a function returning epoch milliseconds');
+    }
+    this.clock = o.clock as Clock | undefined;
+    this.ttlSlack = this.clock ? String(INJECTED_CLOCK_TTL_SLACK_MS) : '0';
+  }
+
+  prepare(policies: readonly Policy[]): PreparedPolicies {
+    const kinds = new Set(policies.map((p) => p.kind));
+    policies.forEach((p, i) => {
+      if (!ENGINE_SCRIPT.algorithms.includes(p.kind)) {
+        throw configError(`policies[${i}].kind`, p.kind, 'an algorithm this version knows');
+      }
+    });
+    // One kind: its own lean script; several: the engine script that holds them all.
+    const script = kinds.size === 1 ? SCRIPTS[policies[0]!.kind]! : ENGINE_SCRIPT;
+    // Everything after ARGV[4] never changes for this limiter: encode it once.
+    const policyArgs: string[] = [];
+    for (const p of policies) policyArgs.push(p.kind, ...p.params.map((v) => String(v)));
+    const n = policies.length;
+    return {
+      decide: async (keys, cost, peek) => {
+        const now = this.clock ? String(readMicros(this.clock)) : '';
+        const reply = await this.run(script, keys, [
+          peek ? MODE_PEEK : MODE_CONSUME,
+          now,
+          String(cost),
+          this.ttlSlack,
+          ...policyArgs,
+        ]);
+        return decodeDecision(reply, n);
+      },
+      reset: async (keys) => {
+        const now = this.clock ? String(readMicros(this.clock)) : '';
+        await this.run(script, keys, [MODE_RESET, now, '0', this.ttlSlack, ...policyArgs]);
+      },
+    };
+  }
+
+  /** EVALSHA; on NOSCRIPT (restart, SCRIPT FLUSH, failover) EVAL, which also caches it. */
+  private async run(
+    script: GeneratedScript,
+    keys: readonly string[],
+    args: string[],
+  ): Promise<unknown> {
+    try {
+      try {
+        return await this.client.evalsha(script.sha1, keys, args);
+      } catch (error) {
+        if (!String((error as Error)?.message).startsWith('NOSCRIPT')) throw error;
+        return await this.client.eval(script.source, keys, args);
+      }
+    } catch (error) {
+      throw new RateLimitStoreError(
+        `${this.client.description} failed running the ${script.name} script: ${(error as Error)?.message ?? error}`,
+        { cause: error },
+      );
+    }
+  }
+}
+
+function decodeDecision(reply: unknown, n: number): StoreDecision {
+  if (!Array.isArray(reply) || reply.length !== 1 + FIELDS_PER_POLICY * n) {
+    throw new RateLimitStoreError(
+      `unexpected reply from the rate-limit script: ${JSON.stringify(reply)}`,
+    );
+  }
+  const results: StoreResult[] = new Array(n);
+  for (let i = 0, j = 1; i < n; i++, j += FIELDS_PER_POLICY) {
+    results[i] = {
+      allowed: reply[j] === 1,
+      remaining: Number(reply[j + 1]),
+      resetAfter: Number(reply[j + 2]),
+      retryAfter: Number(reply[j + 3]),
+      delay: Number(reply[j + 4]),
+    };
+  }
+  return { admitted: reply[0] === 1, results };
+}

@@ -1,0 +1,23 @@
+/**
+ * The seam between the limiter and where state lives. A store prepares a limiter's policies
+ * once (encoding what never changes) and then answers one decision per call.
+ */
+import type { StoreDecision } from '../decision.js';
+import type { Policy } from '../policy.js';
+
+export interface Store {
+  /** `memory` or `redis`; shown in errors and used by adapters. */
+  readonly kind: string;
+  /** Validates and prepares a limiter's policies; called once per limiter. */
+  prepare(policies: readonly Policy[]): PreparedPolicies;
+}
+
+export interface PreparedPolicies {
+  /**
+   * Decides a request of `cost` against every policy at once: all are charged or none.
+   * `keys[i]` is policy i's storage key. With `peek`, nothing is written.
+   */
+  decide(keys: readonly string[], cost: number, peek: boolean): Promise<StoreDecision>;
+  /** Deletes the state behind `keys`. */
+  reset(keys: readonly string[]): Promise<void>;
+}

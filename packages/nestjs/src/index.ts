@@ -1,0 +1,5 @@
+/**
+ * @floodgate/nestjs — the adapter arrives with its own issue; the package builds so the
+ * workspace layout is complete.
+ */
+export const ADAPTER = 'nestjs' as const;

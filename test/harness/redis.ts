@@ -1,0 +1,39 @@
+/**
+ * Connections to the suite's Redis. Each jest worker gets its own logical database so that
+ * files running in parallel never see each other's keys; `flushRedis` empties that database
+ * and the script cache, so every test starts on the NOSCRIPT path.
+ */
+import { Redis, type RedisOptions } from 'ioredis';
+
+export function testRedisUrl(): string {
+  const url = process.env.FLOODGATE_TEST_REDIS_URL ?? process.env.REDIS_URL;
+  if (!url) throw new Error('no test Redis: run through jest (global setup) or set REDIS_URL');
+  return url;
+}
+
+/** Database index for this jest worker (1..15); 0 is left to whoever else uses the server. */
+export function workerDb(): number {
+  const worker = Number(process.env.JEST_WORKER_ID ?? '1');
+  return 1 + ((worker - 1) % 15);
+}
+
+export function connectIoredis(options: RedisOptions = {}): Redis {
+  return new Redis(testRedisUrl(), { db: workerDb(), lazyConnect: false, ...options });
+}
+
+export async function flushRedis(client: Redis): Promise<void> {
+  await client.flushdb();
+  await client.script('FLUSH');
+}
+
+/** Every key in this worker's database, with its PTTL (−1: no TTL, −2: gone). */
+export async function keysWithTtl(client: Redis): Promise<Array<{ key: string; pttl: number }>> {
+  const out: Array<{ key: string; pttl: number }> = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'COUNT', 1000);
+    cursor = next;
+    for (const key of keys) out.push({ key, pttl: await client.pttl(key) });
+  } while (cursor !== '0');
+  return out;
+}
