@@ -7,7 +7,15 @@ import type { Policy } from './policy.js';
 /** Why a decision came out the way it did, when it was not the policies' own verdict. */
 export type DecisionReason =
   /** The memory store was full of live keys and could not track a new one. */
-  'store-full';
+  | 'store-full'
+  /** The store failed (error, lost connection); `onStoreError` 'open'/'closed' answered. */
+  | 'store-error'
+  /** The store did not answer within the limiter's `timeout`; 'open'/'closed' answered. */
+  | 'timeout'
+  /** The circuit breaker is open: the store was not asked; 'open'/'closed' answered. */
+  | 'circuit-open'
+  /** The store failed (any of the above) and the fallback store or limiter decided. */
+  | 'fallback';
 
 /** One policy's view of a request. */
 export interface PolicyDecision {

@@ -23,6 +23,19 @@ export {
   type RateLimitConfigErrorCode,
   RateLimitStoreError,
 } from './errors.js';
+export {
+  type CallContext,
+  type CircuitBreakerOptions,
+  type CircuitState,
+  DEFAULT_CIRCUIT_COOLDOWN_MS,
+  DEFAULT_FAILURE_THRESHOLD,
+  DEFAULT_STORE_TIMEOUT_MS,
+  type FallbackLimiter,
+  type OnStoreError,
+  type RateLimiterHooks,
+  type StoreErrorEvent,
+  type StoreFailure,
+} from './failure-policy.js';
 export { ENGINE_SCRIPT, type GeneratedScript, SCRIPTS } from './generated/scripts.js';
 export { encodeKey, MAX_RAW_KEY_LENGTH } from './keys.js';
 export type { Policy } from './policy.js';

@@ -5,6 +5,16 @@
 import { type Decision, toDecision } from './decision.js';
 import { type Duration, parseDuration } from './duration.js';
 import { describeValue, RateLimitArgumentError, RateLimitConfigError } from './errors.js';
+import {
+  type CallContext,
+  type CircuitBreakerOptions,
+  type FallbackLimiter,
+  type GuardedOutcome,
+  type OnStoreError,
+  type RateLimiterHooks,
+  readFailureOptions,
+  StoreGuard,
+} from './failure-policy.js';
 import { encodeKey } from './keys.js';
 import { configError, readOptions } from './options.js';
 import type { Policy } from './policy.js';
@@ -17,6 +27,23 @@ export interface RateLimiterOptions {
   policies: Policy | readonly Policy[];
   /** First part of every storage key. Must not contain `{` or `}`. @default 'rl' */
   prefix?: string;
+  /**
+   * What answers when the store fails, times out or its circuit is open: `'open'` admits,
+   * `'closed'` denies, a Store (e.g. `memoryStore()`) decides with these policies, a RateLimiter
+   * decides with its own. The decision's `reason` says which failure happened (docs/reliability.md).
+   * @default 'open'
+   */
+  onStoreError?: OnStoreError;
+  /** Longest wait for the store on each call; then the failure policy answers. @default '1s' */
+  timeout?: Duration;
+  /**
+   * Stops asking a failing store: after `failureThreshold` consecutive failures, calls get the
+   * failure policy at once for `cooldown`, then one call probes the store. `false` disables it.
+   * @default { failureThreshold: 5, cooldown: '1s' }
+   */
+  circuitBreaker?: CircuitBreakerOptions | false;
+  /** Callbacks for metrics: `onStoreError`, `onDecision`, `onCircuitChange`. */
+  hooks?: RateLimiterHooks;
 }
 
 export interface ConsumeOptions {
@@ -39,9 +66,20 @@ export class RateLimiter {
   private readonly prepared: PreparedPolicies;
   private readonly head: string;
   private readonly tails: readonly string[];
+  private readonly guard: StoreGuard;
+  private readonly fallbackStore: PreparedPolicies | undefined;
+  private readonly fallbackLimiter: FallbackLimiter | undefined;
 
   constructor(options: RateLimiterOptions) {
-    const o = readOptions(options, 'RateLimiter', ['store', 'policies', 'prefix']);
+    const o = readOptions(options, 'RateLimiter', [
+      'store',
+      'policies',
+      'prefix',
+      'onStoreError',
+      'timeout',
+      'circuitBreaker',
+      'hooks',
+    ]);
     const store = o.store as Store | undefined;
     if (store === null || typeof store !== 'object' || typeof store.prepare !== 'function') {
       throw configError(
@@ -60,6 +98,19 @@ export class RateLimiter {
     this.prepared = store.prepare(this.policies);
     this.head = `${prefix}:{`;
     this.tails = this.policies.map((p) => `}:${p.id}`);
+    const failure = readFailureOptions(o);
+    this.guard = new StoreGuard(failure);
+    const fallback = failure.onStoreError;
+    if (typeof fallback === 'object' && 'prepare' in fallback) {
+      this.fallbackStore = fallback.prepare(this.policies);
+    } else if (typeof fallback === 'object') {
+      this.fallbackLimiter = fallback;
+    }
+  }
+
+  /** The circuit breaker's state: `closed` (store in use), `open`, or `half-open` (probing). */
+  get circuit(): 'closed' | 'open' | 'half-open' {
+    return this.guard.circuit;
   }
 
   /** Charges `cost` (default 1) against every policy, or nothing if any policy denies. */
@@ -74,7 +125,10 @@ export class RateLimiter {
 
   /** Forgets everything stored for `key`: it is back to full capacity under every policy. */
   async reset(key: string): Promise<void> {
-    await this.prepared.reset(this.storageKeys(key));
+    const keys = this.storageKeys(key);
+    // A reset must reach the store, so its failure is thrown (bounded by `timeout`).
+    if (this.fallbackStore) await this.fallbackStore.reset(keys);
+    await this.guard.bounded(() => this.prepared.reset(keys));
   }
 
   /**
@@ -115,8 +169,79 @@ export class RateLimiter {
   ): Promise<Decision> {
     const cost = readCost(options);
     const keys = this.storageKeys(key);
-    return toDecision(await this.prepared.decide(keys, cost, peek), this.policies);
+    const context: CallContext = { key, cost, peek };
+    const outcome = await this.guard.call(() => this.prepared.decide(keys, cost, peek), context);
+    const decision = outcome.ok
+      ? toDecision(outcome.value, this.policies)
+      : await this.withoutStore(keys, context, outcome);
+    if (this.guard.config.hooks.onDecision) this.guard.notify('onDecision', decision, context);
+    return decision;
   }
+
+  /** The failure policy's answer when the store could not decide. */
+  private async withoutStore(
+    keys: readonly string[],
+    context: CallContext,
+    outcome: Exclude<GuardedOutcome<unknown>, { ok: true }>,
+  ): Promise<Decision> {
+    const { cost, peek } = context;
+    try {
+      if (this.fallbackStore) {
+        const answer = await this.fallbackStore.decide(keys, cost, peek);
+        return { ...toDecision(answer, this.policies), reason: 'fallback' };
+      }
+      if (this.fallbackLimiter) {
+        const options = { cost };
+        const d = await (peek
+          ? this.fallbackLimiter.peek(context.key, options)
+          : this.fallbackLimiter.consume(context.key, options));
+        return { ...d, reason: 'fallback' };
+      }
+    } catch {
+      // A failing fallback leaves the default answer: open.
+    }
+    return failureDecision(
+      this.policies,
+      this.guard.config.onStoreError !== 'closed',
+      outcome.failure,
+      outcome.retryAfter,
+    );
+  }
+}
+
+/**
+ * The answer of `'open'` (admitted, nothing counted: remaining shows full capacity) or
+ * `'closed'` (denied, retry once the circuit would probe the store again).
+ */
+function failureDecision(
+  policies: readonly Policy[],
+  allowed: boolean,
+  reason: 'store-error' | 'timeout' | 'circuit-open',
+  retryAfter: number,
+): Decision {
+  const views = policies.map((p) => ({
+    name: p.name,
+    allowed,
+    limit: p.capacity,
+    remaining: allowed ? p.capacity : 0,
+    resetAfter: allowed ? 0 : retryAfter,
+    retryAfter: allowed ? 0 : retryAfter,
+    delay: 0,
+    window: p.window,
+  }));
+  const first = views[0]!;
+  return {
+    allowed,
+    limit: first.limit,
+    remaining: first.remaining,
+    resetAfter: first.resetAfter,
+    retryAfter: first.retryAfter,
+    delay: 0,
+    window: first.window,
+    policy: first.name,
+    policies: views,
+    reason,
+  };
 }
 
 function readCost(options: ConsumeOptions | undefined): number {
