@@ -12,13 +12,14 @@ ALG['sliding-log'] = {
     local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
     local floor = string.format('(%d', now - window)
     local used = redis.call('ZCOUNT', key, floor, '+inf')
+    -- The newest unit decides when the key is empty again (a clock that stepped back can
+    -- leave it after now; the unit about to be added is at now).
     local newest = now
-    if used > 0 then
-      newest = math.max(now, tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]))
-    end
+    if used > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
     if used + cost <= limit then
       local after = used + cost
-      return { 1, limit - after, after > 0 and newest + window - now or 0, 0, 0, used }
+      local last = cost > 0 and math.max(newest, now) or newest
+      return { 1, limit - after, after > 0 and last + window - now or 0, 0, 0, used }
     end
     local reset = used > 0 and newest + window - now or 0
     if cost > limit then return { 0, limit - used, reset, -1, 0 } end

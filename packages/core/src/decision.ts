@@ -39,7 +39,10 @@ export interface PolicyDecision {
 
 /** The answer to `consume`, `peek` and `acquire`. */
 export interface Decision extends Omit<PolicyDecision, 'name'> {
-  /** Name of the policy that decided: the one that denied (latest retry), else the tightest. */
+  /**
+   * Name of the policy that decided: when denied, the denying policy that waits longest (−1
+   * first); when admitted, the one with the least remaining (then the longest resetAfter).
+   */
   readonly policy: string;
   /** Every policy's view, in the limiter's order. */
   readonly policies: readonly PolicyDecision[];
@@ -100,7 +103,13 @@ export function toDecision(answer: StoreDecision, policies: readonly Policy[]): 
 
 /** Whether `candidate` should speak for the decision instead of `current`. */
 function decides(candidate: PolicyDecision, current: PolicyDecision, admitted: boolean): boolean {
-  if (admitted) return candidate.remaining < current.remaining;
+  // Admitted: the tightest policy speaks; on a tie, the one that takes longer to recover.
+  if (admitted) {
+    return (
+      candidate.remaining < current.remaining ||
+      (candidate.remaining === current.remaining && candidate.resetAfter > current.resetAfter)
+    );
+  }
   if (candidate.allowed) return false;
   if (current.allowed) return true;
   // Among denials the one that waits longest decides; −1 (never) waits longest of all.

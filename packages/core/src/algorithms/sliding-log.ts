@@ -47,13 +47,15 @@ export const slidingLogAlgorithm: Algorithm<SlidingLogState> = {
     const log = state ?? [];
     while (first < log.length && log[first]! <= floor) first++;
     const used = log.length - first;
-    const newest = used > 0 ? Math.max(now, log[log.length - 1]!) : now;
+    // The newest unit decides when the key is empty again (the unit about to be added is at now).
+    const newest = used > 0 ? log[log.length - 1]! : now;
     if (used + cost <= limit!) {
       const after = used + cost;
+      const last = cost > 0 ? Math.max(newest, now) : newest;
       const result = {
         allowed: true,
         remaining: limit! - after,
-        resetAfter: after > 0 ? newest + window! - now : 0,
+        resetAfter: after > 0 ? last + window! - now : 0,
         retryAfter: 0,
         delay: 0,
       };

@@ -1,0 +1,22 @@
+/**
+ * Every algorithm's cases. A new algorithm adds its `<kind>.cases.ts` and one line here; the
+ * conformance and differential tests pick it up.
+ */
+import type { AlgorithmCases, Scenario } from '../table';
+import { fixedWindowCases } from './fixed-window.cases';
+import { gcraCases } from './gcra.cases';
+import { multiPolicyScenarios } from './multi.cases';
+import { slidingLogCases } from './sliding-log.cases';
+import { tokenBucketCases } from './token-bucket.cases';
+
+export const ALGORITHM_CASES: AlgorithmCases[] = [
+  fixedWindowCases,
+  slidingLogCases,
+  tokenBucketCases,
+  gcraCases,
+];
+
+export const SCENARIOS: Scenario[] = [
+  ...ALGORITHM_CASES.flatMap((c) => c.scenarios),
+  ...multiPolicyScenarios,
+];
