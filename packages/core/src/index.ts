@@ -37,6 +37,8 @@ export {
   type StoreFailure,
 } from './failure-policy.js';
 export { ENGINE_SCRIPT, type GeneratedScript, SCRIPTS } from './generated/scripts.js';
+// HTTP helpers shared by the framework adapters (issue 4).
+export * from './http/index.js';
 export { encodeKey, MAX_RAW_KEY_LENGTH } from './keys.js';
 export type { Policy } from './policy.js';
 export {

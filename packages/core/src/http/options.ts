@@ -1,0 +1,197 @@
+/**
+ * The options every HTTP adapter shares, parsed once into a fully defined config, and the
+ * per-request steps they all run (skip → key → cost → consume). Adapters add only what their
+ * framework needs: reading the request into an HttpRequestView, writing headers and the 429.
+ */
+import type { Decision } from '../decision.js';
+import { describeValue, RateLimitArgumentError, RateLimitConfigError } from '../errors.js';
+import { configError } from '../options.js';
+import { RateLimiter, type RateLimiterOptions } from '../rate-limiter.js';
+import { memoryStore } from '../stores/memory.js';
+import {
+  parseHeaderOptions,
+  type RateLimitHeaderConfig,
+  type RateLimitHeaderOptions,
+} from './headers.js';
+import {
+  type HttpRequestView,
+  KEY_OPTION_NAMES,
+  type KeyConfig,
+  type KeyOptions,
+  parseKeyOptions,
+  resolveKey,
+} from './keys.js';
+
+/**
+ * Options shared by `@floodgate/express` and `@floodgate/koa` (`Req` is the framework's request
+ * or context, `OnLimited` its handler type). Either `limiter`, or `policies` plus the other
+ * RateLimiter options (`store` defaults to `memoryStore()`; `prefix` and any other RateLimiter
+ * option are passed through unchanged).
+ */
+export type HttpRateLimitOptions<Req, OnLimited = unknown> = KeyOptions<Req> &
+  Partial<RateLimiterOptions> & {
+    /** A ready limiter; excludes `policies`, `store` and the other RateLimiter options. */
+    limiter?: RateLimiter;
+    /** Header groups to send: `true` (default set), `false`, or `{ standard, legacy, retryAfter }`. @default true */
+    headers?: boolean | RateLimitHeaderOptions;
+    /** Requests for which this answers true are not counted and get no headers. */
+    skip?: (req: Req) => boolean | Promise<boolean>;
+    /** Units a request takes: a non-negative integer, or a function of the request. @default 1 */
+    cost?: number | ((req: Req) => number | Promise<number>);
+    /** Replaces the default 429 problem response. */
+    onLimited?: OnLimited;
+  };
+
+/** Names the adapters read themselves; every other name goes to the RateLimiter. */
+export const HTTP_OPTION_NAMES = [
+  'limiter',
+  'headers',
+  'skip',
+  'cost',
+  'onLimited',
+  ...KEY_OPTION_NAMES,
+] as const;
+
+/** The parsed, fully defined adapter config. */
+export interface HttpRateLimitConfig<Req, OnLimited = unknown> extends KeyConfig<Req> {
+  readonly limiter: RateLimiter;
+  readonly headers: RateLimitHeaderConfig;
+  readonly skip: ((req: Req) => boolean | Promise<boolean>) | undefined;
+  readonly cost: number | ((req: Req) => number | Promise<number>);
+  readonly onLimited: OnLimited | undefined;
+}
+
+/**
+ * Parses adapter options once, at construction. Unknown names, bad values and a `limiter`
+ * mixed with limiter options throw RateLimitConfigError (`where` names the factory, e.g.
+ * `rateLimit`).
+ */
+export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
+  options: unknown,
+  where: string,
+  extraNames: readonly string[] = [],
+): HttpRateLimitConfig<Req, OnLimited> {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw configError(where, options, 'an options object');
+  }
+  const o = options as Record<string, unknown>;
+  const own: readonly string[] = [...HTTP_OPTION_NAMES, ...extraNames];
+  const limiterOptions: Record<string, unknown> = {};
+  for (const name of Object.keys(o)) {
+    if (!own.includes(name) && o[name] !== undefined) limiterOptions[name] = o[name];
+  }
+  let limiter: RateLimiter;
+  if (o.limiter !== undefined) {
+    if (typeof (o.limiter as RateLimiter | null)?.consume !== 'function') {
+      throw configError(`${where}.limiter`, o.limiter, 'a RateLimiter');
+    }
+    const mixed = Object.keys(limiterOptions)[0];
+    if (mixed !== undefined) {
+      throw new RateLimitConfigError(
+        'FLOODGATE_INVALID_OPTION',
+        `${where}.${mixed}`,
+        limiterOptions[mixed],
+        `${where}.${mixed} cannot be combined with ${where}.limiter: configure the limiter itself, or pass policies instead of a limiter`,
+      );
+    }
+    limiter = o.limiter as RateLimiter;
+  } else {
+    try {
+      limiter = new RateLimiter({
+        ...limiterOptions,
+        store: limiterOptions.store ?? memoryStore(),
+      } as RateLimiterOptions);
+    } catch (error) {
+      throw renameLimiterError(error, where, own);
+    }
+  }
+  if (o.skip !== undefined && typeof o.skip !== 'function') {
+    throw configError(`${where}.skip`, o.skip, 'a function (req) => boolean');
+  }
+  if (o.onLimited !== undefined && typeof o.onLimited !== 'function') {
+    throw configError(`${where}.onLimited`, o.onLimited, 'a function');
+  }
+  let cost: number | ((req: Req) => number | Promise<number>) = 1;
+  if (typeof o.cost === 'function') cost = o.cost as (req: Req) => number;
+  else if (o.cost !== undefined) {
+    if (typeof o.cost !== 'number' || !Number.isSafeInteger(o.cost) || o.cost < 0) {
+      throw configError(
+        `${where}.cost`,
+        o.cost,
+        'a non-negative integer or a function (req) => number',
+      );
+    }
+    cost = o.cost;
+  }
+  return {
+    ...parseKeyOptions<Req>(o, where),
+    limiter,
+    headers: parseHeaderOptions(o.headers, `${where}.headers`),
+    skip: o.skip as HttpRateLimitConfig<Req>['skip'],
+    cost,
+    onLimited: o.onLimited as OnLimited | undefined,
+  };
+}
+
+/** RateLimiter reports its own field names; report them as the adapter's options instead. */
+function renameLimiterError(error: unknown, where: string, own: readonly string[]): unknown {
+  if (!(error instanceof RateLimitConfigError) || !error.field.startsWith('RateLimiter'))
+    return error;
+  const field = where + error.field.slice('RateLimiter'.length);
+  const limiterNames = /\(known: ([^)]*)\)/.exec(error.message)?.[1] ?? '';
+  const message =
+    error.code === 'FLOODGATE_UNKNOWN_OPTION'
+      ? `${field} is not an option (adapter options: ${own.join(', ')}; limiter options: ${limiterNames})`
+      : error.message.split('RateLimiter.').join(`${where}.`);
+  return new RateLimitConfigError(error.code, field, error.value, message, { cause: error });
+}
+
+/**
+ * The cost of a request: the configured number, or the cost function's result, which must be
+ * a non-negative integer (otherwise RateLimitArgumentError, which adapters pass to the
+ * framework's error handling).
+ */
+export async function resolveCost<Req>(
+  config: Pick<HttpRateLimitConfig<Req>, 'cost'>,
+  req: Req,
+): Promise<number> {
+  if (typeof config.cost === 'number') return config.cost;
+  const cost = await config.cost(req);
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
+    throw new RateLimitArgumentError(
+      'cost',
+      cost,
+      `the cost function returned ${describeValue(cost)}; expected a non-negative integer`,
+    );
+  }
+  return cost;
+}
+
+/** The outcome of checking one request. */
+export interface HttpCheck {
+  readonly key: string;
+  readonly cost: number;
+  readonly decision: Decision;
+}
+
+/**
+ * Runs the shared per-request steps: `skip` (→ undefined), key, cost, then one `consume`.
+ * Errors from user functions and the store propagate to the adapter.
+ */
+export async function checkHttpRequest<Req>(
+  config: HttpRateLimitConfig<Req, unknown>,
+  view: HttpRequestView,
+  req: Req,
+): Promise<HttpCheck | undefined> {
+  if (config.skip !== undefined && (await config.skip(req))) return undefined;
+  const key = await resolveKey(config, view, req);
+  const cost = await resolveCost(config, req);
+  const decision = await config.limiter.consume(key, { cost });
+  return { key, cost, decision };
+}
+
+/** Waits for an admitted decision's shaping `delay` (resolves at once when there is none). */
+export function waitForDelay(decision: Decision): Promise<void> {
+  if (!(decision.delay > 0)) return Promise.resolve();
+  return new Promise((resolve) => setTimeout(resolve, Math.ceil(decision.delay)));
+}
