@@ -40,6 +40,8 @@ export { ENGINE_SCRIPT, type GeneratedScript, SCRIPTS } from './generated/script
 // HTTP helpers shared by the framework adapters (issue 4).
 export * from './http/index.js';
 export { encodeKey, MAX_RAW_KEY_LENGTH } from './keys.js';
+// Option parsing for adapters: one error shape (field, value, stable code) everywhere.
+export { configError, readOptions } from './options.js';
 export type { Policy } from './policy.js';
 export {
   type AcquireOptions,
