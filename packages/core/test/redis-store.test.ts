@@ -1,0 +1,203 @@
+/**
+ * The Redis engine on a real server: generated SHA1s match SCRIPT LOAD, NOSCRIPT falls back to
+ * EVAL, one EVALSHA (and one TIME) per decision whatever the number of policies, every key
+ * has a TTL, and Redis errors surface as RateLimitStoreError without unhandled rejections.
+ */
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import {
+  connectIoredis,
+  flushRedis,
+  keysWithTtl,
+  testRedisUrl,
+  workerDb,
+} from '../../../test/harness/redis';
+import { type RedisServerHandle, startRedisServer } from '../../../test/harness/redis-server';
+import {
+  fixedWindow,
+  gcra,
+  INJECTED_CLOCK_TTL_SLACK_MS,
+  RateLimiter,
+  RateLimitStoreError,
+  redisStore,
+  SCRIPTS,
+  slidingLog,
+  tokenBucket,
+} from '../src/index';
+
+let redis: Redis;
+beforeAll(() => {
+  redis = connectIoredis();
+});
+beforeEach(() => flushRedis(redis));
+afterAll(() => redis.quit());
+
+const allFour = () => [
+  fixedWindow({ limit: 3, window: '2s' }),
+  slidingLog({ limit: 3, window: '3s' }),
+  tokenBucket({ limit: 3, window: '4s' }),
+  gcra({ limit: 3, window: '5s' }),
+];
+
+test('every generated script loads under its pinned SHA1', async () => {
+  expect(Object.keys(SCRIPTS).sort()).toEqual(
+    expect.arrayContaining(['engine', 'fixed-window', 'gcra', 'sliding-log', 'token-bucket']),
+  );
+  for (const script of Object.values(SCRIPTS)) {
+    expect(await redis.script('LOAD', script.source)).toBe(script.sha1);
+  }
+});
+
+test('after SCRIPT FLUSH the next decision succeeds through EVAL, which caches the script again', async () => {
+  const limiter = new RateLimiter({
+    store: redisStore({ client: redis }),
+    policies: gcra({ limit: 2, window: '1s' }),
+  });
+  expect(await redis.script('EXISTS', SCRIPTS.gcra!.sha1)).toEqual([0]);
+  expect((await limiter.consume('k')).allowed).toBe(true);
+  expect(await redis.script('EXISTS', SCRIPTS.gcra!.sha1)).toEqual([1]);
+  await redis.script('FLUSH');
+  const d = await limiter.consume('k');
+  expect(d).toMatchObject({ allowed: true, remaining: 0 });
+  expect(d.reason).toBeUndefined();
+});
+
+describe('round trips, on a server of its own so the command counts are exact', () => {
+  let server: RedisServerHandle;
+  let client: Redis;
+  beforeAll(async () => {
+    server = await startRedisServer();
+    client = new Redis(server.port);
+  });
+  afterAll(async () => {
+    client.disconnect();
+    await server.stop();
+  });
+
+  async function stats(): Promise<Record<string, number>> {
+    const info = await client.info('commandstats');
+    const out: Record<string, number> = {};
+    for (const m of info.matchAll(/cmdstat_(\w+):calls=(\d+)/g)) out[m[1]!] = Number(m[2]);
+    return out;
+  }
+
+  test.each([1, 4])('one EVALSHA and one TIME per decision with %i policies', async (n) => {
+    const limiter = new RateLimiter({
+      store: redisStore({ client }),
+      policies: allFour().slice(0, n),
+    });
+    await limiter.consume('warm-up'); // loads the script
+    const before = await stats();
+    for (let i = 0; i < 10; i++) await limiter.consume(`user${i % 3}`);
+    await limiter.peek('user0');
+    const after = await stats();
+    const delta = (cmd: string) => (after[cmd] ?? 0) - (before[cmd] ?? 0);
+    expect(delta('evalsha')).toBe(11);
+    expect(delta('eval')).toBe(0);
+    expect(delta('time')).toBe(11);
+  });
+});
+
+describe('TTLs', () => {
+  test('with Redis TIME every key expires within its own window, and none is left without a TTL', async () => {
+    const limiter = new RateLimiter({ store: redisStore({ client: redis }), policies: allFour() });
+    for (let i = 0; i < 40; i++) await limiter.consume(`u${i % 5}`, { cost: i % 3 });
+    const keys = await keysWithTtl(redis);
+    // 5 users × 4 policies (a fixed window may add a key if the run crosses its edge).
+    expect(keys.length).toBeGreaterThanOrEqual(20);
+    for (const { key, pttl } of keys) {
+      const windowMs = limiter.policies.find((p) => key.includes(`:${p.id}`))!.window;
+      expect(pttl).toBeGreaterThan(0);
+      expect(pttl).toBeLessThanOrEqual(windowMs);
+    }
+  });
+
+  test('with an injected clock TTLs follow that clock, plus the documented slack', async () => {
+    let now = 1_700_000_000_000;
+    const limiter = new RateLimiter({
+      store: redisStore({ client: redis, clock: () => now }),
+      policies: allFour(),
+    });
+    await limiter.consume('u');
+    now += 500;
+    await limiter.consume('u');
+    for (const { pttl } of await keysWithTtl(redis)) {
+      expect(pttl).toBeGreaterThan(INJECTED_CLOCK_TTL_SLACK_MS);
+      expect(pttl).toBeLessThanOrEqual(5000 + INJECTED_CLOCK_TTL_SLACK_MS);
+    }
+  });
+
+  test('denied requests, peeks, cost 0 and resets write nothing', async () => {
+    const limiter = new RateLimiter({ store: redisStore({ client: redis }), policies: allFour() });
+    await limiter.peek('p', { cost: 2 });
+    await limiter.consume('p', { cost: 0 });
+    await limiter.consume('p', { cost: 9 });
+    expect(await keysWithTtl(redis)).toEqual([]);
+    await limiter.consume('p');
+    await limiter.reset('p');
+    expect(await keysWithTtl(redis)).toEqual([]);
+  });
+});
+
+describe('errors', () => {
+  test('a closed ioredis client: the store rejects with RateLimitStoreError; the limiter answers without an unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const closed = connectIoredis();
+      await closed.quit();
+      const store = redisStore({ client: closed });
+      const prepared = store.prepare([gcra({ limit: 1, window: '1s' })]);
+      const error = await prepared.decide(['rl:{k}:x'], 1, false).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RateLimitStoreError);
+      expect((error as RateLimitStoreError).code).toBe('FLOODGATE_STORE_ERROR');
+      expect((error as RateLimitStoreError).cause).toBeInstanceOf(Error);
+
+      const seen: unknown[] = [];
+      const limiter = new RateLimiter({
+        store,
+        policies: gcra({ limit: 1, window: '1s' }),
+        hooks: { onStoreError: (event) => seen.push(event.error) },
+      });
+      const d = await limiter.consume('k');
+      expect(d.reason).toBe('store-error');
+      expect(seen[0]).toBeInstanceOf(RateLimitStoreError);
+      await new Promise((r) => setImmediate(r));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  test('a Redis error reply (WRONGTYPE) surfaces as RateLimitStoreError and leaves no key without TTL', async () => {
+    const limiter = new RateLimiter({
+      store: redisStore({ client: redis }),
+      policies: [gcra({ limit: 5, window: '1s' }), fixedWindow({ limit: 5, window: '1s' })],
+    });
+    const [gcraKey] = limiter.storageKeys('victim');
+    await redis.lpush(gcraKey!, 'not a timestamp');
+    await redis.pexpire(gcraKey!, 60_000);
+    const prepared = limiter.store.prepare(limiter.policies);
+    const error = await prepared
+      .decide(limiter.storageKeys('victim'), 1, false)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RateLimitStoreError);
+    expect(String((error as Error).message)).toMatch(/WRONGTYPE/);
+    for (const { pttl } of await keysWithTtl(redis)) expect(pttl).toBeGreaterThan(0);
+  });
+
+  test('a node-redis client runs the same scripts', async () => {
+    const client = createClient({ url: testRedisUrl(), database: workerDb() });
+    await client.connect();
+    try {
+      const limiter = new RateLimiter({ store: redisStore({ client }), policies: allFour() });
+      expect(limiter.store).toMatchObject({ client: { description: 'node-redis client' } });
+      const first = await limiter.consume('nr', { cost: 3 });
+      expect(first).toMatchObject({ allowed: true, remaining: 0 });
+      expect((await limiter.consume('nr')).allowed).toBe(false);
+    } finally {
+      await client.quit();
+    }
+  });
+});
