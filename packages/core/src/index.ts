@@ -16,6 +16,11 @@ export type {
   StoreDecision,
   StoreResult,
 } from './decision.js';
+export {
+  DEFAULT_DENIED_CACHE_KEYS,
+  DeniedCache,
+  type DeniedCacheOptions,
+} from './denied-cache.js';
 export { type Duration, formatDuration, parseDuration } from './duration.js';
 export {
   RateLimitArgumentError,

@@ -3,6 +3,7 @@
  * checks every policy and charges all of them or none.
  */
 import { type Decision, toDecision } from './decision.js';
+import { DeniedCache, type DeniedCacheOptions } from './denied-cache.js';
 import { type Duration, parseDuration } from './duration.js';
 import { describeValue, RateLimitArgumentError, RateLimitConfigError } from './errors.js';
 import {
@@ -44,6 +45,13 @@ export interface RateLimiterOptions {
   circuitBreaker?: CircuitBreakerOptions | false;
   /** Callbacks for metrics: `onStoreError`, `onDecision`, `onCircuitChange`. */
   hooks?: RateLimiterHooks;
+  /**
+   * Remember denied keys in this process until their `retryAfter` and answer them without the
+   * store: a flood from one key then costs one store call per retry window (docs/benchmarks.md).
+   * `true` uses the defaults (10 000 keys, the process clock).
+   * @default false
+   */
+  deniedCache?: boolean | DeniedCacheOptions;
 }
 
 export interface ConsumeOptions {
@@ -69,6 +77,8 @@ export class RateLimiter {
   private readonly guard: StoreGuard;
   private readonly fallbackStore: PreparedPolicies | undefined;
   private readonly fallbackLimiter: FallbackLimiter | undefined;
+  /** Local cache of denials, when `deniedCache` is on. */
+  readonly deniedCache: DeniedCache | undefined;
 
   constructor(options: RateLimiterOptions) {
     const o = readOptions(options, 'RateLimiter', [
@@ -79,6 +89,7 @@ export class RateLimiter {
       'timeout',
       'circuitBreaker',
       'hooks',
+      'deniedCache',
     ]);
     const store = o.store as Store | undefined;
     if (store === null || typeof store !== 'object' || typeof store.prepare !== 'function') {
@@ -98,6 +109,7 @@ export class RateLimiter {
     this.prepared = store.prepare(this.policies);
     this.head = `${prefix}:{`;
     this.tails = this.policies.map((p) => `}:${p.id}`);
+    this.deniedCache = readDeniedCache(o.deniedCache);
     const failure = readFailureOptions(o);
     this.guard = new StoreGuard(failure);
     const fallback = failure.onStoreError;
@@ -126,6 +138,7 @@ export class RateLimiter {
   /** Forgets everything stored for `key`: it is back to full capacity under every policy. */
   async reset(key: string): Promise<void> {
     const keys = this.storageKeys(key);
+    this.deniedCache?.forget(key);
     // A reset must reach the store, so its failure is thrown (bounded by `timeout`).
     if (this.fallbackStore) await this.fallbackStore.reset(keys);
     await this.guard.bounded(() => this.prepared.reset(keys));
@@ -168,12 +181,24 @@ export class RateLimiter {
     peek: boolean,
   ): Promise<Decision> {
     const cost = readCost(options);
+    const cache = this.deniedCache;
+    // A cached denial was validated and decided by the store: no key building, no round trip.
+    const cached = cache?.lookup(key, cost);
+    if (cached !== undefined) {
+      const hooks = this.guard.config.hooks;
+      if (hooks.onDecision) this.guard.notify('onDecision', cached, { key, cost, peek });
+      return cached;
+    }
     const keys = this.storageKeys(key);
     const context: CallContext = { key, cost, peek };
+    const sentAt = cache?.now() ?? 0;
     const outcome = await this.guard.call(() => this.prepared.decide(keys, cost, peek), context);
     const decision = outcome.ok
       ? toDecision(outcome.value, this.policies)
       : await this.withoutStore(keys, context, outcome);
+    if (cache !== undefined && outcome.ok && !decision.allowed) {
+      cache.remember(key, cost, decision, sentAt);
+    }
     if (this.guard.config.hooks.onDecision) this.guard.notify('onDecision', decision, context);
     return decision;
   }
@@ -242,6 +267,14 @@ function failureDecision(
     policies: views,
     reason,
   };
+}
+
+function readDeniedCache(value: unknown): DeniedCache | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return new DeniedCache();
+  if (value !== null && typeof value === 'object')
+    return new DeniedCache(value as DeniedCacheOptions);
+  throw configError('RateLimiter.deniedCache', value, 'true, false or { maxKeys?, clock? }');
 }
 
 function readCost(options: ConsumeOptions | undefined): number {
