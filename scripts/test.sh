@@ -11,7 +11,7 @@ ensure_redis_server
 echo "== generated scripts are up to date with lua/"
 node scripts/generate-lua.mjs --check
 echo "== lint and format (biome)"
-"${PNPM[@]}" exec biome ci .
+"${PNPM[@]}" exec biome ci --colors=off .
 echo "== type check"
 "${PNPM[@]}" exec tsc -p tsconfig.json --noEmit
 echo "== tests (jest)"

@@ -5,14 +5,18 @@
 import type { Algorithm } from './algorithm.js';
 import { fixedWindowAlgorithm } from './fixed-window.js';
 import { gcraAlgorithm } from './gcra.js';
+import { leakyBucketAlgorithm } from './leaky-bucket.js';
 import { slidingLogAlgorithm } from './sliding-log.js';
+import { slidingWindowAlgorithm } from './sliding-window.js';
 import { tokenBucketAlgorithm } from './token-bucket.js';
 
-export const ALGORITHMS: Readonly<Record<string, Algorithm<any>>> = {
+export const ALGORITHMS: Readonly<Record<string, Algorithm<unknown>>> = {
   [fixedWindowAlgorithm.kind]: fixedWindowAlgorithm,
   [slidingLogAlgorithm.kind]: slidingLogAlgorithm,
   [tokenBucketAlgorithm.kind]: tokenBucketAlgorithm,
   [gcraAlgorithm.kind]: gcraAlgorithm,
+  [slidingWindowAlgorithm.kind]: slidingWindowAlgorithm,
+  [leakyBucketAlgorithm.kind]: leakyBucketAlgorithm,
 };
 
 export type { Algorithm, CheckResult } from './algorithm.js';

@@ -12,6 +12,7 @@ export interface ScriptClient {
   eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: the clients' own signatures are wider than any one call
 type Fn = (...args: any[]) => Promise<unknown>;
 interface IoredisLike {
   evalsha: Fn;
