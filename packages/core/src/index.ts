@@ -6,7 +6,14 @@ export type { Algorithm, CheckResult } from './algorithms/algorithm.js';
 export { type FixedWindowOptions, fixedWindow } from './algorithms/fixed-window.js';
 export { type GcraOptions, gcra } from './algorithms/gcra.js';
 export { ALGORITHMS } from './algorithms/index.js';
+export { type LeakyBucketOptions, leakyBucket } from './algorithms/leaky-bucket.js';
 export { type SlidingLogOptions, slidingLog } from './algorithms/sliding-log.js';
+export {
+  DEFAULT_SLIDING_WINDOW_BUCKETS,
+  MAX_SLIDING_WINDOW_BUCKETS,
+  type SlidingWindowOptions,
+  slidingWindow,
+} from './algorithms/sliding-window.js';
 export { type TokenBucketOptions, tokenBucket } from './algorithms/token-bucket.js';
 export type { Clock } from './clock.js';
 export type {

@@ -5,8 +5,10 @@
 import type { AlgorithmCases, Scenario } from '../table';
 import { fixedWindowCases } from './fixed-window.cases';
 import { gcraCases } from './gcra.cases';
+import { leakyBucketCases } from './leaky-bucket.cases';
 import { multiPolicyScenarios } from './multi.cases';
 import { slidingLogCases } from './sliding-log.cases';
+import { slidingWindowCases } from './sliding-window.cases';
 import { tokenBucketCases } from './token-bucket.cases';
 
 export const ALGORITHM_CASES: AlgorithmCases[] = [
@@ -14,6 +16,8 @@ export const ALGORITHM_CASES: AlgorithmCases[] = [
   slidingLogCases,
   tokenBucketCases,
   gcraCases,
+  slidingWindowCases,
+  leakyBucketCases,
 ];
 
 export const SCENARIOS: Scenario[] = [

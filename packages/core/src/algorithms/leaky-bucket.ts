@@ -1,0 +1,122 @@
+import type { Duration } from '../duration.js';
+import { parseDuration } from '../duration.js';
+import { configError, positiveInteger, readOptions } from '../options.js';
+import { definePolicy, type Policy, rateName } from '../policy.js';
+import type { Algorithm } from './algorithm.js';
+
+export interface LeakyBucketOptions {
+  /** Requests drained per window (nginx `rate`: the sustained rate is limit / window). */
+  limit: number;
+  window: Duration;
+  /** Excess requests held above the rate (nginx `burst`); capacity is burst + 1. @default 0 */
+  burst?: number;
+  /**
+   * Shaping (nginx `delay=`): the first `delay` excess requests pass at once, later ones are
+   * admitted with `decision.delay` ms to wait so they leave at the rate; `0` delays every
+   * excess request (nginx's default). Omitted: nginx `nodelay`, nothing is ever delayed.
+   */
+  delay?: number;
+  /** @default `leaky-bucket-<limit>-per-<window>[-burst-<burst>][-delay-<delay>]` */
+  name?: string;
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+
+/**
+ * nginx `limit_req`: excess drains continuously at limit/window; a request is rejected when
+ * its excess would exceed `burst` (rejected requests are not recorded), so an idle key admits
+ * burst + 1 back to back. With `delay`, admitted requests beyond the first `delay` excess ones
+ * are shaped to the rate through `decision.delay`. A request of cost c counts as c requests
+ * arriving together (all or none).
+ */
+export function leakyBucket(options: LeakyBucketOptions): Policy {
+  const o = readOptions(options, 'leakyBucket', ['limit', 'window', 'burst', 'delay', 'name']);
+  const limit = positiveInteger(o.limit, 'leakyBucket.limit');
+  const windowUs = parseDuration(o.window, 'leakyBucket.window');
+  const burst = o.burst === undefined ? 0 : positiveInteger(o.burst, 'leakyBucket.burst', 0);
+  const delay =
+    o.delay === undefined ? undefined : positiveInteger(o.delay, 'leakyBucket.delay', 0);
+  // Excess is counted in units of 1/unit request, so that draining (rate units per µs) is exact.
+  const g = gcd(limit, windowUs);
+  const unit = windowUs / g;
+  const rate = limit / g;
+  if ((burst + 1) * unit > Number.MAX_SAFE_INTEGER) {
+    throw configError(
+      'leakyBucket.burst',
+      burst,
+      `at most ${Math.floor(Number.MAX_SAFE_INTEGER / unit) - 1} for this limit and window`,
+    );
+  }
+  return definePolicy({
+    kind: 'leaky-bucket',
+    tag: 'lb',
+    name: o.name,
+    nameField: 'leakyBucket.name',
+    defaultName: `leaky-bucket-${rateName(limit, windowUs)}${burst === 0 ? '' : `-burst-${burst}`}${delay === undefined ? '' : `-delay-${delay}`}`,
+    limit,
+    windowUs,
+    capacity: burst + 1,
+    options: { limit, window: windowUs / 1000, burst, ...(delay === undefined ? {} : { delay }) },
+    // An admitted request's excess never exceeds burst, so `nodelay` (and any delay above
+    // burst) is delay = burst: equal behaviour, equal params, equal id.
+    params: [unit, rate, burst, Math.min(delay ?? burst, burst)],
+  });
+}
+
+interface LeakyBucketState {
+  /** nginx's excess after the last admitted request, in units. */
+  excess: number;
+  /** nginx's `last` (µs). */
+  since: number;
+}
+
+/** Twin of lua/leaky-bucket.lua. */
+export const leakyBucketAlgorithm: Algorithm<LeakyBucketState> = {
+  kind: 'leaky-bucket',
+  check(state, now, cost, [unit, rate, burst, delay]) {
+    const capacity = (burst! + 1) * unit!;
+    // The next request's excess before flooring: the excess left plus the last request itself.
+    let level = 0;
+    let since = now;
+    if (state !== undefined) {
+      since = Math.max(state.since, now);
+      const elapsed = since - state.since;
+      if (elapsed < Math.ceil((state.excess + unit!) / rate!)) {
+        level = state.excess + unit! - elapsed * rate!;
+      }
+    }
+    const ahead = since - now;
+    if (cost <= burst! + 1 && level + cost * unit! <= capacity) {
+      const after = level + cost * unit!;
+      let excess = 0;
+      let wait = 0;
+      if (cost > 0) {
+        excess = after - unit!;
+        if (excess > delay! * unit!) wait = ahead + Math.ceil((excess - delay! * unit!) / rate!);
+      }
+      const resetAfter = ahead + Math.ceil(after / rate!);
+      const result = {
+        allowed: true,
+        remaining: Math.floor((capacity - after) / unit!),
+        resetAfter,
+        retryAfter: 0,
+        delay: wait,
+      };
+      return cost === 0 ? result : { ...result, next: { excess, since }, ttl: resetAfter };
+    }
+    const resetAfter = ahead + Math.ceil(level / rate!);
+    const remaining = Math.floor((capacity - level) / unit!);
+    if (cost > burst! + 1)
+      return { allowed: false, remaining, resetAfter, retryAfter: -1, delay: 0 };
+    return {
+      allowed: false,
+      remaining,
+      resetAfter,
+      retryAfter: ahead + Math.ceil((level + cost * unit! - capacity) / rate!),
+      delay: 0,
+    };
+  },
+};

@@ -1,0 +1,127 @@
+import type { Duration } from '../duration.js';
+import { parseDuration } from '../duration.js';
+import { configError, positiveInteger, readOptions } from '../options.js';
+import { definePolicy, type Policy, rateName } from '../policy.js';
+import type { Algorithm } from './algorithm.js';
+
+export interface SlidingWindowOptions {
+  /** Units admitted per window (counted over the last `buckets` sub-windows). */
+  limit: number;
+  window: Duration;
+  /**
+   * Sub-windows per window (Sentinel's `sampleCount`): more buckets, more precision, a longer
+   * state string. The window must split into whole microseconds. @default 10
+   */
+  buckets?: number;
+  /** @default `sliding-window-<limit>-per-<window>[-buckets-<buckets>]` */
+  name?: string;
+}
+
+/** @default 10 sub-windows per window */
+export const DEFAULT_SLIDING_WINDOW_BUCKETS = 10;
+/** The most sub-windows per window: the state (one count each) stays a short string. */
+export const MAX_SLIDING_WINDOW_BUCKETS = 1000;
+
+/**
+ * Sentinel's LeapArray: the window is cut into `buckets` sub-windows aligned to
+ * `floor(now / (window / buckets))`; a request of cost c is admitted when the last `buckets`
+ * sub-windows (the current one included) hold at most limit − c units. Any interval of length
+ * window − window/buckets admits at most `limit`; an interval of length `window` can also hold
+ * what the oldest sub-window, partly slid out, admitted (at most `limit` more, about
+ * limit/buckets more for evenly spread traffic). O(buckets) state per key.
+ */
+export function slidingWindow(options: SlidingWindowOptions): Policy {
+  const o = readOptions(options, 'slidingWindow', ['limit', 'window', 'buckets', 'name']);
+  const limit = positiveInteger(o.limit, 'slidingWindow.limit');
+  const windowUs = parseDuration(o.window, 'slidingWindow.window');
+  const buckets =
+    o.buckets === undefined
+      ? DEFAULT_SLIDING_WINDOW_BUCKETS
+      : positiveInteger(o.buckets, 'slidingWindow.buckets');
+  if (buckets > MAX_SLIDING_WINDOW_BUCKETS || windowUs % buckets !== 0) {
+    throw configError(
+      'slidingWindow.buckets',
+      o.buckets,
+      `an integer from 1 to ${MAX_SLIDING_WINDOW_BUCKETS} that divides the window (${windowUs} µs) into whole microseconds`,
+    );
+  }
+  const size = windowUs / buckets;
+  return definePolicy({
+    kind: 'sliding-window',
+    tag: 'sw',
+    name: o.name,
+    nameField: 'slidingWindow.name',
+    defaultName: `sliding-window-${rateName(limit, windowUs)}${buckets === DEFAULT_SLIDING_WINDOW_BUCKETS ? '' : `-buckets-${buckets}`}`,
+    limit,
+    windowUs,
+    capacity: limit,
+    options: { limit, window: windowUs / 1000, buckets },
+    params: [limit, size, buckets],
+  });
+}
+
+interface SlidingWindowState {
+  /** The newest sub-window written (floor(time / size)). */
+  index: number;
+  /** Its count, then the counts of the sub-windows before it, newest first. */
+  counts: readonly number[];
+}
+
+/** Twin of lua/sliding-window.lua. */
+export const slidingWindowAlgorithm: Algorithm<SlidingWindowState> = {
+  kind: 'sliding-window',
+  check(state, now, cost, [limit, size, buckets]) {
+    let current = Math.floor(now / size!);
+    // counts[i] is sub-window current − i (0-based; missing is 0); only i < buckets counts.
+    const counts: number[] = new Array(buckets!).fill(0);
+    let used = 0;
+    if (state !== undefined) {
+      // A clock that stepped back leaves the stored sub-window ahead: count from there.
+      if (state.index > current) current = state.index;
+      const shift = current - state.index;
+      for (let j = 0; j < state.counts.length && shift + j < buckets!; j++) {
+        counts[shift + j] = state.counts[j]!;
+        used += state.counts[j]!;
+      }
+    }
+    // The count in position i leaves the window when sub-window current − i + buckets starts.
+    const leaves = (i: number): number => (current - i + buckets!) * size! - now;
+    const newest = counts.findIndex((c) => c > 0);
+    if (used + cost <= limit!) {
+      const after = used + cost;
+      const last = cost > 0 ? 0 : newest;
+      const result = {
+        allowed: true,
+        remaining: limit! - after,
+        resetAfter: last >= 0 ? leaves(last) : 0,
+        retryAfter: 0,
+        delay: 0,
+      };
+      if (cost === 0) return result;
+      counts[0]! += cost;
+      let end = buckets!;
+      while (counts[end - 1] === 0) end--;
+      return {
+        ...result,
+        next: { index: current, counts: counts.slice(0, end) },
+        ttl: result.resetAfter,
+      };
+    }
+    const resetAfter = newest >= 0 ? leaves(newest) : 0;
+    if (cost > limit!) {
+      return { allowed: false, remaining: limit! - used, resetAfter, retryAfter: -1, delay: 0 };
+    }
+    // Oldest first, free counts until used + cost − freed <= limit.
+    const need = used + cost - limit!;
+    let freed = 0;
+    let retryAfter = 0;
+    for (let i = buckets! - 1; i >= 0; i--) {
+      freed += counts[i]!;
+      if (freed >= need) {
+        retryAfter = leaves(i);
+        break;
+      }
+    }
+    return { allowed: false, remaining: limit! - used, resetAfter, retryAfter, delay: 0 };
+  },
+};
