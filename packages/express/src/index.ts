@@ -1,5 +1,80 @@
 /**
- * @floodgate/express — the adapter arrives with its own issue; the package builds so the
- * workspace layout is complete.
+ * @floodgate/express — `app.use(rateLimit({ policies }))`. A thin layer over @floodgate/core:
+ * the core resolves keys, decides and formats headers and problem bodies; this file only reads
+ * an Express request and writes an Express response.
  */
-export const ADAPTER = 'express' as const;
+import {
+  applyRateLimitHeaders,
+  checkHttpRequest,
+  type Decision,
+  type HttpRateLimitOptions,
+  type HttpRequestView,
+  PROBLEM_CONTENT_TYPE,
+  parseHttpRateLimitOptions,
+  quotaExceededProblem,
+  waitForDelay,
+} from '@floodgate/core';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+
+declare global {
+  namespace Express {
+    interface Request {
+      /** The decision of the last rate limiter this request passed through. */
+      rateLimit?: Decision;
+    }
+  }
+}
+
+/** Replaces the default 429 response; the rate-limit headers are already set. */
+export type OnLimited = (
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  decision: Decision,
+) => unknown;
+
+/**
+ * Options: `policies` (+ `store`, default `memoryStore()`, and any other RateLimiter option) or
+ * `limiter`; `key`, `headers`, `skip`, `cost`, `onLimited` and the key options. See the README.
+ */
+export type RateLimitOptions = HttpRateLimitOptions<Request, OnLimited>;
+
+/** The client as Express sees it: `req.ip` honours the app's `trust proxy` setting. */
+function requestView(req: Request): HttpRequestView {
+  return {
+    ip: req.ip ?? req.socket.remoteAddress,
+    headers: req.headers,
+    query: req.query as Record<string, unknown>,
+    user: (req as { user?: unknown }).user,
+    trustProxy: Boolean(req.app.get('trust proxy')),
+  };
+}
+
+/** Express middleware that rate-limits every request it sees. */
+export function rateLimit(options: RateLimitOptions): RequestHandler {
+  const config = parseHttpRateLimitOptions<Request, OnLimited>(options, 'rateLimit');
+  return async function rateLimit(req, res, next) {
+    let decision: Decision;
+    try {
+      const check = await checkHttpRequest(config, requestView(req), req);
+      if (check === undefined) return next();
+      decision = check.decision;
+    } catch (error) {
+      return next(error);
+    }
+    req.rateLimit = decision;
+    applyRateLimitHeaders(
+      { get: (name) => res.getHeader(name), set: (name, value) => res.setHeader(name, value) },
+      decision,
+      config.headers,
+    );
+    if (!decision.allowed) {
+      if (config.onLimited) return config.onLimited(req, res, next, decision);
+      res.status(429).setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
+      res.end(JSON.stringify(quotaExceededProblem(decision)));
+      return;
+    }
+    await waitForDelay(decision);
+    next();
+  };
+}

@@ -1,5 +1,70 @@
 /**
- * @floodgate/koa — the adapter arrives with its own issue; the package builds so the
- * workspace layout is complete.
+ * @floodgate/koa — `app.use(rateLimit({ policies }))`. A thin layer over @floodgate/core: the
+ * core resolves keys, decides and formats headers and problem bodies; this file only reads a
+ * Koa context and writes its response.
  */
-export const ADAPTER = 'koa' as const;
+import {
+  applyRateLimitHeaders,
+  checkHttpRequest,
+  type Decision,
+  type HttpRateLimitOptions,
+  type HttpRequestView,
+  PROBLEM_CONTENT_TYPE,
+  parseHttpRateLimitOptions,
+  quotaExceededProblem,
+  waitForDelay,
+} from '@floodgate/core';
+import type { Context, Middleware, Next } from 'koa';
+
+/** Replaces the default 429 response; the rate-limit headers are already set. */
+export type OnLimited = (ctx: Context, next: Next, decision: Decision) => unknown;
+
+/**
+ * Options: `policies` (+ `store`, default `memoryStore()`, and any other RateLimiter option) or
+ * `limiter`; `key`, `headers`, `skip`, `cost`, `onLimited` and the key options. Functions
+ * receive the Koa context. See the README.
+ */
+export type RateLimitOptions = HttpRateLimitOptions<Context, OnLimited>;
+
+/** The client as Koa sees it: `ctx.ip` honours `app.proxy`. */
+function requestView(ctx: Context): HttpRequestView {
+  return {
+    ip: ctx.ip || ctx.req.socket.remoteAddress,
+    headers: ctx.headers,
+    query: ctx.query,
+    user: ctx.state.user,
+    trustProxy: ctx.app.proxy === true,
+  };
+}
+
+/**
+ * Koa middleware that rate-limits every request it sees; the decision is on
+ * `ctx.state.rateLimit`. Errors (a throwing key function, a bad cost) are thrown to Koa's
+ * error handling.
+ */
+export function rateLimit(options: RateLimitOptions): Middleware {
+  const config = parseHttpRateLimitOptions<Context, OnLimited>(options, 'rateLimit');
+  return async function rateLimit(ctx, next) {
+    const check = await checkHttpRequest(config, requestView(ctx), ctx);
+    if (check === undefined) return next();
+    const { decision } = check;
+    ctx.state.rateLimit = decision;
+    applyRateLimitHeaders(
+      {
+        get: (name) => ctx.response.get(name) || undefined,
+        set: (name, value) => ctx.set(name, value),
+      },
+      decision,
+      config.headers,
+    );
+    if (!decision.allowed) {
+      if (config.onLimited) return config.onLimited(ctx, next, decision);
+      ctx.status = 429;
+      ctx.type = PROBLEM_CONTENT_TYPE;
+      ctx.body = JSON.stringify(quotaExceededProblem(decision));
+      return;
+    }
+    await waitForDelay(decision);
+    await next();
+  };
+}

@@ -1,0 +1,26 @@
+/**
+ * What the shared HTTP table (http-adapters.test.ts) needs from each framework: an app with the
+ * given limiters mounted, served on a real port. Each adapter package implements it in its
+ * test/server.ts.
+ */
+import type { Server } from 'node:http';
+
+export interface TestAppOptions {
+  /** Options of each `rateLimit(...)` to mount, in order (several = stacked limiters). */
+  limiters: readonly Record<string, unknown>[];
+  /** Express `trust proxy` / Koa `app.proxy`. */
+  trustProxy?: boolean;
+  /** Called by the `/hold` route with a function that finishes the response. */
+  onHold?: (finish: () => void, req: unknown) => void;
+  /** Called by every other route when the request reaches the handler. */
+  onHandler?: (req: unknown) => void;
+}
+
+export interface TestApp {
+  readonly server: Server;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Serves an app with one framework. */
+export type Serve = (options: TestAppOptions) => Promise<TestApp>;

@@ -1,0 +1,55 @@
+/**
+ * Test driver: a Koa app with a stand-in auth middleware, the limiters under test, a route that
+ * echoes the decision, a route that holds its response until released, and an error handler
+ * that reports the error as JSON. Listens on 127.0.0.1 on a free port.
+ */
+import type { AddressInfo } from 'node:net';
+import { rateLimit } from '@floodgate/koa';
+import Koa from 'koa';
+import type { TestApp, TestAppOptions } from '../../core/test/http-driver';
+
+export async function serveKoa(options: TestAppOptions): Promise<TestApp> {
+  const app = new Koa();
+  if (options.trustProxy) app.proxy = true;
+  app.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      const error = err as Error & { argument?: string; code?: string };
+      ctx.status = 500;
+      ctx.body = {
+        error: {
+          name: error.name,
+          code: error.code,
+          argument: error.argument,
+          message: error.message,
+        },
+      };
+    }
+  });
+  app.use(async (ctx, next) => {
+    const token = ctx.get('authorization').replace(/^Bearer /, '');
+    if (token) ctx.state.user = { id: token };
+    await next();
+  });
+  for (const limiter of options.limiters) app.use(rateLimit(limiter as never));
+  app.use(async (ctx) => {
+    if (ctx.path === '/hold') {
+      await new Promise<void>((release) => options.onHold?.(release, ctx));
+    } else {
+      options.onHandler?.(ctx);
+    }
+    ctx.body = { rateLimit: ctx.state.rateLimit ?? null };
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  return {
+    server,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
