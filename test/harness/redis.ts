@@ -37,3 +37,22 @@ export async function keysWithTtl(client: Redis): Promise<Array<{ key: string; p
   } while (cursor !== '0');
   return out;
 }
+
+/**
+ * One connection for a test file: opened before all tests, database and script cache flushed
+ * before each, closed after all. Call at the top level of a file; use the returned getter.
+ */
+export function useTestRedis(options: RedisOptions = {}): () => Redis {
+  let client: Redis | undefined;
+  beforeAll(() => {
+    client = connectIoredis(options);
+  });
+  beforeEach(() => flushRedis(client!));
+  afterAll(async () => {
+    await client?.quit();
+  });
+  return () => {
+    if (!client) throw new Error('useTestRedis(): the connection exists only inside tests');
+    return client;
+  };
+}

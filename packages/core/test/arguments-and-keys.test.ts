@@ -1,7 +1,6 @@
 /** Bad call arguments throw typed errors; hostile keys work, never collide and never split slots. */
 import calculateSlot from 'cluster-key-slot';
-import type { Redis } from 'ioredis';
-import { connectIoredis, flushRedis } from '../../../test/harness/redis';
+import { useTestRedis } from '../../../test/harness/redis';
 import {
   encodeKey,
   fixedWindow,
@@ -14,16 +13,11 @@ import {
   slidingLog,
 } from '../src/index';
 
-let redis: Redis;
-beforeAll(() => {
-  redis = connectIoredis();
-});
-beforeEach(() => flushRedis(redis));
-afterAll(() => redis.quit());
+const testRedis = useTestRedis();
 
 const stores: Array<[string, () => Store]> = [
   ['memory', () => memoryStore()],
-  ['redis', () => redisStore({ client: redis })],
+  ['redis', () => redisStore({ client: testRedis() })],
 ];
 
 describe.each(stores)('call arguments on the %s store', (_name, makeStore) => {

@@ -7,9 +7,9 @@ import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import {
   connectIoredis,
-  flushRedis,
   keysWithTtl,
   testRedisUrl,
+  useTestRedis,
   workerDb,
 } from '../../../test/harness/redis';
 import { type RedisServerHandle, startRedisServer } from '../../../test/harness/redis-server';
@@ -25,12 +25,7 @@ import {
   tokenBucket,
 } from '../src/index';
 
-let redis: Redis;
-beforeAll(() => {
-  redis = connectIoredis();
-});
-beforeEach(() => flushRedis(redis));
-afterAll(() => redis.quit());
+const testRedis = useTestRedis();
 
 const allFour = () => [
   fixedWindow({ limit: 3, window: '2s' }),
@@ -44,19 +39,19 @@ test('every generated script loads under its pinned SHA1', async () => {
     expect.arrayContaining(['engine', 'fixed-window', 'gcra', 'sliding-log', 'token-bucket']),
   );
   for (const script of Object.values(SCRIPTS)) {
-    expect(await redis.script('LOAD', script.source)).toBe(script.sha1);
+    expect(await testRedis().script('LOAD', script.source)).toBe(script.sha1);
   }
 });
 
 test('after SCRIPT FLUSH the next decision succeeds through EVAL, which caches the script again', async () => {
   const limiter = new RateLimiter({
-    store: redisStore({ client: redis }),
+    store: redisStore({ client: testRedis() }),
     policies: gcra({ limit: 2, window: '1s' }),
   });
-  expect(await redis.script('EXISTS', SCRIPTS.gcra!.sha1)).toEqual([0]);
+  expect(await testRedis().script('EXISTS', SCRIPTS.gcra!.sha1)).toEqual([0]);
   expect((await limiter.consume('k')).allowed).toBe(true);
-  expect(await redis.script('EXISTS', SCRIPTS.gcra!.sha1)).toEqual([1]);
-  await redis.script('FLUSH');
+  expect(await testRedis().script('EXISTS', SCRIPTS.gcra!.sha1)).toEqual([1]);
+  await testRedis().script('FLUSH');
   const d = await limiter.consume('k');
   expect(d).toMatchObject({ allowed: true, remaining: 0 });
   expect(d.reason).toBeUndefined();
@@ -100,9 +95,12 @@ describe('round trips, on a server of its own so the command counts are exact', 
 
 describe('TTLs', () => {
   test('with Redis TIME every key expires within its own window, and none is left without a TTL', async () => {
-    const limiter = new RateLimiter({ store: redisStore({ client: redis }), policies: allFour() });
+    const limiter = new RateLimiter({
+      store: redisStore({ client: testRedis() }),
+      policies: allFour(),
+    });
     for (let i = 0; i < 40; i++) await limiter.consume(`u${i % 5}`, { cost: i % 3 });
-    const keys = await keysWithTtl(redis);
+    const keys = await keysWithTtl(testRedis());
     // 5 users × 4 policies (a fixed window may add a key if the run crosses its edge).
     expect(keys.length).toBeGreaterThanOrEqual(20);
     for (const { key, pttl } of keys) {
@@ -115,27 +113,30 @@ describe('TTLs', () => {
   test('with an injected clock TTLs follow that clock, plus the documented slack', async () => {
     let now = 1_700_000_000_000;
     const limiter = new RateLimiter({
-      store: redisStore({ client: redis, clock: () => now }),
+      store: redisStore({ client: testRedis(), clock: () => now }),
       policies: allFour(),
     });
     await limiter.consume('u');
     now += 500;
     await limiter.consume('u');
-    for (const { pttl } of await keysWithTtl(redis)) {
+    for (const { pttl } of await keysWithTtl(testRedis())) {
       expect(pttl).toBeGreaterThan(INJECTED_CLOCK_TTL_SLACK_MS);
       expect(pttl).toBeLessThanOrEqual(5000 + INJECTED_CLOCK_TTL_SLACK_MS);
     }
   });
 
   test('denied requests, peeks, cost 0 and resets write nothing', async () => {
-    const limiter = new RateLimiter({ store: redisStore({ client: redis }), policies: allFour() });
+    const limiter = new RateLimiter({
+      store: redisStore({ client: testRedis() }),
+      policies: allFour(),
+    });
     await limiter.peek('p', { cost: 2 });
     await limiter.consume('p', { cost: 0 });
     await limiter.consume('p', { cost: 9 });
-    expect(await keysWithTtl(redis)).toEqual([]);
+    expect(await keysWithTtl(testRedis())).toEqual([]);
     await limiter.consume('p');
     await limiter.reset('p');
-    expect(await keysWithTtl(redis)).toEqual([]);
+    expect(await keysWithTtl(testRedis())).toEqual([]);
   });
 });
 
@@ -172,19 +173,19 @@ describe('errors', () => {
 
   test('a Redis error reply (WRONGTYPE) surfaces as RateLimitStoreError and leaves no key without TTL', async () => {
     const limiter = new RateLimiter({
-      store: redisStore({ client: redis }),
+      store: redisStore({ client: testRedis() }),
       policies: [gcra({ limit: 5, window: '1s' }), fixedWindow({ limit: 5, window: '1s' })],
     });
     const [gcraKey] = limiter.storageKeys('victim');
-    await redis.lpush(gcraKey!, 'not a timestamp');
-    await redis.pexpire(gcraKey!, 60_000);
+    await testRedis().lpush(gcraKey!, 'not a timestamp');
+    await testRedis().pexpire(gcraKey!, 60_000);
     const prepared = limiter.store.prepare(limiter.policies);
     const error = await prepared
       .decide(limiter.storageKeys('victim'), 1, false)
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RateLimitStoreError);
     expect(String((error as Error).message)).toMatch(/WRONGTYPE/);
-    for (const { pttl } of await keysWithTtl(redis)) expect(pttl).toBeGreaterThan(0);
+    for (const { pttl } of await keysWithTtl(testRedis())) expect(pttl).toBeGreaterThan(0);
   });
 
   test('a node-redis client runs the same scripts', async () => {
