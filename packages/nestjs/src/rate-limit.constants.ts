@@ -1,0 +1,19 @@
+/**
+ * Injection tokens and metadata keys. The store token shares its name with the type it
+ * provides, as nestjs/throttler does with `ThrottlerStorage`:
+ * `constructor(@Inject(RateLimitStore) store: RateLimitStore)`.
+ */
+import type { Store } from '@floodgate/core';
+
+/** The store every limiter of the module uses (`memoryStore()`, `redisStore({ client })`). */
+export type RateLimitStore = Store;
+/** Injection token of the module's store. */
+export const RateLimitStore: unique symbol = Symbol('RateLimitStore');
+
+/** Injection token of the options given to `forRoot` or returned by `forRootAsync`. */
+export const RATE_LIMIT_OPTIONS: unique symbol = Symbol('RATE_LIMIT_OPTIONS');
+
+/** Metadata key of `@RateLimit(...)`. */
+export const RATE_LIMIT_METADATA = 'floodgate:rate-limit';
+/** Metadata key of `@SkipRateLimit()`. */
+export const SKIP_RATE_LIMIT_METADATA = 'floodgate:skip-rate-limit';

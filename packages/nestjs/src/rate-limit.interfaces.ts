@@ -1,0 +1,117 @@
+/**
+ * Option types of RateLimitModule and @RateLimit. Key names and header options are the ones
+ * the Express and Koa adapters take; Nest key functions receive the ExecutionContext.
+ */
+import type {
+  Duration,
+  Policy,
+  RateLimiterOptions,
+  RateLimitHeaderOptions,
+  Store,
+} from '@floodgate/core';
+import type { ExecutionContext, InjectionToken, ModuleMetadata, Type } from '@nestjs/common';
+
+/** A key function: the caller's identity for this request, or `undefined` to try the next. */
+export type RateLimitKeyFunction = (
+  context: ExecutionContext,
+) => string | undefined | Promise<string | undefined>;
+
+/**
+ * Who is limited: `'ip'` (the platform's `request.ip`, so its trust-proxy setting applies),
+ * `'appKey'` (the `x-app-key` header or `appKey` query parameter), `'clientId'`
+ * (`request.user.clientId` or `request.user.id`, set by an auth guard that runs first), a
+ * function of the ExecutionContext, or an array tried in order.
+ */
+export type RateLimitKey =
+  | 'ip'
+  | 'appKey'
+  | 'clientId'
+  | RateLimitKeyFunction
+  | ReadonlyArray<'ip' | 'appKey' | 'clientId' | RateLimitKeyFunction>;
+
+/** Units a request takes: a number, or a function of the ExecutionContext. @default 1 */
+export type RateLimitCost = number | ((context: ExecutionContext) => number | Promise<number>);
+
+interface RateLimitCommon {
+  /** Who is limited; @default the module's `key`. */
+  key?: RateLimitKey;
+  /** Units each request takes. @default 1 */
+  cost?: RateLimitCost;
+}
+
+/** `@RateLimit({ limit: 100, window: '1m' })`: shorthand for one `fixedWindow` policy. */
+export interface RateLimitWindowOptions extends RateLimitCommon {
+  /** Requests admitted per window. */
+  limit: number;
+  /** Window length: milliseconds or `'1s'`, `'1m'`, `'1h'`, … */
+  window: Duration;
+  /** Policy name shown in headers. @default `fixed-<limit>-per-<window>` */
+  name?: string;
+}
+
+/** `@RateLimit({ policies: [gcra(...), fixedWindow(...)] })`: any policies, all-or-nothing. */
+export interface RateLimitPoliciesOptions extends RateLimitCommon {
+  policies: Policy | readonly Policy[];
+}
+
+/** What `@RateLimit(...)` takes. */
+export type RateLimitOptions = RateLimitWindowOptions | RateLimitPoliciesOptions;
+
+/**
+ * Options of `RateLimitModule.forRoot` (and what `forRootAsync`'s factory returns). Besides
+ * these, every RateLimiter option (`prefix`, `onStoreError`, `timeout`, `circuitBreaker`,
+ * `hooks`) is passed to each limiter the module builds.
+ */
+export interface RateLimitModuleOptions extends Omit<RateLimiterOptions, 'store' | 'policies'> {
+  /** Where state lives: `memoryStore()` or `redisStore({ client })`. */
+  store: Store;
+  /**
+   * Policies for every guarded route without `@RateLimit`; without them such routes are not
+   * limited. @default none
+   */
+  policies?: Policy | readonly Policy[];
+  /** Default key of every route; a decorator's `key` replaces it. @default 'ip' */
+  key?: RateLimitKey;
+  /**
+   * Key used when no source yields one (e.g. `key: 'clientId'` on an unauthenticated request):
+   * all such requests share this bucket, so none goes unlimited. @default 'fallback:unidentified'
+   */
+  fallbackKey?: string;
+  /** Header the `appKey` source reads. @default 'x-app-key' */
+  appKeyHeader?: string;
+  /** Query parameter the `appKey` source reads without the header; `false` for none. @default 'appKey' */
+  appKeyQuery?: string | false;
+  /** Getter for the `clientId` source. @default `request.user.id ?? request.user.clientId` */
+  clientId?: (context: ExecutionContext) => string | number | undefined | null;
+  /** Prefix length IPv6 addresses are grouped by, 32 to 64. @default 56 */
+  ipv6Subnet?: number;
+  /**
+   * `true`: IETF `RateLimit-Policy`/`RateLimit` and `Retry-After`; `false`: none; or switch
+   * groups (`{ legacy: true }` adds `X-RateLimit-*`). @default true
+   */
+  headers?: boolean | RateLimitHeaderOptions;
+  /** Register RateLimitGuard as a global guard (`APP_GUARD`). @default false */
+  global?: boolean;
+}
+
+/** What `forRootAsync`'s factory returns: everything but `global`, which must be static. */
+export type RateLimitModuleFactoryOptions = Omit<RateLimitModuleOptions, 'global'>;
+
+/** A class that makes the module's options (`forRootAsync({ useClass })`). */
+export interface RateLimitOptionsFactory {
+  createRateLimitOptions(): RateLimitModuleFactoryOptions | Promise<RateLimitModuleFactoryOptions>;
+}
+
+/** Options of `RateLimitModule.forRootAsync`. */
+export interface RateLimitModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  useFactory?: (
+    // biome-ignore lint/suspicious/noExplicitAny: Nest factories take any injected values.
+    ...args: any[]
+  ) => RateLimitModuleFactoryOptions | Promise<RateLimitModuleFactoryOptions>;
+  /** Tokens whose values `useFactory` receives. */
+  inject?: InjectionToken[];
+  useClass?: Type<RateLimitOptionsFactory>;
+  useExisting?: Type<RateLimitOptionsFactory>;
+  /** Register RateLimitGuard as a global guard (`APP_GUARD`). @default false */
+  global?: boolean;
+}

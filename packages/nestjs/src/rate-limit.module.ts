@@ -1,0 +1,124 @@
+/**
+ * RateLimitModule: `forRoot({ store, policies?, key?, headers?, global? })` or
+ * `forRootAsync({ useFactory | useClass | useExisting, inject, imports, global? })`. The module
+ * is global, so `@UseGuards(RateLimitGuard)` works in every module once it is imported.
+ */
+import { configError, RateLimitConfigError, readOptions } from '@floodgate/core';
+import { type DynamicModule, Module, type Provider } from '@nestjs/common';
+import { APP_GUARD, DiscoveryModule } from '@nestjs/core';
+import { RATE_LIMIT_OPTIONS, RateLimitStore } from './rate-limit.constants.js';
+import { RateLimitGuard } from './rate-limit.guard.js';
+import type {
+  RateLimitModuleAsyncOptions,
+  RateLimitModuleOptions,
+  RateLimitOptionsFactory,
+} from './rate-limit.interfaces.js';
+import { parseModuleOptions, type RateLimitConfig } from './rate-limit.options.js';
+import { RATE_LIMIT_CONFIG, RateLimitService } from './rate-limit.service.js';
+
+@Module({})
+// biome-ignore lint/complexity/noStaticOnlyClass: Nest modules are classes with static forRoot().
+export class RateLimitModule {
+  /** Configures rate limiting with options known up front. */
+  static forRoot(options: RateLimitModuleOptions): DynamicModule {
+    const where = 'RateLimitModule.forRoot';
+    if (options === null || typeof options !== 'object')
+      throw configError(where, options, 'an options object');
+    const global = readGlobal(options.global, where);
+    return RateLimitModule.build(
+      [
+        { provide: RATE_LIMIT_OPTIONS, useValue: options },
+        {
+          provide: RATE_LIMIT_CONFIG,
+          useFactory: (): RateLimitConfig => parseModuleOptions(options, where, true),
+        },
+      ],
+      [],
+      global,
+    );
+  }
+
+  /** Configures rate limiting with options made by a factory, a class, or an existing provider. */
+  static forRootAsync(options: RateLimitModuleAsyncOptions): DynamicModule {
+    const where = 'RateLimitModule.forRootAsync';
+    const o = readOptions(options, where, [
+      'imports',
+      'inject',
+      'useFactory',
+      'useClass',
+      'useExisting',
+      'global',
+    ]);
+    const ways = (['useFactory', 'useClass', 'useExisting'] as const).filter(
+      (n) => o[n] !== undefined,
+    );
+    if (ways.length !== 1) {
+      throw new RateLimitConfigError(
+        ways.length === 0 ? 'FLOODGATE_MISSING_OPTION' : 'FLOODGATE_INVALID_OPTION',
+        `${where}.${ways[1] ?? 'useFactory'}`,
+        ways.length === 0 ? undefined : o[ways[1]!],
+        `${where} takes exactly one of useFactory, useClass or useExisting` +
+          (ways.length === 0 ? '' : `, got ${ways.join(' and ')}`),
+      );
+    }
+    const way = ways[0]!;
+    if (typeof o[way] !== 'function')
+      throw configError(`${where}.${way}`, o[way], 'a function or a class');
+    if (o.inject !== undefined && !Array.isArray(o.inject)) {
+      throw configError(`${where}.inject`, o.inject, 'an array of injection tokens');
+    }
+    const factoryWhere = `${where} ${way}`;
+    const providers: Provider[] = [];
+    if (options.useFactory) {
+      providers.push({
+        provide: RATE_LIMIT_OPTIONS,
+        useFactory: options.useFactory,
+        inject: options.inject ?? [],
+      });
+    } else {
+      const factory = (options.useClass ?? options.useExisting)!;
+      if (options.useClass) providers.push({ provide: factory, useClass: factory });
+      providers.push({
+        provide: RATE_LIMIT_OPTIONS,
+        useFactory: (made: RateLimitOptionsFactory) => made.createRateLimitOptions(),
+        inject: [factory],
+      });
+    }
+    providers.push({
+      provide: RATE_LIMIT_CONFIG,
+      useFactory: (made: unknown): RateLimitConfig => parseModuleOptions(made, factoryWhere, false),
+      inject: [RATE_LIMIT_OPTIONS],
+    });
+    return RateLimitModule.build(providers, options.imports ?? [], readGlobal(o.global, where));
+  }
+
+  private static build(
+    providers: Provider[],
+    imports: NonNullable<DynamicModule['imports']>,
+    global: boolean,
+  ): DynamicModule {
+    return {
+      module: RateLimitModule,
+      global: true,
+      imports: [DiscoveryModule, ...imports],
+      providers: [
+        ...providers,
+        RateLimitService,
+        RateLimitGuard,
+        {
+          provide: RateLimitStore,
+          useFactory: (config: RateLimitConfig) => config.store,
+          inject: [RATE_LIMIT_CONFIG],
+        },
+        ...(global ? [{ provide: APP_GUARD, useExisting: RateLimitGuard }] : []),
+      ],
+      exports: [RATE_LIMIT_OPTIONS, RateLimitStore, RateLimitService, RateLimitGuard],
+    };
+  }
+}
+
+function readGlobal(value: unknown, where: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw configError(`${where}.global`, value, 'a boolean');
+  return value;
+}

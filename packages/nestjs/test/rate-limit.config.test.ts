@@ -1,0 +1,219 @@
+/**
+ * Bad configuration stops the application at bootstrap with a RateLimitConfigError that names
+ * the controller, the handler and the field — never a 500 on the first request.
+ */
+import 'reflect-metadata';
+import { fixedWindow, memoryStore, RateLimitConfigError } from '@floodgate/core';
+import { RateLimit, RateLimitGuard, RateLimitModule } from '@floodgate/nestjs';
+import { Controller, Get, type ModuleMetadata, type Type, UseGuards } from '@nestjs/common';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { Test } from '@nestjs/testing';
+import { closeApps } from './app.js';
+
+afterEach(closeApps);
+
+async function bootstrap(metadata: ModuleMetadata): Promise<void> {
+  const moduleRef = await Test.createTestingModule(metadata).compile();
+  const app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: false });
+  try {
+    await app.init();
+  } finally {
+    await app.close();
+  }
+}
+
+/** A controller with one GET handler `list`, decorated with `handler` (and `cls` on the class). */
+function controllerWith(name: string, handler: unknown, cls?: unknown): Type {
+  @Controller(name.toLowerCase())
+  class Decorated {
+    @Get()
+    list() {
+      return [];
+    }
+  }
+  Object.defineProperty(Decorated, 'name', { value: name });
+  if (cls !== undefined) RateLimit(cls as never)(Decorated);
+  if (handler !== undefined) {
+    const descriptor = Object.getOwnPropertyDescriptor(Decorated.prototype, 'list')!;
+    RateLimit(handler as never)(Decorated.prototype, 'list', descriptor);
+  }
+  return Decorated;
+}
+
+async function configErrorOf(metadata: ModuleMetadata): Promise<RateLimitConfigError> {
+  const error = await bootstrap(metadata).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(RateLimitConfigError);
+  return error as RateLimitConfigError;
+}
+
+/** `[options, code, field]` rows as `[code, field, options]`, so test names skip the options. */
+function labelled(rows: [unknown, string, string][]): [string, string, unknown][] {
+  return rows.map(([options, code, field]) => [code, field, options]);
+}
+
+const withModule = (...controllers: Type[]): ModuleMetadata => ({
+  imports: [RateLimitModule.forRoot({ store: memoryStore(), global: true })],
+  controllers,
+});
+
+describe('invalid @RateLimit options fail at bootstrap', () => {
+  it.each(
+    labelled([
+      [{ limit: 0, window: '1m' }, 'FLOODGATE_INVALID_OPTION', '.limit'],
+      [{ limit: 10, window: '1 minute' }, 'FLOODGATE_INVALID_OPTION', '.window'],
+      [{ limit: 10 }, 'FLOODGATE_MISSING_OPTION', '.window'],
+      [{ limit: 10, window: '1m', burst: 5 }, 'FLOODGATE_UNKNOWN_OPTION', '.burst'],
+      [{}, 'FLOODGATE_NO_POLICIES', '.limit'],
+      [
+        { limit: 10, window: '1m', policies: [fixedWindow({ limit: 1, window: '1s' })] },
+        'FLOODGATE_INVALID_OPTION',
+        '.limit',
+      ],
+      [
+        {
+          policies: [
+            fixedWindow({ limit: 1, window: '1s', name: 'burst' }),
+            fixedWindow({ limit: 5, window: '1m', name: 'burst' }),
+          ],
+        },
+        'FLOODGATE_DUPLICATE_POLICY',
+        '.policies[1].name',
+      ],
+      [{ policies: [{ limit: 5 }] }, 'FLOODGATE_INVALID_OPTION', '.policies[0]'],
+      [{ limit: 1, window: '1m', key: 'email' }, 'FLOODGATE_INVALID_OPTION', '.key'],
+      [{ limit: 1, window: '1m', key: ['clientId', 7] }, 'FLOODGATE_INVALID_OPTION', '.key[1]'],
+      [{ limit: 1, window: '1m', cost: -1 }, 'FLOODGATE_INVALID_OPTION', '.cost'],
+    ]),
+  )('%s at %s', async (code, field, options) => {
+    const error = await configErrorOf(withModule(controllerWith('DevicesController', options)));
+    expect(error.code).toBe(code);
+    expect(error.field).toBe(`@RateLimit(DevicesController.list)${field}`);
+    expect(error.message).toContain('DevicesController.list');
+  });
+
+  it('names the controller when the class decorator is wrong', async () => {
+    const error = await configErrorOf(
+      withModule(controllerWith('FleetController', undefined, { limit: -5, window: '1m' })),
+    );
+    expect(error.field).toBe('@RateLimit(FleetController).limit');
+    expect(error.message).toMatch(
+      /^@RateLimit\(FleetController\)\.limit must be an integer >= 1, got -5/,
+    );
+  });
+
+  it('checks a class decorator even when every handler overrides it', async () => {
+    const error = await configErrorOf(
+      withModule(controllerWith('FleetController', { limit: 1, window: '1s' }, { window: '1m' })),
+    );
+    expect(error.field).toBe('@RateLimit(FleetController).limit');
+  });
+
+  it('checks decorators on routes that no guard covers (global: false)', async () => {
+    const error = await configErrorOf({
+      imports: [RateLimitModule.forRoot({ store: memoryStore() })],
+      controllers: [controllerWith('DevicesController', { limit: 1.5, window: '1m' })],
+    });
+    expect(error.field).toBe('@RateLimit(DevicesController.list).limit');
+  });
+});
+
+describe('invalid module options fail at bootstrap', () => {
+  it.each(
+    labelled([
+      [{}, 'FLOODGATE_MISSING_OPTION', 'RateLimitModule.forRoot.store'],
+      [{ store: {} }, 'FLOODGATE_INVALID_OPTION', 'RateLimitModule.forRoot.store'],
+      [
+        { store: memoryStore(), polices: [] },
+        'FLOODGATE_UNKNOWN_OPTION',
+        'RateLimitModule.forRoot.polices',
+      ],
+      [
+        { store: memoryStore(), prefix: 'a{b' },
+        'FLOODGATE_INVALID_OPTION',
+        'RateLimitModule.forRoot.prefix',
+      ],
+      [
+        { store: memoryStore(), policies: [] },
+        'FLOODGATE_NO_POLICIES',
+        'RateLimitModule.forRoot.policies',
+      ],
+      [
+        { store: memoryStore(), key: 'user' },
+        'FLOODGATE_INVALID_OPTION',
+        'RateLimitModule.forRoot.key',
+      ],
+      [
+        { store: memoryStore(), headers: { rfc: true } },
+        'FLOODGATE_UNKNOWN_OPTION',
+        'RateLimitModule.forRoot.headers.rfc',
+      ],
+      [
+        { store: memoryStore(), timeout: 'soon' },
+        'FLOODGATE_INVALID_OPTION',
+        'RateLimitModule.forRoot.timeout',
+      ],
+    ]),
+  )('%s at %s', async (code, field, options) => {
+    const error = await configErrorOf({
+      imports: [RateLimitModule.forRoot(options as never)],
+    });
+    expect(error.code).toBe(code);
+    expect(error.field).toBe(field);
+  });
+
+  it('reads `global` when forRoot is called', () => {
+    expect(() => RateLimitModule.forRoot({ store: memoryStore(), global: 'yes' as never })).toThrow(
+      expect.objectContaining({ field: 'RateLimitModule.forRoot.global' }),
+    );
+  });
+
+  it('forRootAsync takes exactly one of useFactory, useClass, useExisting', () => {
+    expect(() => RateLimitModule.forRootAsync({})).toThrow(
+      expect.objectContaining({ code: 'FLOODGATE_MISSING_OPTION' }),
+    );
+    class Settings {
+      createRateLimitOptions() {
+        return { store: memoryStore() };
+      }
+    }
+    expect(() =>
+      RateLimitModule.forRootAsync({ useClass: Settings, useExisting: Settings }),
+    ).toThrow(expect.objectContaining({ field: 'RateLimitModule.forRootAsync.useExisting' }));
+  });
+
+  it("reports a bad factory result under forRootAsync's name", async () => {
+    const error = await configErrorOf({
+      imports: [
+        RateLimitModule.forRootAsync({
+          useFactory: () => ({ store: memoryStore(), global: true }) as never,
+        }),
+      ],
+    });
+    expect(error.field).toBe('RateLimitModule.forRootAsync useFactory.global');
+    expect(error.message).toContain('pass global to RateLimitModule.forRootAsync');
+  });
+});
+
+describe('a missing RateLimitModule', () => {
+  it('is reported by name when a controller uses RateLimitGuard', async () => {
+    @Controller('devices')
+    @UseGuards(RateLimitGuard)
+    class DevicesController {
+      @Get()
+      list() {
+        return [];
+      }
+    }
+    const error = await bootstrap({ controllers: [DevicesController] }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(error).toBeInstanceOf(RateLimitConfigError);
+    expect(error!.message).toMatch(
+      /RateLimitGuard needs RateLimitModule: add RateLimitModule\.forRoot/,
+    );
+  });
+});
