@@ -1,0 +1,77 @@
+// A small API with three limits, each keyed differently:
+//   /devices/*   per appKey (X-App-Key header or ?appKey=): a burst of 10, refilled at 5/s,
+//                and at most 1000 an hour
+//   POST /login  per client IP: nginx-style leaky bucket, 5 a minute with a burst of 2
+//   /reports     per authenticated client id (stand-in auth: "Authorization: Bearer <id>")
+import { fixedWindow, leakyBucket, tokenBucket } from '@floodgate/core';
+import { rateLimit } from '@floodgate/express';
+import express from 'express';
+
+/** @param {{ store: import('@floodgate/core').Store }} options */
+export function createApp({ store }) {
+  const app = express();
+  // Behind a reverse proxy, trust it so req.ip is the client: app.set('trust proxy', 1)
+  app.use(express.json());
+
+  // Stand-in authentication: a real app would verify a token and load the principal.
+  app.use((req, _res, next) => {
+    const token = req.get('authorization')?.match(/^Bearer (\S+)$/)?.[1];
+    if (token) req.user = { id: token };
+    next();
+  });
+
+  const devices = express.Router();
+  devices.use(
+    rateLimit({
+      store,
+      prefix: 'devices',
+      key: 'appKey',
+      policies: [
+        tokenBucket({ name: 'device-burst', limit: 5, window: '1s', burst: 10 }),
+        fixedWindow({ name: 'device-hourly', limit: 1000, window: '1h' }),
+      ],
+    }),
+  );
+  devices.get('/', (req, res) => {
+    res.json({ devices: [{ id: 'thermostat-1' }, { id: 'door-2' }], remaining: req.rateLimit?.remaining });
+  });
+  devices.post('/:id/ping', (req, res) => {
+    res.json({ id: req.params.id, pong: true });
+  });
+  app.use('/devices', devices);
+
+  app.post(
+    '/login',
+    rateLimit({
+      store,
+      prefix: 'login',
+      key: 'ip',
+      policies: leakyBucket({ name: 'login', limit: 5, window: '1m', burst: 2 }),
+    }),
+    (req, res) => {
+      const ok = req.body?.user === 'demo' && req.body?.password === 'demo';
+      res.status(ok ? 200 : 401).json(ok ? { token: 'demo' } : { error: 'invalid credentials' });
+    },
+  );
+
+  const requireAuth = (req, res, next) => {
+    if (req.user) return next();
+    res.status(401).json({ error: 'send Authorization: Bearer <client id>' });
+  };
+  app.get(
+    '/reports',
+    requireAuth,
+    rateLimit({
+      store,
+      prefix: 'reports',
+      key: 'clientId',
+      policies: fixedWindow({ name: 'reports', limit: 20, window: '1m' }),
+    }),
+    (req, res) => {
+      res.json({ client: req.user.id, reports: [] });
+    },
+  );
+
+  app.get('/health', (_req, res) => res.json({ ok: true }));
+  return app;
+}
