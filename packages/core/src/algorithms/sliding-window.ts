@@ -41,7 +41,7 @@ export function slidingWindow(options: SlidingWindowOptions): Policy {
   if (buckets > MAX_SLIDING_WINDOW_BUCKETS || windowUs % buckets !== 0) {
     throw configError(
       'slidingWindow.buckets',
-      o.buckets,
+      buckets,
       `an integer from 1 to ${MAX_SLIDING_WINDOW_BUCKETS} that divides the window (${windowUs} µs) into whole microseconds`,
     );
   }

@@ -113,6 +113,21 @@ export const leakyBucketCases: AlgorithmCases = {
       ],
     },
     {
+      // 3 per second: one request is 1_000_000 units draining 3 per µs, so a request drains
+      // after 333_333.33… µs. nginx would truncate to whole milliseconds; here it stays exact.
+      name: 'leaky bucket: a rate that does not divide the window drains exactly (3 per 1s)',
+      policies: () => [leakyBucket({ limit: 3, window: '1s', burst: 1 })],
+      steps: [
+        { at: 0, cost: 2, expect: { allowed: true, remaining: 0, resetAfter: 666.667 } },
+        { at: 333.333, expect: { allowed: false, retryAfter: 0.001, resetAfter: 333.334 } },
+        { at: 333.334, cost: 0, expect: { allowed: true, remaining: 1, resetAfter: 333.333 } },
+        // Idle again exactly at 666_667 µs (the first rounded-up µs after 2_000_000 / 3).
+        { at: 666.667, cost: 0, expect: { allowed: true, remaining: 2, resetAfter: 0 } },
+        { at: 666.667, expect: { allowed: true, remaining: 1, resetAfter: 333.334 } },
+        { at: 666.667, expect: { allowed: true, remaining: 0, resetAfter: 666.667 } },
+      ],
+    },
+    {
       name: 'leaky bucket: cost c is c requests arriving together, all or none',
       policies: () => [leakyBucket({ limit: 1, window: '1s', burst: 3, delay: 1 })],
       steps: [
