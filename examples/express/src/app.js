@@ -33,7 +33,10 @@ export function createApp({ store }) {
     }),
   );
   devices.get('/', (req, res) => {
-    res.json({ devices: [{ id: 'thermostat-1' }, { id: 'door-2' }], remaining: req.rateLimit?.remaining });
+    res.json({
+      devices: [{ id: 'thermostat-1' }, { id: 'door-2' }],
+      remaining: req.rateLimit?.remaining,
+    });
   });
   devices.post('/:id/ping', (req, res) => {
     res.json({ id: req.params.id, pong: true });

@@ -15,7 +15,9 @@ const { port } = /** @type {import('node:net').AddressInfo} */ (server.address()
 const url = `http://127.0.0.1:${port}/devices`;
 const appKey = `demo-${Date.now()}`;
 
-console.log(`Floodgate demo: ${burst} requests at GET ${url} with X-App-Key ${appKey} (${description})`);
+console.log(
+  `Floodgate demo: ${burst} requests at GET ${url} with X-App-Key ${appKey} (${description})`,
+);
 let allowed = 0;
 let denied = 0;
 let policy;

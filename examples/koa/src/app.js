@@ -1,0 +1,89 @@
+// A small API with three limits, each keyed differently:
+//   /devices/*   per appKey (X-App-Key header or ?appKey=): a burst of 10, refilled at 5/s,
+//                and at most 1000 an hour
+//   POST /login  per client IP: nginx-style leaky bucket, 5 a minute with a burst of 2
+//   /reports     per authenticated client id (stand-in auth: "Authorization: Bearer <id>")
+import { fixedWindow, leakyBucket, tokenBucket } from '@floodgate/core';
+import { rateLimit } from '@floodgate/koa';
+import Router from '@koa/router';
+import Koa from 'koa';
+
+/** @param {{ store: import('@floodgate/core').Store }} options */
+export function createApp({ store }) {
+  const app = new Koa();
+  // Behind a reverse proxy, trust it so ctx.ip is the client: app.proxy = true
+
+  // Stand-in authentication: a real app would verify a token and load the principal.
+  app.use(async (ctx, next) => {
+    const token = ctx.get('authorization').match(/^Bearer (\S+)$/)?.[1];
+    if (token) ctx.state.user = { id: token };
+    await next();
+  });
+
+  const router = new Router();
+
+  const devices = rateLimit({
+    store,
+    prefix: 'devices',
+    key: 'appKey',
+    policies: [
+      tokenBucket({ name: 'device-burst', limit: 5, window: '1s', burst: 10 }),
+      fixedWindow({ name: 'device-hourly', limit: 1000, window: '1h' }),
+    ],
+  });
+  router.get('/devices', devices, (ctx) => {
+    ctx.body = {
+      devices: [{ id: 'thermostat-1' }, { id: 'door-2' }],
+      remaining: ctx.state.rateLimit?.remaining,
+    };
+  });
+  router.post('/devices/:id/ping', devices, (ctx) => {
+    ctx.body = { id: ctx.params.id, pong: true };
+  });
+
+  const login = rateLimit({
+    store,
+    prefix: 'login',
+    key: 'ip',
+    policies: leakyBucket({ name: 'login', limit: 5, window: '1m', burst: 2 }),
+  });
+  router.post('/login', login, async (ctx) => {
+    const body = await readJson(ctx);
+    const ok = body?.user === 'demo' && body?.password === 'demo';
+    ctx.status = ok ? 200 : 401;
+    ctx.body = ok ? { token: 'demo' } : { error: 'invalid credentials' };
+  });
+
+  const requireAuth = async (ctx, next) => {
+    if (ctx.state.user) return next();
+    ctx.status = 401;
+    ctx.body = { error: 'send Authorization: Bearer <client id>' };
+  };
+  const reports = rateLimit({
+    store,
+    prefix: 'reports',
+    key: 'clientId',
+    policies: fixedWindow({ name: 'reports', limit: 20, window: '1m' }),
+  });
+  router.get('/reports', requireAuth, reports, (ctx) => {
+    ctx.body = { client: ctx.state.user.id, reports: [] };
+  });
+
+  router.get('/health', (ctx) => {
+    ctx.body = { ok: true };
+  });
+
+  app.use(router.routes()).use(router.allowedMethods());
+  return app;
+}
+
+/** A tiny JSON body reader, to keep the example free of body-parser middleware. */
+async function readJson(ctx) {
+  let text = '';
+  for await (const chunk of ctx.req) text += chunk;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

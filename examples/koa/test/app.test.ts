@@ -1,0 +1,49 @@
+import { memoryStore } from '@floodgate/core';
+import request from 'supertest';
+// @ts-expect-error — the example is plain JavaScript
+import { createApp } from '../src/app.js';
+
+describe('examples/koa', () => {
+  const app = () => createApp({ store: memoryStore() }).listen(0, '127.0.0.1');
+
+  it('limits the device API per appKey: a burst of 10, then 429', async () => {
+    const server = app();
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 12; i++) {
+        statuses.push((await request(server).get('/devices').set('X-App-Key', 'a')).status);
+      }
+      expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(10);
+      expect(statuses.at(-1)).toBe(429);
+      // Another appKey has its own budget.
+      expect((await request(server).get('/devices?appKey=b')).status).toBe(200);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('limits login per IP: 1 + burst 2, then 429 with Retry-After', async () => {
+    const server = app();
+    try {
+      const login = () => request(server).post('/login').send({ user: 'demo', password: 'demo' });
+      for (let i = 0; i < 3; i++) expect((await login()).status).toBe(200);
+      const denied = await login();
+      expect(denied.status).toBe(429);
+      expect(Number(denied.headers['retry-after'])).toBeGreaterThan(0);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('limits reports per client id behind the stand-in auth', async () => {
+    const server = app();
+    try {
+      expect((await request(server).get('/reports')).status).toBe(401);
+      const res = await request(server).get('/reports').set('Authorization', 'Bearer c1');
+      expect(res.status).toBe(200);
+      expect(res.headers.ratelimit).toMatch(/^"reports";r=19;t=\d+$/);
+    } finally {
+      server.close();
+    }
+  });
+});
