@@ -14,7 +14,7 @@
 --   commit(key, o, cost, r) writes the new state with a TTL.
 --   clear(key, o) deletes the state (default: DEL key).
 local n = #KEYS
-local o = 5
+local o = FIRST_ARG
 
 if MODE == 2 then
   for i = 1, n do
@@ -39,7 +39,7 @@ local reply = { admitted }
 for i = 1, n do
   local r = checks[i]
   if admitted == 1 then
-    if MODE == 0 and COST > 0 then algs[i].commit(KEYS[i], offsets[i], COST, r) end
+    if MODE ~= 1 and COST > 0 then algs[i].commit(KEYS[i], offsets[i], COST, r) end
   elseif r[1] == 1 and COST > 0 then
     -- Another policy denied, so nothing was taken: describe this key as it stands.
     r = algs[i].check(KEYS[i], offsets[i], 0)

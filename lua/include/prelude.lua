@@ -1,11 +1,14 @@
 -- Floodgate script prelude: included first in every generated script.
 --
--- ARGV[1]  mode: 0 consume, 1 peek (decide, write nothing), 2 reset (delete the keys)
+-- ARGV[1]  mode: 0 consume, 1 peek (decide, write nothing), 2 reset (delete the keys),
+--          3 reserve (consume, but smooth policies admit when their next-free time is at most
+--          ARGV[5] µs away and report that wait as delay: Guava tryAcquire(timeout))
 -- ARGV[2]  now in integer microseconds, or '' to read Redis TIME (one clock for every app server)
 -- ARGV[3]  cost: a non-negative integer (0 is a read)
 -- ARGV[4]  milliseconds added to every TTL (0 with Redis TIME; > 0 only with an injected clock,
 --          whose timeline Redis's own expiry does not follow)
 -- ARGV[5…] one group per policy: the algorithm's name, then that algorithm's own arguments
+--          (from ARGV[6] in reserve mode, after the longest wait)
 --
 -- All arithmetic is on integers below 2^53, where Lua's doubles are exact; numbers are never
 -- concatenated into strings (Lua formats them with %.14g and would drop digits), only
@@ -18,6 +21,11 @@ if not now then
 end
 local COST = tonumber(ARGV[3])
 local TTL_PAD = tonumber(ARGV[4])
+-- The longest wait a reservation may be admitted with (µs); the first policy argument.
+local SLACK, FIRST_ARG = 0, 5
+if MODE == 3 then SLACK, FIRST_ARG = tonumber(ARGV[5]), 6 end
+-- Waits beyond exact arithmetic are charged as 1000 days (Guava saturates at Long.MAX_VALUE).
+local SATURATED_WAIT_US = 86400000000000
 local ALG = {}
 
 -- A TTL in whole milliseconds, never shorter than the state needs.

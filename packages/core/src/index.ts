@@ -14,6 +14,17 @@ export {
   type SlidingWindowOptions,
   slidingWindow,
 } from './algorithms/sliding-window.js';
+export {
+  SATURATED_WAIT_US,
+  SMOOTH_BURSTY_RETENTION_US,
+  type SmoothBurstyOptions,
+  smoothBursty,
+} from './algorithms/smooth-bursty.js';
+export {
+  DEFAULT_COLD_FACTOR,
+  type SmoothWarmingUpOptions,
+  smoothWarmingUp,
+} from './algorithms/smooth-warming-up.js';
 export { type TokenBucketOptions, tokenBucket } from './algorithms/token-bucket.js';
 export type { Clock } from './clock.js';
 export type {

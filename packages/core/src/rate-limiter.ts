@@ -145,9 +145,13 @@ export class RateLimiter {
   }
 
   /**
-   * Waits until `cost` is admitted (sleeping for each denial's `retryAfter`) and resolves with
-   * the admitting decision, or with the last denial once waiting would pass `maxWait` or the
-   * cost can never be admitted (retryAfter −1).
+   * Waits until `cost` is admitted and resolves with the admitting decision (Guava `acquire`),
+   * or with a denial once waiting longer would pass `maxWait` (Guava `tryAcquire(timeout)`) or
+   * the cost can never be admitted (retryAfter −1). Smooth policies reserve at once: the store
+   * charges the request now if its next-free time is within what is left of `maxWait`, and
+   * acquire sleeps the returned `delay` (so several processes queue in order on one key). Other
+   * policies are retried after each denial's `retryAfter`. The admitting decision's `delay` is
+   * the time already waited for the reservation; nothing more needs to be waited.
    */
   async acquire(key: string, options: AcquireOptions = {}): Promise<Decision> {
     const { maxWait, ...consumeOptions } = options;
@@ -159,14 +163,33 @@ export class RateLimiter {
         throw new RateLimitArgumentError('maxWait', maxWait, (error as Error).message);
       }
     }
+    const cost = readCost(consumeOptions);
     const started = performance.now();
     for (;;) {
-      const decision = await this.consume(key, consumeOptions);
-      if (decision.allowed || decision.retryAfter < 0) return decision;
       const waited = performance.now() - started;
-      if (waited + decision.retryAfter > budget) return decision;
-      await new Promise((resolve) => setTimeout(resolve, Math.ceil(decision.retryAfter)));
+      const decision = this.prepared.reserve
+        ? await this.reserve(key, cost, reserveSlack(budget - waited))
+        : await this.consume(key, { cost });
+      if (decision.allowed) {
+        if (decision.delay > 0) await sleep(decision.delay);
+        return decision;
+      }
+      if (decision.retryAfter < 0) return decision;
+      if (performance.now() - started + decision.retryAfter > budget) return decision;
+      await sleep(decision.retryAfter);
     }
+  }
+
+  /** One reserve-mode round trip (see `acquire`), guarded like `consume`. */
+  private async reserve(key: string, cost: number, slack: number): Promise<Decision> {
+    const keys = this.storageKeys(key);
+    const context: CallContext = { key, cost, peek: false };
+    const outcome = await this.guard.call(() => this.prepared.reserve!(keys, cost, slack), context);
+    const decision = outcome.ok
+      ? toDecision(outcome.value, this.policies)
+      : await this.withoutStore(keys, context, outcome);
+    if (this.guard.config.hooks.onDecision) this.guard.notify('onDecision', decision, context);
+    return decision;
   }
 
   /** Storage keys of `key`, one per policy: `<prefix>:{<key>}:<policy id>`. */
@@ -275,6 +298,16 @@ function readDeniedCache(value: unknown): DeniedCache | undefined {
   if (value !== null && typeof value === 'object')
     return new DeniedCache(value as DeniedCacheOptions);
   throw configError('RateLimiter.deniedCache', value, 'true, false or { maxKeys?, clock? }');
+}
+
+/** What is left of acquire's budget (ms) as the store's reserve slack: whole µs, rounded down. */
+function reserveSlack(leftMs: number): number {
+  if (leftMs === Number.POSITIVE_INFINITY) return Number.MAX_SAFE_INTEGER;
+  return Math.max(0, Math.floor(leftMs * 1000));
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.ceil(ms)));
 }
 
 function readCost(options: ConsumeOptions | undefined): number {

@@ -20,5 +20,15 @@ export interface CheckResult<S> {
 
 export interface Algorithm<S = unknown> {
   readonly kind: string;
-  check(state: S | undefined, now: number, cost: number, params: readonly number[]): CheckResult<S>;
+  /**
+   * `slack` (reserve mode, `limiter.acquire`): smooth policies admit a request whose next-free
+   * time is at most this far away (µs) and report that wait as `delay`; others ignore it.
+   */
+  check(
+    state: S | undefined,
+    now: number,
+    cost: number,
+    params: readonly number[],
+    slack?: number,
+  ): CheckResult<S>;
 }

@@ -8,6 +8,8 @@ import { gcraAlgorithm } from './gcra.js';
 import { leakyBucketAlgorithm } from './leaky-bucket.js';
 import { slidingLogAlgorithm } from './sliding-log.js';
 import { slidingWindowAlgorithm } from './sliding-window.js';
+import { smoothBurstyAlgorithm } from './smooth-bursty.js';
+import { smoothWarmingUpAlgorithm } from './smooth-warming-up.js';
 import { tokenBucketAlgorithm } from './token-bucket.js';
 
 export const ALGORITHMS: Readonly<Record<string, Algorithm<unknown>>> = {
@@ -15,6 +17,8 @@ export const ALGORITHMS: Readonly<Record<string, Algorithm<unknown>>> = {
   [slidingLogAlgorithm.kind]: slidingLogAlgorithm,
   [tokenBucketAlgorithm.kind]: tokenBucketAlgorithm,
   [gcraAlgorithm.kind]: gcraAlgorithm,
+  [smoothBurstyAlgorithm.kind]: smoothBurstyAlgorithm,
+  [smoothWarmingUpAlgorithm.kind]: smoothWarmingUpAlgorithm,
   [slidingWindowAlgorithm.kind]: slidingWindowAlgorithm,
   [leakyBucketAlgorithm.kind]: leakyBucketAlgorithm,
 };

@@ -41,7 +41,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
 export class MemoryStore implements Store {
   readonly kind = 'memory';
   readonly maxKeys: number;
-  private readonly clock: Clock;
+  /** The store's time source (ConcurrencyLimiter reads it too). */
+  readonly clock: Clock;
   private readonly entries = new Map<string, Entry>();
   private sweeper: NodeJS.Timeout | undefined;
   private lastFullSweep = Number.NEGATIVE_INFINITY;
@@ -73,6 +74,8 @@ export class MemoryStore implements Store {
     const params = policies.map((p) => p.params);
     return {
       decide: async (keys, cost, peek) => this.decide(algorithms, params, keys, cost, peek),
+      reserve: async (keys, cost, slack) =>
+        this.decide(algorithms, params, keys, cost, false, slack),
       reset: async (keys) => {
         for (const key of keys) this.entries.delete(key);
       },
@@ -107,6 +110,7 @@ export class MemoryStore implements Store {
     keys: readonly string[],
     cost: number,
     peek: boolean,
+    slack = 0,
   ): StoreDecision {
     const now = readMicros(this.clock);
     const n = algorithms.length;
@@ -115,7 +119,7 @@ export class MemoryStore implements Store {
     let admitted = true;
     for (let i = 0; i < n; i++) {
       states[i] = this.live(keys[i]!, now)?.state;
-      const r = algorithms[i]!.check(states[i], now, cost, params[i]!);
+      const r = algorithms[i]!.check(states[i], now, cost, params[i]!, slack);
       results[i] = r;
       if (!r.allowed) admitted = false;
     }

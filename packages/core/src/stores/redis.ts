@@ -32,6 +32,7 @@ export const INJECTED_CLOCK_TTL_SLACK_MS = 5_000;
 const MODE_CONSUME = '0';
 const MODE_PEEK = '1';
 const MODE_RESET = '2';
+const MODE_RESERVE = '3';
 const FIELDS_PER_POLICY = 5;
 
 export function redisStore(options: RedisStoreOptions): RedisStore {
@@ -41,8 +42,10 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
 export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly client: ScriptClient;
-  private readonly clock: Clock | undefined;
-  private readonly ttlSlack: string;
+  /** The injected clock, if any (ConcurrencyLimiter reads it too). */
+  readonly clock: Clock | undefined;
+  /** Milliseconds added to every TTL: INJECTED_CLOCK_TTL_SLACK_MS with an injected clock. */
+  readonly ttlSlack: string;
 
   constructor(options: RedisStoreOptions) {
     const o = readOptions(options, 'redisStore', ['client', 'clock']);
@@ -75,6 +78,18 @@ export class RedisStore implements Store {
           now,
           String(cost),
           this.ttlSlack,
+          ...policyArgs,
+        ]);
+        return decodeDecision(reply, n);
+      },
+      reserve: async (keys, cost, slack) => {
+        const now = this.clock ? String(readMicros(this.clock)) : '';
+        const reply = await this.run(script, keys, [
+          MODE_RESERVE,
+          now,
+          String(cost),
+          this.ttlSlack,
+          String(slack),
           ...policyArgs,
         ]);
         return decodeDecision(reply, n);

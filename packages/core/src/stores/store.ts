@@ -18,6 +18,12 @@ export interface PreparedPolicies {
    * `keys[i]` is policy i's storage key. With `peek`, nothing is written.
    */
   decide(keys: readonly string[], cost: number, peek: boolean): Promise<StoreDecision>;
+  /**
+   * Like a consuming `decide`, but smooth policies also admit a request whose next-free time is
+   * at most `slack` µs away, charging it now and answering the wait as `delay` (Guava
+   * `tryAcquire(timeout)`; `limiter.acquire` uses it). Stores without it: acquire retries.
+   */
+  reserve?(keys: readonly string[], cost: number, slack: number): Promise<StoreDecision>;
   /** Deletes the state behind `keys`. */
   reset(keys: readonly string[]): Promise<void>;
 }

@@ -9,6 +9,8 @@ import { leakyBucketCases } from './leaky-bucket.cases';
 import { multiPolicyScenarios } from './multi.cases';
 import { slidingLogCases } from './sliding-log.cases';
 import { slidingWindowCases } from './sliding-window.cases';
+import { smoothBurstyCases } from './smooth-bursty.cases';
+import { smoothWarmingUpCases } from './smooth-warming-up.cases';
 import { tokenBucketCases } from './token-bucket.cases';
 
 export const ALGORITHM_CASES: AlgorithmCases[] = [
@@ -18,6 +20,8 @@ export const ALGORITHM_CASES: AlgorithmCases[] = [
   gcraCases,
   slidingWindowCases,
   leakyBucketCases,
+  smoothBurstyCases,
+  smoothWarmingUpCases,
 ];
 
 export const SCENARIOS: Scenario[] = [

@@ -1,0 +1,141 @@
+import type { Duration } from '../duration.js';
+import { formatDuration, parseDuration } from '../duration.js';
+import { configError, positiveInteger, readOptions } from '../options.js';
+import { definePolicy, type Policy, rateName } from '../policy.js';
+import type { Algorithm } from './algorithm.js';
+
+export interface SmoothBurstyOptions {
+  /** Permits per window: the stable rate is limit / window (Guava `permitsPerSecond`). */
+  limit: number;
+  window: Duration;
+  /**
+   * How much idle time is stored as permits (Guava `maxBurstSeconds`): an idle key stores up to
+   * maxBurst × limit / window permits. 0 stores none. @default window
+   */
+  maxBurst?: Duration;
+  /** @default `smooth-bursty-<limit>-per-<window>[-max-burst-<maxBurst>]` */
+  name?: string;
+}
+
+/**
+ * Waits longer than this are charged as this (µs, 1000 days): they are beyond exact integer
+ * arithmetic, where Guava saturates at Long.MAX_VALUE. Mirrors SATURATED_WAIT_US in the prelude.
+ */
+export const SATURATED_WAIT_US = 86_400_000_000_000;
+
+/**
+ * How long a bursty key that has filled its stored permits is kept before it is forgotten
+ * (µs; maxBurst when longer). A forgotten key starts again like a new Guava limiter, with no
+ * stored permits, so it must outlive typical idle periods; state per key is one short string.
+ */
+export const SMOOTH_BURSTY_RETENTION_US = 3_600_000_000;
+
+export function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+
+/**
+ * Guava's SmoothBursty RateLimiter per key: a request is admitted when the key's next-free time
+ * has come, whatever its cost, and pays afterwards — stored permits are free, fresh ones cost
+ * window/limit each and push the next-free time forward (reserve now, pay later). Idle time
+ * stores up to `maxBurst` worth of permits. A new key has none stored. `consume` is
+ * `tryAcquire(cost)`; `limiter.acquire` is `acquire(cost)` / `tryAcquire(cost, maxWait)`.
+ */
+export function smoothBursty(options: SmoothBurstyOptions): Policy {
+  const o = readOptions(options, 'smoothBursty', ['limit', 'window', 'maxBurst', 'name']);
+  const limit = positiveInteger(o.limit, 'smoothBursty.limit');
+  const windowUs = parseDuration(o.window, 'smoothBursty.window');
+  const maxBurstUs =
+    o.maxBurst === undefined ? windowUs : parseDuration(o.maxBurst, 'smoothBursty.maxBurst', true);
+  // One permit = unit scaled units; idle time stores `rate` units per µs, exactly.
+  const g = gcd(limit, windowUs);
+  const unit = windowUs / g;
+  const rate = limit / g;
+  const maxStored = maxBurstUs * rate;
+  if (maxStored > Number.MAX_SAFE_INTEGER / 4) {
+    throw configError(
+      'smoothBursty.maxBurst',
+      o.maxBurst ?? maxBurstUs / 1000,
+      'short enough that maxBurst × limit / gcd(limit, window µs) stays below 2^51',
+    );
+  }
+  const retention = Math.max(SMOOTH_BURSTY_RETENTION_US, maxBurstUs);
+  // Costs above this charge SATURATED_WAIT_US: cost × unit would leave exact arithmetic.
+  const maxCost = Math.floor(Number.MAX_SAFE_INTEGER / unit);
+  const burstSuffix = maxBurstUs === windowUs ? '' : `-max-burst-${formatDuration(maxBurstUs)}`;
+  return definePolicy({
+    kind: 'smooth-bursty',
+    tag: 'sb',
+    name: o.name,
+    nameField: 'smoothBursty.name',
+    defaultName: `smooth-bursty-${rateName(limit, windowUs)}${burstSuffix}`,
+    limit,
+    windowUs,
+    capacity: limit,
+    options: { limit, window: windowUs / 1000, maxBurst: maxBurstUs / 1000 },
+    params: [unit, rate, maxStored, retention, maxCost],
+  });
+}
+
+interface SmoothBurstyState {
+  /** Guava nextFreeTicketMicros. */
+  nextFree: number;
+  /** Guava storedPermits, in units (one permit = `unit`). */
+  stored: number;
+}
+
+/** Twin of lua/smooth-bursty.lua. */
+export const smoothBurstyAlgorithm: Algorithm<SmoothBurstyState> = {
+  kind: 'smooth-bursty',
+  check(state, now, cost, [unit, rate, maxStored, retention, maxCost], slack = 0) {
+    let nextFree = now;
+    let stored = 0;
+    if (
+      state !== undefined &&
+      now < state.nextFree + Math.ceil((maxStored! - state.stored) / rate!) + retention!
+    ) {
+      nextFree = state.nextFree;
+      stored = state.stored;
+    }
+    // Guava resync: time past next-free stores permits, up to maxStored.
+    if (now > nextFree) {
+      stored =
+        now - nextFree >= Math.ceil((maxStored! - stored) / rate!)
+          ? maxStored!
+          : stored + (now - nextFree) * rate!;
+      nextFree = now;
+    }
+    const ahead = nextFree - now;
+    if (cost > 0 && ahead > slack) {
+      return {
+        allowed: false,
+        remaining: 0,
+        resetAfter: ahead + Math.ceil((maxStored! - stored) / rate!),
+        retryAfter: ahead,
+        delay: 0,
+      };
+    }
+    // Guava reserveEarliestAvailable: stored permits are free, fresh ones cost unit/rate µs.
+    let wait = SATURATED_WAIT_US;
+    let left = 0;
+    if (cost <= maxCost!) {
+      const need = cost * unit!;
+      const spend = Math.min(need, stored);
+      wait = Math.min(Math.ceil((need - spend) / rate!), SATURATED_WAIT_US);
+      left = stored - spend;
+    }
+    const after = nextFree + wait;
+    const remaining = after <= now ? Math.floor(left / unit!) + 1 : 0;
+    const resetAfter = after - now + Math.ceil((maxStored! - left) / rate!);
+    return {
+      allowed: true,
+      remaining,
+      resetAfter,
+      retryAfter: 0,
+      delay: cost > 0 ? ahead : 0,
+      next: { nextFree: after, stored: left },
+      ttl: resetAfter + retention!,
+    };
+  },
+};

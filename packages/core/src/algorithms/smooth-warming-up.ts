@@ -1,0 +1,173 @@
+import type { Duration } from '../duration.js';
+import { formatDuration, parseDuration } from '../duration.js';
+import { configError, positiveInteger, readOptions } from '../options.js';
+import { definePolicy, type Policy, rateName } from '../policy.js';
+import type { Algorithm } from './algorithm.js';
+import { gcd, SATURATED_WAIT_US } from './smooth-bursty.js';
+
+export interface SmoothWarmingUpOptions {
+  /** Permits per window at the stable (warm) rate. */
+  limit: number;
+  window: Duration;
+  /** Guava `warmupPeriod`: how long saturated demand takes to go from cold to the stable rate. */
+  warmup: Duration;
+  /**
+   * How much slower than the stable rate a cold key is: the cold interval is coldFactor × the
+   * stable interval. At least 1 (1 means no warm-up, as in Guava), at most two decimals.
+   * @default 3
+   */
+  coldFactor?: number;
+  /** @default `smooth-warming-up-<limit>-per-<window>-warmup-<warmup>[-cold-<coldFactor>]` */
+  name?: string;
+}
+
+/** Guava's hard-coded cold factor. @default 3 */
+export const DEFAULT_COLD_FACTOR = 3;
+/** coldFactor is read as c/d with d dividing this (two decimals), so the maths stays exact. */
+const COLD_FACTOR_SCALE = 100;
+/** Every divisor of the warm-up maths stays below this, so partial sums stay below 2^53. */
+const MAX_DIVISOR = 2 ** 51;
+
+/**
+ * Guava's SmoothWarmingUp RateLimiter per key: as smoothBursty, a request is admitted when the
+ * next-free time has come and pays afterwards, but stored permits (accumulated while idle) cost
+ * more than fresh ones — from coldFactor × the stable interval when cold down to the stable
+ * interval at thresholdPermits — so a cold key ramps up to the stable rate over `warmup`.
+ * A new key is cold.
+ */
+export function smoothWarmingUp(options: SmoothWarmingUpOptions): Policy {
+  const o = readOptions(options, 'smoothWarmingUp', [
+    'limit',
+    'window',
+    'warmup',
+    'coldFactor',
+    'name',
+  ]);
+  const limit = positiveInteger(o.limit, 'smoothWarmingUp.limit');
+  const windowUs = parseDuration(o.window, 'smoothWarmingUp.window');
+  const warmupUs = parseDuration(o.warmup, 'smoothWarmingUp.warmup');
+  const coldFactor = o.coldFactor === undefined ? DEFAULT_COLD_FACTOR : o.coldFactor;
+  const scaled = typeof coldFactor === 'number' ? Math.round(coldFactor * COLD_FACTOR_SCALE) : NaN;
+  if (
+    typeof coldFactor !== 'number' ||
+    !Number.isFinite(coldFactor) ||
+    coldFactor < 1 ||
+    Math.abs(scaled - coldFactor * COLD_FACTOR_SCALE) > 1e-9 * scaled
+  ) {
+    throw configError(
+      'smoothWarmingUp.coldFactor',
+      coldFactor,
+      'a number >= 1 (1 disables the warm-up, as in Guava) with at most two decimals',
+    );
+  }
+  const g = gcd(scaled, COLD_FACTOR_SCALE);
+  const c = scaled / g;
+  const d = COLD_FACTOR_SCALE / g;
+  const span = 2 * (d + c);
+  if (span * 8 * warmupUs * d * d >= MAX_DIVISOR) {
+    throw configError(
+      'smoothWarmingUp.warmup',
+      o.warmup,
+      `short enough that 16 × warmup µs × d² × (c + d) < 2^51 for coldFactor = ${c}/${d}`,
+    );
+  }
+  if (windowUs * span > Number.MAX_SAFE_INTEGER) {
+    throw configError(
+      'smoothWarmingUp.coldFactor',
+      coldFactor,
+      'small enough that window µs × 2 × (1 + coldFactor) × d stays below 2^53',
+    );
+  }
+  // Costs above this charge SATURATED_WAIT_US: cost × window × span would leave exact arithmetic.
+  const maxCost = Math.floor(Number.MAX_SAFE_INTEGER / (windowUs * span));
+  const cold = coldFactor === DEFAULT_COLD_FACTOR ? '' : `-cold-${coldFactor}`;
+  return definePolicy({
+    kind: 'smooth-warming-up',
+    tag: 'sw',
+    name: o.name,
+    nameField: 'smoothWarmingUp.name',
+    defaultName: `smooth-warming-up-${rateName(limit, windowUs)}-warmup-${formatDuration(warmupUs)}${cold}`,
+    limit,
+    windowUs,
+    capacity: limit,
+    options: { limit, window: windowUs / 1000, warmup: warmupUs / 1000, coldFactor },
+    params: [limit, windowUs, warmupUs, c, d, maxCost],
+  });
+}
+
+interface SmoothWarmingUpState {
+  /** Guava nextFreeTicketMicros. */
+  nextFree: number;
+  /** Guava storedPermits as stable-rate time, in 1/span µs. */
+  stored: number;
+}
+
+/** Twin of lua/smooth-warming-up.lua (the trapezoid's exact division uses BigInt here). */
+export const smoothWarmingUpAlgorithm: Algorithm<SmoothWarmingUpState> = {
+  kind: 'smooth-warming-up',
+  check(state, now, cost, [limit, window, warmup, c, d, maxCost], slack = 0) {
+    const span = 2 * (d! + c!);
+    const refill = 5 * d! + c!;
+    const threshold = warmup! * (d! + c!);
+    const maxStored = warmup! * refill;
+    let nextFree = now;
+    let stored = maxStored;
+    if (state !== undefined) {
+      nextFree = state.nextFree;
+      stored = state.stored;
+    }
+    // Guava resync: time past next-free stores permits, up to maxStored.
+    if (now > nextFree) {
+      stored =
+        now - nextFree >= Math.ceil((maxStored - stored) / refill)
+          ? maxStored
+          : stored + (now - nextFree) * refill;
+      nextFree = now;
+    }
+    const ahead = nextFree - now;
+    if (cost > 0 && ahead > slack) {
+      return {
+        allowed: false,
+        remaining: 0,
+        resetAfter: ahead + Math.ceil((maxStored - stored) / refill),
+        retryAfter: ahead,
+        delay: 0,
+      };
+    }
+    // Guava reserveEarliestAvailable with storedPermitsToWaitTime: stable time for every unit,
+    // plus the trapezoid over the threshold; wait = ceil((need·h + extra) / (span·h)).
+    let wait = SATURATED_WAIT_US;
+    let left = 0;
+    if (cost <= maxCost!) {
+      const need = Math.ceil((cost * window! * span) / limit!);
+      const spend = Math.min(need, stored);
+      const above = Math.max(stored - threshold, 0);
+      const steep = Math.min(above, spend);
+      const h = 8 * warmup! * d! * d!;
+      let q = Math.floor(need / span);
+      let rest = 0n;
+      if (steep > 0 && c! > d!) {
+        const area = BigInt((c! - d!) * steep) * BigInt(2 * above - steep);
+        const divisor = BigInt(span * h);
+        q += Number(area / divisor);
+        rest = area % divisor;
+      }
+      const frac = (need - Math.floor(need / span) * span) * h + Number(rest);
+      if (frac > span * h) q += 2;
+      else if (frac > 0) q += 1;
+      wait = Math.min(q, SATURATED_WAIT_US);
+      left = stored - spend;
+    }
+    const after = nextFree + wait;
+    const resetAfter = after - now + Math.ceil((maxStored - left) / refill);
+    return {
+      allowed: true,
+      remaining: after <= now ? 1 : 0,
+      resetAfter,
+      retryAfter: 0,
+      delay: cost > 0 ? ahead : 0,
+      next: { nextFree: after, stored: left },
+      ttl: resetAfter,
+    };
+  },
+};

@@ -1,0 +1,74 @@
+import fc from 'fast-check';
+import { smoothWarmingUp } from '../../../src/index';
+import { type AlgorithmCases, windowArbitrary } from '../table';
+import { guavaAcquires } from './smooth-bursty.cases';
+
+/** Guava testWarmUp (2/s, 4 s warm-up, cold factor 3): R1.38, R1.13, R0.88, R0.63, R0.50… */
+const COLD_2_PER_S = [1375, 1125, 875, 625, 500, 500, 500];
+/** Guava testWarmUpWithColdFactor (5/s, 4 s, 10): R1.75, R1.26, R0.76, R0.30, R0.20… (exact µs) */
+const COLD_5_PER_S_FACTOR_10 = [1752.5, 1257.5, 762.5, 300.228, 200, 200, 200];
+
+export const smoothWarmingUpCases: AlgorithmCases = {
+  kind: 'smooth-warming-up',
+  arbitrary: fc
+    .record({
+      limit: fc.integer({ min: 1, max: 7 }),
+      window: windowArbitrary,
+      warmup: windowArbitrary,
+      coldFactor: fc.option(
+        fc.oneof(
+          fc.constant(1),
+          fc.integer({ min: 1, max: 12 }),
+          fc.constant(2.5),
+          fc.constant(1.25),
+        ),
+        { nil: undefined },
+      ),
+    })
+    .map(({ coldFactor, ...o }) =>
+      smoothWarmingUp(coldFactor === undefined ? o : { ...o, coldFactor }),
+    ),
+  scenarios: [
+    {
+      name: 'smooth warming up: cold, warm after saturated use, cold again after warmup + repay (Guava testWarmUp)',
+      policies: () => [smoothWarmingUp({ limit: 2, window: '1s', warmup: '4s' })],
+      steps: [
+        { at: 0, cost: 0, expect: { allowed: true, limit: 2, remaining: 1, resetAfter: 0 } },
+        // #1: the 8 acquires end with the next free at 6000.
+        ...guavaAcquires(0, COLD_2_PER_S),
+        // #2, #3: repay (500 ms) then 4 s idle: cold again, same waits.
+        ...guavaAcquires(10_000, COLD_2_PER_S),
+        // #5, #6: repay then only 2 s idle: half way, at the threshold — warm.
+        ...guavaAcquires(18_000, [500, 500, 500, 500, 500, 500, 500]),
+      ],
+    },
+    {
+      name: 'smooth warming up: cold factor 10 (Guava testWarmUpWithColdFactor)',
+      policies: () => [smoothWarmingUp({ limit: 5, window: '1s', warmup: '4s', coldFactor: 10 })],
+      steps: [
+        ...guavaAcquires(0, COLD_5_PER_S_FACTOR_10),
+        // Repay 200 ms, then 1 s idle: still warm (Guava #5–#7).
+        ...guavaAcquires(4672.728 + 1000, [200, 200, 200]),
+      ],
+    },
+    {
+      name: 'smooth warming up: cold factor 1 is a plain stable rate (Guava testWarmUpWithColdFactor1)',
+      policies: () => [smoothWarmingUp({ limit: 5, window: '1s', warmup: '4s', coldFactor: 1 })],
+      steps: [...guavaAcquires(0, [200, 200, 200, 200]), ...guavaAcquires(1340, [200, 200])],
+    },
+    {
+      name: 'smooth warming up: any cost is admitted at once, never −1; cost 0 and peek write nothing',
+      policies: () => [smoothWarmingUp({ limit: 1, window: '1s', warmup: '2s' })],
+      steps: [
+        { at: 0, op: 'peek', cost: 100, expect: { allowed: true, retryAfter: 0 } },
+        // Cold: a 2 s warm-up at 1/s stores 2 permits, 1 below the threshold (1 s) and 1 above
+        // (the trapezoid: 2 s); taking 100 also pays 98 fresh permits (98 s).
+        { at: 0, cost: 100, expect: { allowed: true, remaining: 0 } },
+        { at: 0, expect: { allowed: false, retryAfter: 101_000 } },
+        { at: 0, cost: 0, expect: { allowed: true, remaining: 0 } },
+        { at: 0, op: 'reset' },
+        { at: 0, cost: 0, expect: { allowed: true, remaining: 1, resetAfter: 0 } },
+      ],
+    },
+  ],
+};
