@@ -10,6 +10,7 @@ export {
   SkipRateLimit,
 } from './rate-limit.decorator.js';
 export { RateLimitException } from './rate-limit.exception.js';
+export { RateLimitExceptionFilter } from './rate-limit.filter.js';
 export { RateLimitGuard } from './rate-limit.guard.js';
 export type {
   RateLimitCost,

@@ -7,6 +7,7 @@ import { fixedWindow, QUOTA_EXCEEDED_TYPE, type Store } from '@floodgate/core';
 import {
   RATE_LIMIT_OPTIONS,
   RateLimit,
+  RateLimitExceptionFilter,
   RateLimitGuard,
   RateLimitModule,
   type RateLimitModuleFactoryOptions,
@@ -165,6 +166,24 @@ describe.each(CASES)(
       expect(seen).toBeInstanceOf(HttpException);
       expect(seen!.getStatus()).toBe(429);
       expect(seen!.decision).toMatchObject({ allowed: false, policy: 'device-read', remaining: 0 });
+    });
+
+    it('RateLimitExceptionFilter sends the problem as application/problem+json', async () => {
+      const app = await devicesApp({
+        providers: [{ provide: APP_FILTER, useClass: RateLimitExceptionFilter }],
+      });
+      const server = app.getHttpServer();
+      await request(server).get('/devices/1').expect(200);
+      const res = await request(server).get('/devices/1').expect(429);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(JSON.parse(res.text)).toEqual({
+        type: QUOTA_EXCEEDED_TYPE,
+        title: 'Quota Exceeded',
+        status: 429,
+        detail: 'Too many requests under policy "device-read"; retry in 50 s.',
+        'violated-policies': ['device-read'],
+      });
+      expect(res.headers['retry-after']).toBe('50');
     });
 
     it('charges once when the global guard and @UseGuards(RateLimitGuard) both run', async () => {
