@@ -44,7 +44,10 @@ function requestView(req: Request): HttpRequestView {
   return {
     ip: req.ip ?? req.socket.remoteAddress,
     headers: req.headers,
-    query: req.query as Record<string, unknown>,
+    // A getter: Express 5 parses the query string on every read, and only `appKey` needs it.
+    get query() {
+      return req.query as Record<string, unknown>;
+    },
     user: (req as { user?: unknown }).user,
     trustProxy: Boolean(req.app.get('trust proxy')),
   };
