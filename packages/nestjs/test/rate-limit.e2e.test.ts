@@ -262,6 +262,20 @@ describe.each(CASES)(
       expect(plain.headers.ratelimit).toBeUndefined();
     });
 
+    it('runs after a global auth guard from a module imported before RateLimitModule', async () => {
+      // Nest runs global guards in registration order: AppModule's providers, then its imports
+      // in order. Importing AuthModule after RateLimitModule would put the limiter first.
+      @Module({ providers: [{ provide: APP_GUARD, useClass: BearerAuthGuard }] })
+      class AuthModule {}
+      const app = await platform.boot({
+        imports: [AuthModule, RateLimitModule.forRoot({ store: s, global: true })],
+        controllers: [DevicesController],
+      });
+      await request(app.getHttpServer()).get('/devices/1').set(bearer('app-a')).expect(200);
+      await request(app.getHttpServer()).get('/devices/1').set(bearer('app-b')).expect(200);
+      await request(app.getHttpServer()).get('/devices/1').set(bearer('app-a')).expect(429);
+    });
+
     it('cannot see the client id when it runs before the auth guard', async () => {
       // The wrong order, on purpose: request.user is not set yet, so both clients fall back to
       // the IP and share one bucket. This is why the auth guard must come first.
