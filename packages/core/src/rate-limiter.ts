@@ -2,7 +2,7 @@
  * RateLimiter: a store plus one or more policies. Each call is one store round trip that
  * checks every policy and charges all of them or none.
  */
-import { type Decision, toDecision } from './decision.js';
+import { type Decision, type StoreDecision, toDecision } from './decision.js';
 import { DeniedCache, type DeniedCacheOptions } from './denied-cache.js';
 import { type Duration, parseDuration } from './duration.js';
 import { describeValue, RateLimitArgumentError, RateLimitConfigError } from './errors.js';
@@ -74,6 +74,8 @@ export class RateLimiter {
   private readonly prepared: PreparedPolicies;
   private readonly head: string;
   private readonly tails: readonly string[];
+  /** Recent keys' storage keys: built once, so their strings keep V8's cached hash. */
+  private readonly keyMemo = new Map<string, readonly string[]>();
   private readonly guard: StoreGuard;
   private readonly fallbackStore: PreparedPolicies | undefined;
   private readonly fallbackLimiter: FallbackLimiter | undefined;
@@ -198,6 +200,22 @@ export class RateLimiter {
     return this.tails.map((tail) => tag + tail);
   }
 
+  /**
+   * `storageKeys` for the hot path, remembered for up to KEY_MEMO_SIZE recent keys: a freshly
+   * concatenated key costs a flatten and a hash on every Map or Redis lookup (measured ~10×
+   * a lookup by a reused string; docs/benchmarks.md).
+   */
+  private keysOf(key: string): readonly string[] {
+    const memo = this.keyMemo;
+    let keys = memo.get(key);
+    if (keys === undefined) {
+      keys = this.storageKeys(key);
+      if (memo.size >= KEY_MEMO_SIZE) memo.clear();
+      memo.set(key, keys);
+    }
+    return keys;
+  }
+
   private async decide(
     key: string,
     options: ConsumeOptions | undefined,
@@ -212,7 +230,26 @@ export class RateLimiter {
       if (hooks.onDecision) this.guard.notify('onDecision', cached, { key, cost, peek });
       return cached;
     }
-    const keys = this.storageKeys(key);
+    const keys = this.keysOf(key);
+    const decideNow = this.prepared.decideNow;
+    if (decideNow !== undefined) {
+      // In-process store: no I/O to bound, no promise chain, no timer per call.
+      let answer: StoreDecision | undefined;
+      try {
+        answer = decideNow(keys, cost, peek);
+      } catch {
+        // Fall through: the guarded call below fails the same way and the failure policy answers.
+      }
+      if (answer !== undefined) {
+        const decision = toDecision(answer, this.policies);
+        if (cache !== undefined && !decision.allowed) {
+          cache.remember(key, cost, decision, cache.now());
+        }
+        const hooks = this.guard.config.hooks;
+        if (hooks.onDecision) this.guard.notify('onDecision', decision, { key, cost, peek });
+        return decision;
+      }
+    }
     const context: CallContext = { key, cost, peek };
     const sentAt = cache?.now() ?? 0;
     const outcome = await this.guard.call(() => this.prepared.decide(keys, cost, peek), context);
@@ -291,6 +328,9 @@ function failureDecision(
     reason,
   };
 }
+
+/** Keys whose storage keys a limiter remembers; past it the memo starts over (amortised O(1)). */
+const KEY_MEMO_SIZE = 10_000;
 
 function readDeniedCache(value: unknown): DeniedCache | undefined {
   if (value === undefined || value === false) return undefined;

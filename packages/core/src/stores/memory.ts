@@ -74,6 +74,7 @@ export class MemoryStore implements Store {
     const params = policies.map((p) => p.params);
     return {
       decide: async (keys, cost, peek) => this.decide(algorithms, params, keys, cost, peek),
+      decideNow: (keys, cost, peek) => this.decide(algorithms, params, keys, cost, peek),
       reserve: async (keys, cost, slack) =>
         this.decide(algorithms, params, keys, cost, false, slack),
       reset: async (keys) => {
@@ -116,19 +117,31 @@ export class MemoryStore implements Store {
     const n = algorithms.length;
     const states: unknown[] = new Array(n);
     const results: CheckResult<unknown>[] = new Array(n);
+    // Live entries are updated in place on admission: one hash lookup per key and decision.
+    const found: (Entry | undefined)[] = new Array(n);
+    let missing = 0;
     let admitted = true;
     for (let i = 0; i < n; i++) {
-      states[i] = this.live(keys[i]!, now)?.state;
+      const entry = this.live(keys[i]!, now);
+      found[i] = entry;
+      if (entry === undefined) missing++;
+      states[i] = entry?.state;
       const r = algorithms[i]!.check(states[i], now, cost, params[i]!, slack);
       results[i] = r;
       if (!r.allowed) admitted = false;
     }
     if (admitted) {
       if (!peek && cost > 0) {
-        if (!this.makeRoom(keys, now)) return this.full(algorithms, params, states, now);
+        if (missing > 0 && !this.makeRoom(missing, now)) {
+          return this.full(algorithms, params, states, now);
+        }
         for (let i = 0; i < n; i++) {
           const r = results[i]!;
-          this.entries.set(keys[i]!, { state: r.next, expiresAt: now + r.ttl! });
+          const entry = found[i];
+          if (entry !== undefined) {
+            entry.state = r.next;
+            entry.expiresAt = now + r.ttl!;
+          } else this.entries.set(keys[i]!, { state: r.next, expiresAt: now + r.ttl! });
         }
         this.startSweeper();
       }
@@ -144,9 +157,7 @@ export class MemoryStore implements Store {
   }
 
   /** Whether every key can be stored, sweeping expired keys (at most once a second) if not. */
-  private makeRoom(keys: readonly string[], now: number): boolean {
-    let missing = 0;
-    for (const key of keys) if (!this.entries.has(key)) missing++;
+  private makeRoom(missing: number, now: number): boolean {
     if (this.entries.size + missing <= this.maxKeys) return true;
     if (now - this.lastFullSweep < FULL_SWEEP_SPACING_US) return false;
     this.lastFullSweep = now;

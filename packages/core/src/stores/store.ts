@@ -19,6 +19,12 @@ export interface PreparedPolicies {
    */
   decide(keys: readonly string[], cost: number, peek: boolean): Promise<StoreDecision>;
   /**
+   * The same decision answered synchronously, for stores that live in this process (memory):
+   * the limiter then skips the timeout and circuit breaker, which only I/O needs. If it throws,
+   * the limiter retries through `decide` so the failure policy answers.
+   */
+  decideNow?(keys: readonly string[], cost: number, peek: boolean): StoreDecision;
+  /**
    * Like a consuming `decide`, but smooth policies also admit a request whose next-free time is
    * at most `slack` µs away, charging it now and answering the wait as `delay` (Guava
    * `tryAcquire(timeout)`; `limiter.acquire` uses it). Stores without it: acquire retries.
