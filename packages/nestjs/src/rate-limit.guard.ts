@@ -138,10 +138,15 @@ export class RateLimitGuard implements CanActivate {
   }
 }
 
-/** Express `trust proxy` / Fastify `trustProxy`, as the platform resolved `request.ip`. */
+/**
+ * Whether the platform trusts a proxy, as it resolved `request.ip` (the core warns once when
+ * X-Forwarded-For arrives at an app that trusts none). Express keeps a `trust proxy` setting;
+ * Fastify does not expose `trustProxy`, but a trusted proxy makes `request.ip` differ from the
+ * socket's address.
+ */
 function trustsProxy(request: RequestLike): boolean {
   const express = request.app as { get?: (name: string) => unknown } | undefined;
   if (express && typeof express.get === 'function') return Boolean(express.get('trust proxy'));
-  const fastify = request.server as { initialConfig?: { trustProxy?: unknown } } | undefined;
-  return Boolean(fastify?.initialConfig?.trustProxy);
+  const raw = request.raw as { socket?: { remoteAddress?: string } } | undefined;
+  return raw?.socket !== undefined && request.ip !== raw.socket.remoteAddress;
 }

@@ -39,17 +39,23 @@ export const clock = (): number => NOW;
 
 export interface Platform {
   readonly name: 'express' | 'fastify';
-  boot(metadata: ModuleMetadata): Promise<INestApplication>;
+  /** Compiles, creates and initialises an app; `trustProxy` trusts X-Forwarded-For. */
+  boot(metadata: ModuleMetadata, options?: { trustProxy?: boolean }): Promise<INestApplication>;
 }
 
 const apps: INestApplication[] = [];
 
-async function boot(name: Platform['name'], metadata: ModuleMetadata): Promise<INestApplication> {
+async function boot(
+  name: Platform['name'],
+  metadata: ModuleMetadata,
+  { trustProxy = false } = {},
+): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule(metadata).compile();
   const app = moduleRef.createNestApplication(
-    name === 'express' ? new ExpressAdapter() : new FastifyAdapter(),
+    name === 'express' ? new ExpressAdapter() : new FastifyAdapter({ trustProxy }),
     { logger: false },
   );
+  if (name === 'express') app.getHttpAdapter().getInstance().set('trust proxy', trustProxy);
   apps.push(app);
   await app.init();
   if (name === 'fastify') await app.getHttpAdapter().getInstance().ready();
@@ -57,8 +63,8 @@ async function boot(name: Platform['name'], metadata: ModuleMetadata): Promise<I
 }
 
 export const PLATFORMS: readonly Platform[] = [
-  { name: 'express', boot: (m) => boot('express', m) },
-  { name: 'fastify', boot: (m) => boot('fastify', m) },
+  { name: 'express', boot: (m, o) => boot('express', m, o) },
+  { name: 'fastify', boot: (m, o) => boot('fastify', m, o) },
 ];
 
 export async function closeApps(): Promise<void> {

@@ -89,6 +89,33 @@ describe.each(CASES)(
       }
     });
 
+    it("keys 'ip' by the platform's trusted-proxy address, IPv6 grouped by /56", async () => {
+      const app = await platform.boot(
+        {
+          imports: [RateLimitModule.forRoot({ store: s, global: true })],
+          controllers: [DevicesController],
+        },
+        { trustProxy: true },
+      );
+      const server = app.getHttpServer();
+      const from = (ip: string) => request(server).get('/devices/1').set('X-Forwarded-For', ip);
+      await from('203.0.113.7').expect(200);
+      await from('203.0.113.7').expect(429);
+      await from('203.0.113.8').expect(200);
+      // One /56: these two share a bucket; the next /56 does not.
+      await from('2001:db8:0:ab01::1').expect(200);
+      await from('2001:db8:0:abff::2').expect(429);
+      await from('2001:db8:0:ac00::1').expect(200);
+      if (store.name === 'redis') {
+        expect((await redisKeys()).map((k) => k.replace(/:fw.*$/, ''))).toEqual([
+          'rl:{GET /devices/:id|ip:2001:db8:0:ab00::/56}',
+          'rl:{GET /devices/:id|ip:2001:db8:0:ac00::/56}',
+          'rl:{GET /devices/:id|ip:203.0.113.7}',
+          'rl:{GET /devices/:id|ip:203.0.113.8}',
+        ]);
+      }
+    });
+
     it("applies the handler's @RateLimit instead of the controller's", async () => {
       const server = (await devicesApp()).getHttpServer();
       await request(server).get('/devices/7').set(bearer('app-a')).expect(200, { id: '7' });
