@@ -17,3 +17,9 @@ export const RATE_LIMIT_OPTIONS: unique symbol = Symbol('RATE_LIMIT_OPTIONS');
 export const RATE_LIMIT_METADATA = 'floodgate:rate-limit';
 /** Metadata key of `@SkipRateLimit()`. */
 export const SKIP_RATE_LIMIT_METADATA = 'floodgate:skip-rate-limit';
+
+/** Injection token: whether the module registered RateLimitGuard as a global guard. */
+export const RATE_LIMIT_GLOBAL: unique symbol = Symbol('RATE_LIMIT_GLOBAL');
+
+/** Static mark of RateLimitGuard and its subclasses (found on `@UseGuards` metadata). */
+export const RATE_LIMIT_GUARD_MARK: unique symbol = Symbol.for('floodgate.nestjs.guard');

@@ -16,6 +16,7 @@ import {
 } from '@floodgate/core';
 import { type CanActivate, type ExecutionContext, Injectable, Optional } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+import { RATE_LIMIT_GUARD_MARK } from './rate-limit.constants.js';
 import { DECISION_PROPERTY } from './rate-limit.decorator.js';
 import { RateLimitException } from './rate-limit.exception.js';
 import { policySignature, RateLimitService, type RouteLimit } from './rate-limit.service.js';
@@ -35,6 +36,9 @@ type RequestLike = Record<PropertyKey, unknown> & {
 
 @Injectable()
 export class RateLimitGuard implements CanActivate {
+  /** Lets the module recognise this class and its subclasses in `@UseGuards(...)`. */
+  static readonly [RATE_LIMIT_GUARD_MARK] = true;
+
   constructor(
     @Optional() protected readonly rateLimit: RateLimitService,
     @Optional() protected readonly adapterHost?: HttpAdapterHost,

@@ -6,7 +6,7 @@
 import { configError, RateLimitConfigError, readOptions } from '@floodgate/core';
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_GUARD, DiscoveryModule } from '@nestjs/core';
-import { RATE_LIMIT_OPTIONS, RateLimitStore } from './rate-limit.constants.js';
+import { RATE_LIMIT_GLOBAL, RATE_LIMIT_OPTIONS, RateLimitStore } from './rate-limit.constants.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
 import type {
   RateLimitModuleAsyncOptions,
@@ -103,6 +103,7 @@ export class RateLimitModule {
       imports: [DiscoveryModule, ...imports],
       providers: [
         ...providers,
+        { provide: RATE_LIMIT_GLOBAL, useValue: global },
         RateLimitService,
         RateLimitGuard,
         {

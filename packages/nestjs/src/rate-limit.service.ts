@@ -15,14 +15,25 @@ import {
   type ExecutionContext,
   Inject,
   Injectable,
+  Logger,
   type OnModuleInit,
   RequestMethod,
   type Type,
   VERSION_NEUTRAL,
 } from '@nestjs/common';
-import { METHOD_METADATA, PATH_METADATA, VERSION_METADATA } from '@nestjs/common/constants.js';
-import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import { RATE_LIMIT_METADATA, SKIP_RATE_LIMIT_METADATA } from './rate-limit.constants.js';
+import {
+  GUARDS_METADATA,
+  METHOD_METADATA,
+  PATH_METADATA,
+  VERSION_METADATA,
+} from '@nestjs/common/constants.js';
+import { APP_GUARD, DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import {
+  RATE_LIMIT_GLOBAL,
+  RATE_LIMIT_GUARD_MARK,
+  RATE_LIMIT_METADATA,
+  SKIP_RATE_LIMIT_METADATA,
+} from './rate-limit.constants.js';
 import type { RateLimitCost, RateLimitOptions } from './rate-limit.interfaces.js';
 import {
   buildLimiter,
@@ -62,6 +73,7 @@ export class RateLimitService implements OnModuleInit {
 
   constructor(
     @Inject(RATE_LIMIT_CONFIG) readonly config: RateLimitConfig,
+    @Inject(RATE_LIMIT_GLOBAL) private readonly global: boolean,
     private readonly reflector: Reflector,
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
@@ -82,6 +94,8 @@ export class RateLimitService implements OnModuleInit {
    * stops the application at bootstrap, with the controller and handler in the message.
    */
   onModuleInit(): void {
+    const unguarded: string[] = [];
+    const globalGuard = this.global || this.hasGlobalGuardProvider();
     for (const wrapper of this.discovery.getControllers()) {
       const controller = wrapper.metatype as Type | null;
       if (!controller || typeof controller !== 'function') continue;
@@ -96,8 +110,20 @@ export class RateLimitService implements OnModuleInit {
         if (typeof handler !== 'function') continue;
         const isRoute = Reflect.getMetadata(METHOD_METADATA, handler) !== undefined;
         const own = this.reflector.get<RateLimitOptions | undefined>(RATE_LIMIT_METADATA, handler);
-        if (isRoute || own !== undefined) this.route(controller, handler);
+        if (!isRoute && own === undefined) continue;
+        const route = this.route(controller, handler);
+        const decorated = own !== undefined || classOptions !== undefined;
+        if (decorated && !route.skip && !globalGuard && !hasGuard(controller, handler)) {
+          unguarded.push(route.where);
+        }
       }
+    }
+    if (unguarded.length > 0) {
+      // Not an error: the guard may come from app.useGlobalGuards(), which is invisible here.
+      new Logger('RateLimitModule').warn(
+        `@RateLimit on ${unguarded.join(', ')} has no RateLimitGuard and will not be limited: ` +
+          'use RateLimitModule.forRoot({ ..., global: true }) or @UseGuards(RateLimitGuard)',
+      );
     }
   }
 
@@ -125,6 +151,13 @@ export class RateLimitService implements OnModuleInit {
       this.limiters.set(signature, limiter);
     }
     return limiter;
+  }
+
+  /** An `APP_GUARD` provider whose class is RateLimitGuard or a subclass. */
+  private hasGlobalGuardProvider(): boolean {
+    return this.discovery
+      .getProviders()
+      .some((w) => String(w.token).startsWith(APP_GUARD) && isRateLimitGuard(w.metatype));
   }
 
   private resolveRoute(controller: Type, handler: Handler): RouteLimit {
@@ -184,6 +217,24 @@ export class RateLimitService implements OnModuleInit {
     }
     return keys;
   }
+}
+
+function isRateLimitGuard(value: unknown): boolean {
+  return (
+    typeof value === 'function' &&
+    (value as { [RATE_LIMIT_GUARD_MARK]?: boolean })[RATE_LIMIT_GUARD_MARK] === true
+  );
+}
+
+function hasGuard(controller: Type, handler: Handler): boolean {
+  const guards = [
+    ...((Reflect.getMetadata(GUARDS_METADATA, controller) as unknown[] | undefined) ?? []),
+    ...((Reflect.getMetadata(GUARDS_METADATA, handler) as unknown[] | undefined) ?? []),
+  ];
+  // A guard given as an instance is recognised by its class.
+  return guards.some(
+    (g) => isRateLimitGuard(g) || isRateLimitGuard((g as object | null)?.constructor),
+  );
 }
 
 /** Identifies a policy set: ids (what is stored) and names (what headers say). */

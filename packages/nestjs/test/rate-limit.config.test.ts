@@ -6,6 +6,7 @@ import 'reflect-metadata';
 import { fixedWindow, memoryStore, RateLimitConfigError } from '@floodgate/core';
 import { RateLimit, RateLimitGuard, RateLimitModule } from '@floodgate/nestjs';
 import { Controller, Get, type ModuleMetadata, type Type, UseGuards } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
 import { closeApps } from './app.js';
@@ -215,5 +216,63 @@ describe('a missing RateLimitModule', () => {
     expect(error!.message).toMatch(
       /RateLimitGuard needs RateLimitModule: add RateLimitModule\.forRoot/,
     );
+  });
+});
+
+describe('a @RateLimit that no guard covers', () => {
+  async function warningsOf(metadata: ModuleMetadata): Promise<string[]> {
+    const warnings: string[] = [];
+    const logger = {
+      log() {},
+      error() {},
+      warn: (message: unknown) => void warnings.push(String(message)),
+    };
+    const moduleRef = await Test.createTestingModule(metadata).compile();
+    const app = moduleRef.createNestApplication(new ExpressAdapter(), { logger });
+    await app.init();
+    await app.close();
+    return warnings;
+  }
+
+  const decorated = () => controllerWith('DevicesController', { limit: 1, window: '1m' });
+
+  it('is reported at bootstrap', async () => {
+    const warnings = await warningsOf({
+      imports: [RateLimitModule.forRoot({ store: memoryStore() })],
+      controllers: [decorated()],
+    });
+    expect(warnings).toEqual([
+      expect.stringContaining('@RateLimit on DevicesController.list has no RateLimitGuard'),
+    ]);
+  });
+
+  it('is not reported with global: true, an APP_GUARD or @UseGuards', async () => {
+    class TenantGuard extends RateLimitGuard {}
+    @Controller('guarded')
+    @UseGuards(TenantGuard)
+    @RateLimit({ limit: 1, window: '1m' })
+    class GuardedController {
+      @Get()
+      list() {
+        return [];
+      }
+    }
+    for (const metadata of [
+      {
+        imports: [RateLimitModule.forRoot({ store: memoryStore(), global: true })],
+        controllers: [decorated()],
+      },
+      {
+        imports: [RateLimitModule.forRoot({ store: memoryStore() })],
+        controllers: [decorated()],
+        providers: [{ provide: APP_GUARD, useClass: TenantGuard }],
+      },
+      {
+        imports: [RateLimitModule.forRoot({ store: memoryStore() })],
+        controllers: [GuardedController],
+      },
+    ]) {
+      expect(await warningsOf(metadata)).toEqual([]);
+    }
   });
 });
