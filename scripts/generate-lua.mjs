@@ -4,7 +4,7 @@
 // (used for mixed limiters). Each script is include/prelude.lua + algorithm file(s) +
 // include/engine.lua, so shared parts exist once. `--check` fails when the file is stale.
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -67,6 +67,45 @@ export const SCRIPTS: Readonly<Record<string, GeneratedScript>> = {
 ${scripts.map((s) => `  ${JSON.stringify(s.name)}: ${constName(s.name)},`).join('\n')}
 };
 `;
+
+// Standalone scripts that are not algorithm policies (ConcurrencyLimiter's leases): one per
+// lua/leases/<name>.lua, each include/prelude.lua + that file, appended after SCRIPTS.
+const leasesDir = join(luaDir, 'leases');
+const leases = existsSync(leasesDir)
+  ? readdirSync(leasesDir)
+      .filter((f) => f.endsWith('.lua'))
+      .sort()
+      .map((file) => ({
+        name: `lease-${file.slice(0, -'.lua'.length)}`,
+        source: `${[prelude, read(`leases/${file}`)].join('\n\n')}\n`,
+      }))
+  : [];
+if (leases.length > 0) {
+  text += `
+/** A standalone script built from lua/leases/ (not a policy): its text and SCRIPT LOAD SHA1. */
+export interface LeaseScript {
+  readonly name: string;
+  readonly sha1: string;
+  readonly source: string;
+}
+
+`;
+  for (const s of leases) {
+    const sha1 = createHash('sha1').update(s.source).digest('hex');
+    text += `export const ${constName(s.name)}: LeaseScript = {
+  name: ${JSON.stringify(s.name)},
+  sha1: ${JSON.stringify(sha1)},
+  source: ${JSON.stringify(s.source)},
+};
+
+`;
+  }
+  text += `/** ConcurrencyLimiter's lease scripts by name. */
+export const LEASE_SCRIPTS: Readonly<Record<string, LeaseScript>> = {
+${leases.map((s) => `  ${JSON.stringify(s.name)}: ${constName(s.name)},`).join('\n')}
+};
+`;
+}
 
 function constName(name) {
   return `${name.replace(/-/g, '_').toUpperCase()}_SCRIPT`;

@@ -27,6 +27,12 @@ export {
 } from './algorithms/smooth-warming-up.js';
 export { type TokenBucketOptions, tokenBucket } from './algorithms/token-bucket.js';
 export type { Clock } from './clock.js';
+export {
+  type ConcurrencyDecision,
+  ConcurrencyLimiter,
+  type ConcurrencyLimiterOptions,
+  type Lease,
+} from './concurrency-limiter.js';
 export type {
   Decision,
   DecisionReason,
@@ -59,7 +65,13 @@ export {
   type StoreErrorEvent,
   type StoreFailure,
 } from './failure-policy.js';
-export { ENGINE_SCRIPT, type GeneratedScript, SCRIPTS } from './generated/scripts.js';
+export {
+  ENGINE_SCRIPT,
+  type GeneratedScript,
+  LEASE_SCRIPTS,
+  type LeaseScript,
+  SCRIPTS,
+} from './generated/scripts.js';
 // HTTP helpers shared by the framework adapters (issue 4).
 export * from './http/index.js';
 export { encodeKey, MAX_RAW_KEY_LENGTH } from './keys.js';
