@@ -108,6 +108,7 @@ export class RedisStore implements Store {
     args: string[],
   ): Promise<unknown> {
     try {
+      if (this.client.runScript) return await this.client.runScript(script, keys, args);
       try {
         return await this.client.evalsha(script.sha1, keys, args);
       } catch (error) {

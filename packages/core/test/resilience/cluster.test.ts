@@ -1,0 +1,200 @@
+/**
+ * A real local Redis Cluster (6 nodes, 3 masters + 3 replicas): the conformance table through
+ * every cluster client, multi-policy limiters without CROSSSLOT, keys spread over slots, and a
+ * failover (a master killed by PID) that decisions ride through under the failure policy.
+ */
+import { Redis } from 'ioredis';
+import { type RedisClusterHandle, startRedisCluster } from '../../../../test/harness/cluster.js';
+import {
+  type Decision,
+  fixedWindow,
+  gcra,
+  memoryStore,
+  RateLimiter,
+  redisStore,
+  slidingLog,
+  tokenBucket,
+} from '../../src/index.js';
+import { SCENARIOS } from '../conformance/algorithms/index.js';
+import { describeConformance } from '../conformance/table.js';
+import { CLUSTER_KINDS, type ConnectedClient, connectCluster } from './clients.js';
+
+jest.setTimeout(45_000);
+
+let cluster: RedisClusterHandle;
+/** A plain connection to one node, for CLUSTER KEYSLOT. */
+let probe: Redis;
+
+beforeAll(async () => {
+  cluster = await startRedisCluster();
+  probe = new Redis({ host: '127.0.0.1', port: cluster.nodes[0]!.port });
+}, 60_000);
+
+afterAll(async () => {
+  probe?.disconnect();
+  await cluster?.stop();
+});
+
+const keySlot = async (key: string): Promise<number> => Number(await probe.cluster('KEYSLOT', key));
+
+const hostileKeys = ['user}{x', '{user}', 'a:b:{c}:d', 'ünï©ødé-🚦', 'nul\0byte', 'x'.repeat(5000)];
+
+const allPolicies = () => [
+  fixedWindow({ limit: 5, window: '1m' }),
+  slidingLog({ limit: 5, window: '1m' }),
+  tokenBucket({ limit: 5, window: '1m' }),
+  gcra({ limit: 5, window: '1m' }),
+];
+
+describe.each(CLUSTER_KINDS)('%s', (kind) => {
+  const tag = `${process.pid}-${kind.replace(/\W+/g, '-')}`;
+  let connected: ConnectedClient;
+  beforeAll(async () => {
+    connected = await connectCluster(kind, cluster.startupNodes);
+  });
+  afterAll(async () => {
+    await connected?.close();
+  });
+  beforeEach(async () => {
+    await connected.flushScripts();
+  });
+
+  describeConformance(`${kind} on a local cluster`, SCENARIOS, (clock) =>
+    redisStore({ client: connected.client, clock }),
+  );
+
+  test('a four-policy limiter decides in one script per key (no CROSSSLOT) and exactly', async () => {
+    const limiter = new RateLimiter({
+      store: redisStore({ client: connected.client }),
+      policies: allPolicies(),
+      prefix: `multi-${tag}`,
+      onStoreError: 'closed',
+    });
+    for (const key of hostileKeys) {
+      const slots = new Set(await Promise.all(limiter.storageKeys(key).map(keySlot)));
+      expect(slots.size).toBe(1);
+      const decisions: Decision[] = [];
+      for (let i = 0; i < 8; i++) decisions.push(await limiter.consume(key));
+      expect(decisions.map((d) => d.reason)).toEqual(new Array(8).fill(undefined));
+      expect(decisions.map((d) => d.allowed)).toEqual([
+        ...new Array(5).fill(true),
+        ...new Array(3).fill(false),
+      ]);
+    }
+  });
+
+  test('different keys spread over slots and every master, decided concurrently (regression: ioredis auto-pipelining grouped EVALSHA by the SHA1)', async () => {
+    const limiter = new RateLimiter({
+      store: redisStore({ client: connected.client }),
+      policies: [fixedWindow({ limit: 1, window: '1m' })],
+      prefix: `spread-${tag}`,
+    });
+    const slots = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => keySlot(limiter.storageKeys(`user${i}`)[0]!)),
+    );
+    expect(new Set(slots).size).toBeGreaterThan(250);
+    const masters = new Set<string>();
+    for (const slot of new Set(slots)) masters.add((await cluster.masterOf(slot)).id);
+    expect(masters.size).toBe(3);
+    const decisions = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => limiter.consume(`user${i}`)),
+    );
+    expect(decisions.filter((d) => d.allowed && d.reason === undefined)).toHaveLength(300);
+  });
+});
+
+/**
+ * Kills the master that serves `key`'s slot and keeps deciding every 20 ms until a replica has
+ * taken over; returns what was answered meanwhile.
+ */
+async function decideThroughFailover(limiter: RateLimiter, key: string) {
+  const slot = await keySlot(limiter.storageKeys(key)[0]!);
+  const reasons: Array<string | undefined> = [];
+  const failover = cluster.failover(slot);
+  let done = false;
+  const finished = failover.then(
+    (victim) => {
+      done = true;
+      return victim;
+    },
+    (error) => {
+      done = true;
+      throw error;
+    },
+  );
+  while (!done) {
+    const d = await limiter.consume(key);
+    reasons.push(d.reason);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const victim = await finished;
+  return { reasons, victim };
+}
+
+/**
+ * ioredis refreshes its slot map when a node stops answering, so it finds the promoted replica
+ * on its own. node-redis (5.x) refreshes only on a MOVED reply: it keeps addressing the dead
+ * master until that node is back (as a replica, answering MOVED). docs/reliability.md has more.
+ */
+const FAILOVER_CLIENTS = [
+  { kind: 'ioredis Cluster', findsNewMasterAlone: true },
+  { kind: 'node-redis cluster', findsNewMasterAlone: false },
+] as const;
+
+describe.each(FAILOVER_CLIENTS)('failover with $kind', ({ kind, findsNewMasterAlone }) => {
+  test('decisions continue from the fallback while a master is down, and are exact after', async () => {
+    const connected = await connectCluster(kind, cluster.startupNodes);
+    const failures: string[] = [];
+    const limiter = new RateLimiter({
+      store: redisStore({ client: connected.client }),
+      policies: [fixedWindow({ limit: 3, window: '1m' }), gcra({ limit: 3, window: '1m' })],
+      prefix: `failover${process.pid}`,
+      onStoreError: memoryStore(),
+      timeout: 250,
+      circuitBreaker: { failureThreshold: 3, cooldown: 250 },
+      hooks: { onStoreError: (event) => failures.push(event.failure) },
+    });
+    const key = `tenant-${kind}`;
+    try {
+      expect((await limiter.consume(key)).reason).toBeUndefined();
+      const { reasons, victim } = await decideThroughFailover(limiter, key);
+      // Every call was answered; while the slot had no master the fallback decided.
+      expect(reasons.length).toBeGreaterThan(0);
+      expect(reasons).toContain('fallback');
+      expect(failures.length).toBeGreaterThan(0);
+      for (const r of reasons) expect([undefined, 'fallback']).toContain(r);
+
+      if (!findsNewMasterAlone) {
+        await victim.server.restart();
+        await cluster.waitUntilOk();
+      }
+      // The promoted replica answers again (its script cache is empty: NOSCRIPT, then EVAL).
+      const deadline = Date.now() + 15_000;
+      let back: Decision | undefined;
+      while (Date.now() < deadline) {
+        back = await limiter.peek(key);
+        if (back.reason === undefined) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(back?.reason).toBeUndefined();
+      await limiter.reset(key);
+      const after: Decision[] = [];
+      for (let i = 0; i < 5; i++) after.push(await limiter.consume(key));
+      expect(after.map((d) => [d.allowed, d.reason])).toEqual([
+        [true, undefined],
+        [true, undefined],
+        [true, undefined],
+        [false, undefined],
+        [false, undefined],
+      ]);
+
+      if (findsNewMasterAlone) {
+        // The old master comes back as a replica of the new one.
+        await victim.server.restart();
+        await cluster.waitUntilOk();
+      }
+    } finally {
+      await connected.close();
+    }
+  });
+});
