@@ -25,6 +25,15 @@ if MODE == 2 then
   return 1
 end
 
+-- One policy (the common case): the same answer without the bookkeeping tables below, which
+-- cost about a quarter of a 1-policy script's Redis CPU (measured: docs/benchmarks.md).
+if n == 1 then
+  local alg = ALG[ARGV[o]]
+  local r = alg.check(KEYS[1], o + 1, COST)
+  if r[1] == 1 and MODE ~= 1 and COST > 0 then alg.commit(KEYS[1], o + 1, COST, r) end
+  return { r[1], r[1], r[2], r[3], r[4], r[5] }
+end
+
 local checks, offsets, algs = {}, {}, {}
 local admitted = 1
 for i = 1, n do
