@@ -10,12 +10,14 @@
  *   1.00 s  15 requests at once, just after it
  *   1.5–4 s one request every 50 ms (20/s, twice the rate)
  *   4–6 s   one request every 200 ms (5/s, half the rate)
+ * ConcurrencyLimiter gets the same arrivals with 5 slots (see simulateConcurrency below).
  * Prints a Markdown summary for docs/algorithms.md. No dependency: the SVG is written by hand.
  */
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  ConcurrencyLimiter,
   fixedWindow,
   gcra,
   leakyBucket,
@@ -175,7 +177,30 @@ const fmt = (n: number): string => (Number.isInteger(n) ? String(n) : n.toFixed(
 const escapeXml = (s: string): string =>
   s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
-function svg(figure: Figure, outcomes: Outcome[]): string {
+/** The lower panel: a count over time against a limit. */
+interface LowerPanel {
+  /** A word beside the panel. */
+  axis: string;
+  caption: string;
+  legend: string;
+  points: Array<[number, number]>;
+  limit: number;
+  /** Ends the summary line under the title. */
+  peak: string;
+}
+
+function servedPanel(outcomes: Outcome[]): LowerPanel {
+  return {
+    axis: 'served',
+    caption: 'requests served in the last 1 s (t − 1 s, t]; dashed: limit',
+    legend: 'served per window',
+    points: servedPerWindow(outcomes),
+    limit: LIMIT,
+    peak: `Peak served in one 1 s window: ${peakPerWindow(outcomes)} (limit ${LIMIT}).`,
+  };
+}
+
+function svg(title: string, outcomes: Outcome[], lower: LowerPanel): string {
   const bins = HORIZON_MS / BIN_MS;
   const admitted = new Array<number>(bins).fill(0);
   const delayed = new Array<number>(bins).fill(0);
@@ -194,14 +219,14 @@ function svg(figure: Figure, outcomes: Outcome[]): string {
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" font-family="Helvetica, Arial, sans-serif" font-size="11" fill="${COLORS.text}">`,
     `<rect width="${WIDTH}" height="${HEIGHT}" fill="#ffffff"/>`,
   );
-  text(LEFT, 18, figure.title, 'font-size="13" font-weight="bold"');
+  text(LEFT, 18, title, 'font-size="13" font-weight="bold"');
   const total = outcomes.length;
   const ok = outcomes.filter((o) => o.allowed).length;
   const late = outcomes.filter((o) => o.allowed && o.servedAt > o.at).length;
   text(
     LEFT,
     34,
-    `${total} requests: ${ok} admitted (${late} of them delayed), ${total - ok} rejected. Peak served in one 1 s window: ${peakPerWindow(outcomes)} (limit ${LIMIT}).`,
+    `${total} requests: ${ok} admitted (${late} of them delayed), ${total - ok} rejected. ${lower.peak}`,
   );
   // Seconds grid and labels.
   for (let s = 0; s <= HORIZON_MS / 1000; s++) {
@@ -214,7 +239,7 @@ function svg(figure: Figure, outcomes: Outcome[]): string {
   // Panel 1: per 50 ms bin, admitted (and delayed) up, rejected down.
   text(4, BASELINE - (BAR_MAX * BAR_UNIT) / 2, 'admitted');
   text(4, BASELINE + (BAR_MAX * BAR_UNIT) / 2 + 8, 'rejected');
-  text(4, LINE_BASE - (LINE_MAX * LINE_UNIT) / 2 + 4, 'served');
+  text(4, LINE_BASE - (LINE_MAX * LINE_UNIT) / 2 + 4, lower.axis);
   const barW = (BIN_MS / HORIZON_MS) * PLOT_W - 1;
   for (let b = 0; b < bins; b++) {
     const bx = fmt(x(b * BIN_MS) + 0.5);
@@ -244,9 +269,9 @@ function svg(figure: Figure, outcomes: Outcome[]): string {
     text(LEFT - 4, BASELINE - n * BAR_UNIT + 4, String(n), 'text-anchor="end"');
     text(LEFT - 4, BASELINE + n * BAR_UNIT + 4, String(n), 'text-anchor="end"');
   }
-  // Panel 2: served in the trailing window, against the limit.
-  text(LEFT, LINE_TOP - 8, 'requests served in the last 1 s (t − 1 s, t]; dashed: limit');
-  const limitY = fmt(LINE_BASE - LIMIT * LINE_UNIT);
+  // Panel 2: a count over time (served in the trailing window, leases held) against the limit.
+  text(LEFT, LINE_TOP - 8, lower.caption);
+  const limitY = fmt(LINE_BASE - lower.limit * LINE_UNIT);
   out.push(
     `<line x1="${LEFT}" y1="${limitY}" x2="${LEFT + PLOT_W}" y2="${limitY}" stroke="${COLORS.rejected}" stroke-dasharray="5,4" stroke-width="1"/>`,
     `<line x1="${LEFT}" y1="${LINE_BASE}" x2="${LEFT + PLOT_W}" y2="${LINE_BASE}" stroke="${COLORS.text}" stroke-width="1"/>`,
@@ -254,7 +279,7 @@ function svg(figure: Figure, outcomes: Outcome[]): string {
   for (const n of [0, 10, 20]) {
     text(LEFT - 4, LINE_BASE - n * LINE_UNIT + 4, String(n), 'text-anchor="end"');
   }
-  const points = servedPerWindow(outcomes)
+  const points = lower.points
     .map(([t, n]) => `${fmt(x(t))},${fmt(LINE_BASE - Math.min(n, LINE_MAX) * LINE_UNIT)}`)
     .join(' ');
   out.push(
@@ -265,7 +290,7 @@ function svg(figure: Figure, outcomes: Outcome[]): string {
     ['admitted at once', COLORS.admitted],
     ['admitted, delayed', COLORS.delayed],
     ['rejected', COLORS.rejected],
-    ['served per window', COLORS.served],
+    [lower.legend, COLORS.served],
   ];
   let lx = LEFT;
   for (const [label, color] of legend) {
@@ -277,13 +302,91 @@ function svg(figure: Figure, outcomes: Outcome[]): string {
   return `${out.join('\n')}\n`;
 }
 
+/**
+ * ConcurrencyLimiter({ limit: 5, leaseTtl: '1s' }) on the same arrivals: each admitted request
+ * works 300 ms and releases its lease, except those admitted from 2.0 to 2.5 s, whose holder
+ * "crashes" and never releases: their slots come back when the leases expire, 1 s later.
+ */
+const CONCURRENCY = 5;
+const WORK_MS = 300;
+const LEASE_TTL_MS = 1000;
+const crashes = (at: number): boolean => at >= 2000 && at < 2500;
+
+async function simulateConcurrency(): Promise<{
+  outcomes: Outcome[];
+  held: LowerPanel;
+  peak: number;
+}> {
+  let now = T0;
+  const limiter = new ConcurrencyLimiter({
+    store: memoryStore({ clock: () => now }),
+    limit: CONCURRENCY,
+    leaseTtl: LEASE_TTL_MS,
+  });
+  const outcomes: Outcome[] = [];
+  const releases: Array<{ at: number; release: () => Promise<boolean> }> = [];
+  /** [from, to) of every lease, until released or expired. */
+  const leases: Array<[number, number]> = [];
+  for (const at of traffic()) {
+    // Work that finished by now releases first, in time order.
+    releases.sort((a, b) => a.at - b.at);
+    while (releases.length > 0 && releases[0]!.at <= at) {
+      const done = releases.shift()!;
+      now = T0 + done.at;
+      await done.release();
+    }
+    now = T0 + at;
+    const d = await limiter.acquire('client');
+    outcomes.push({ at, allowed: d.allowed, servedAt: at });
+    if (!d.allowed || !d.lease) continue;
+    const lease = d.lease;
+    if (crashes(at)) {
+      leases.push([at, at + LEASE_TTL_MS]);
+    } else {
+      leases.push([at, at + WORK_MS]);
+      releases.push({ at: at + WORK_MS, release: () => lease.release() });
+    }
+  }
+  const points: Array<[number, number]> = [];
+  let peak = 0;
+  for (let t = 0; t <= HORIZON_MS; t += 5) {
+    const n = leases.filter(([from, to]) => from <= t && t < to).length;
+    peak = Math.max(peak, n);
+    points.push([t, n]);
+  }
+  return {
+    outcomes,
+    peak,
+    held: {
+      axis: 'held',
+      caption: 'leases held (crashed holders from 2 to 2.5 s never release); dashed: limit',
+      legend: 'leases held',
+      points,
+      limit: CONCURRENCY,
+      peak: `Peak leases held: ${peak} (limit ${CONCURRENCY}).`,
+    },
+  };
+}
+
 console.log('| policy | admitted | of which delayed | rejected | peak served in one 1 s window |');
 console.log('|---|---|---|---|---|');
 for (const figure of figures) {
   const outcomes = await simulate(figure.policy());
-  writeFileSync(join(here, figure.file), svg(figure, outcomes));
+  writeFileSync(join(here, figure.file), svg(figure.title, outcomes, servedPanel(outcomes)));
   const ok = outcomes.filter((o) => o.allowed);
   console.log(
     `| \`${figure.title}\` | ${ok.length} | ${ok.filter((o) => o.servedAt > o.at).length} | ${outcomes.length - ok.length} | ${peakPerWindow(outcomes)} |`,
   );
 }
+
+const concurrency = await simulateConcurrency();
+const concurrencyTitle =
+  "new ConcurrencyLimiter({ limit: 5, leaseTtl: '1s' }) (300 ms of work per lease)";
+writeFileSync(
+  join(here, 'concurrency-limiter.svg'),
+  svg(concurrencyTitle, concurrency.outcomes, concurrency.held),
+);
+const leased = concurrency.outcomes.filter((o) => o.allowed).length;
+console.log(
+  `| \`${concurrencyTitle}\` | ${leased} | 0 | ${concurrency.outcomes.length - leased} | — (peak leases held: ${concurrency.peak} of ${CONCURRENCY}) |`,
+);

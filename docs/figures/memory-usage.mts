@@ -14,6 +14,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { Redis } from 'ioredis';
 import {
+  ConcurrencyLimiter,
   fixedWindow,
   gcra,
   leakyBucket,
@@ -63,6 +64,23 @@ const rows: Row[] = [
 
 const T0 = 1_699_977_600_000;
 
+/** Sums MEMORY USAGE over every key the limiter wrote and prints one table row. */
+async function printRow(label: string, requests: number, unit = ''): Promise<void> {
+  const keys = await redis.keys('rl:*');
+  let bytes = 0;
+  const encodings = new Set<string>();
+  let valueBytes = 0;
+  for (const key of keys) {
+    bytes += Number(await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+    const type = await redis.type(key);
+    encodings.add(`${type} (${String(await redis.call('OBJECT', 'ENCODING', key))})`);
+    if (type === 'string') valueBytes += await redis.strlen(key);
+  }
+  console.log(
+    `| \`${label}\` | ${requests}${unit ? ` ${unit}` : ''} | ${keys.length} | ${[...encodings].join(', ')} | ${valueBytes || '—'} | ${bytes} |`,
+  );
+}
+
 /** A free TCP port on 127.0.0.1. */
 async function freePort(): Promise<number> {
   const probe = net.createServer().listen(0, '127.0.0.1');
@@ -105,20 +123,20 @@ try {
       await limiter.consume('user:12345');
       now += step;
     }
-    const keys = await redis.keys('rl:*');
-    let bytes = 0;
-    const encodings = new Set<string>();
-    let valueBytes = 0;
-    for (const key of keys) {
-      bytes += Number(await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
-      const encoding = String(await redis.call('OBJECT', 'ENCODING', key));
-      encodings.add(`${await redis.type(key)} (${encoding})`);
-      if ((await redis.type(key)) === 'string') valueBytes += await redis.strlen(key);
-    }
     const options = JSON.stringify(row.policy.options).replace(/"/g, '');
-    console.log(
-      `| \`${row.label}(${options})\` | ${row.requests} | ${keys.length} | ${[...encodings].join(', ')} | ${valueBytes || '—'} | ${bytes} |`,
-    );
+    await printRow(`${row.label}(${options})`, row.requests);
+  }
+  // ConcurrencyLimiter: one sorted set of leases per key, measured with leases still held.
+  for (const held of [1, 5, 100]) {
+    await redis.flushall();
+    const now = T0;
+    const limiter = new ConcurrencyLimiter({
+      store: redisStore({ client: redis, clock: () => now }),
+      limit: 100,
+      leaseTtl: '1m',
+    });
+    for (let i = 0; i < held; i++) await limiter.acquire('user:12345');
+    await printRow("ConcurrencyLimiter({limit:100,leaseTtl:'1m'})", held, 'leases held');
   }
   // For comparison only: the same ten counts as a hash (sub-window index → count), the other
   // natural layout for slidingWindow, which also needs HDEL of old fields on every write.
