@@ -55,7 +55,7 @@ export class RateLimitGuard implements CanActivate {
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    // Only HTTP is limited; RPC and WebSocket contexts pass through untouched.
+    // Only HTTP is limited; RPC, WebSocket and GraphQL contexts pass through untouched.
     if (context.getType() !== 'http') return true;
     const route = this.routeOf(context);
     if (route.skip) return true;
@@ -63,7 +63,9 @@ export class RateLimitGuard implements CanActivate {
     if (policies === undefined || policies.length === 0) return true;
 
     const request = context.switchToHttp().getRequest<RequestLike>();
-    const key = `${route.route}|${await this.getKey(context)}`;
+    // A subclass's getKey may come back empty: such requests share the fallback bucket.
+    const identity = (await this.getKey(context)) || route.keys.fallbackKey;
+    const key = `${route.route}|${identity}`;
     if (!(request[CHARGED] instanceof Set)) request[CHARGED] = new Set<string>();
     const charged = request[CHARGED] as Set<string>;
     const mark = `${policySignature(policies)}\n${key}`;
@@ -85,7 +87,7 @@ export class RateLimitGuard implements CanActivate {
    * that yields one (`'clientId'` reads `request.user`, so an auth guard must run first), else
    * the fallback key.
    */
-  protected getKey(context: ExecutionContext): Promise<string> {
+  protected getKey(context: ExecutionContext): string | Promise<string> {
     const request = context.switchToHttp().getRequest<RequestLike>();
     return resolveKey(this.routeOf(context).keys, this.requestView(request), context);
   }

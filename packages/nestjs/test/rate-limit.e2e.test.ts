@@ -3,7 +3,7 @@
  * and on Fastify, over the memory store and the harness Redis, driven by supertest.
  */
 import 'reflect-metadata';
-import { fixedWindow, QUOTA_EXCEEDED_TYPE, type Store } from '@floodgate/core';
+import { type Decision, fixedWindow, QUOTA_EXCEEDED_TYPE, type Store } from '@floodgate/core';
 import {
   RATE_LIMIT_OPTIONS,
   RateLimit,
@@ -12,10 +12,12 @@ import {
   RateLimitModule,
   type RateLimitModuleFactoryOptions,
   type RateLimitOptionsFactory,
+  RateLimitService,
   RateLimitStore,
 } from '@floodgate/nestjs';
 import {
   Controller,
+  type ExecutionContext,
   Get,
   HttpException,
   Inject,
@@ -301,6 +303,50 @@ describe.each(CASES)(
       await request(app.getHttpServer()).get('/devices/1').set(bearer('app-a')).expect(200);
       await request(app.getHttpServer()).get('/devices/1').set(bearer('app-b')).expect(200);
       await request(app.getHttpServer()).get('/devices/1').set(bearer('app-a')).expect(429);
+    });
+
+    it('can be subclassed through getKey, getPolicies and throwRateLimitException', async () => {
+      @Injectable()
+      class TenantGuard extends RateLimitGuard {
+        protected override getKey(context: ExecutionContext): string {
+          return `tenant:${context.switchToHttp().getRequest().headers['x-tenant']}`;
+        }
+        // A new array per request: equal policy sets still share one limiter.
+        protected override getPolicies() {
+          return [fixedWindow({ limit: 2, window: '1m', name: 'tenant' })];
+        }
+        protected override throwRateLimitException(_: ExecutionContext, decision: Decision): never {
+          throw new HttpException({ tenantLimited: decision.policy }, 429);
+        }
+      }
+      @Controller('tenants')
+      @UseGuards(TenantGuard)
+      class TenantsController {
+        @Get()
+        list() {
+          return [];
+        }
+      }
+      const app = await platform.boot({
+        imports: [RateLimitModule.forRoot({ store: s })],
+        controllers: [TenantsController],
+      });
+      const server = app.getHttpServer();
+      await request(server).get('/tenants').set('x-tenant', 'a').expect(200);
+      await request(server).get('/tenants').set('x-tenant', 'a').expect(200);
+      const denied = await request(server).get('/tenants').set('x-tenant', 'a').expect(429);
+      expect(denied.body).toEqual({ tenantLimited: 'tenant' });
+      expect(denied.headers['retry-after']).toBe('50');
+      await request(server).get('/tenants').set('x-tenant', 'b').expect(200);
+      expect(
+        app
+          .get(RateLimitService)
+          .limiter([fixedWindow({ limit: 2, window: '1m', name: 'tenant' })]),
+      ).toBe(
+        app
+          .get(RateLimitService)
+          .limiter([fixedWindow({ limit: 2, window: '1m', name: 'tenant' })]),
+      );
     });
 
     it('cannot see the client id when it runs before the auth guard', async () => {
