@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { SMOOTH_BURSTY_RETENTION_US, smoothBursty } from '../../../src/index';
+import { fixedWindow, SMOOTH_BURSTY_RETENTION_US, smoothBursty } from '../../../src/index';
 import { type AlgorithmCases, type Step, windowArbitrary } from '../table';
 
 /**
@@ -91,6 +91,37 @@ export const smoothBurstyCases: AlgorithmCases = {
         { at: 100_000, cost: 0, expect: { allowed: true, remaining: 1, resetAfter: 0 } },
         { at: 100_000, cost: 1_000_000, expect: { allowed: true, retryAfter: 0 } },
         { at: 100_000, expect: { allowed: false, retryAfter: 1_000_000_000 } },
+      ],
+    },
+    {
+      name: 'smooth bursty with a fixed window: one script, all-or-nothing; a denial charges neither',
+      policies: () => [
+        smoothBursty({ limit: 2, window: '1s' }),
+        fixedWindow({ limit: 2, window: '1m' }),
+      ],
+      steps: [
+        { at: 0, expect: { allowed: true, policies: [{ remaining: 0 }, { remaining: 1 }] } },
+        { at: 500, expect: { allowed: true, policies: [{ remaining: 0 }, { remaining: 0 }] } },
+        {
+          at: 1000,
+          expect: {
+            allowed: false,
+            policy: 'fixed-2-per-60s',
+            retryAfter: 59_000,
+            policies: [
+              { allowed: true, remaining: 1, retryAfter: 0 },
+              { allowed: false, retryAfter: 59_000 },
+            ],
+          },
+        },
+        // The bursty key was not charged: its free request is still there (charged, it would
+        // have had to wait until 1500).
+        { at: 1000, cost: 0, expect: { policies: [{ remaining: 1 }, { remaining: 0 }] } },
+        {
+          at: 61_000,
+          cost: 2,
+          expect: { allowed: true, policies: [{ remaining: 1 }, { remaining: 0 }] },
+        },
       ],
     },
     {
