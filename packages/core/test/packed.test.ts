@@ -34,7 +34,11 @@ test('the tarball holds the built entry points and their types, not the sources 
 
 test.each([
   ['ESM import', 'main.mjs', "import { RateLimiter, gcra, memoryStore } from '@floodgate/core';"],
-  ['CommonJS require', 'main.cjs', "const { RateLimiter, gcra, memoryStore } = require('@floodgate/core');"],
+  [
+    'CommonJS require',
+    'main.cjs',
+    "const { RateLimiter, gcra, memoryStore } = require('@floodgate/core');",
+  ],
 ])('%s works', (_how, file, importLine) => {
   const body = `${importLine}
 const limiter = new RateLimiter({ store: memoryStore(), policies: gcra({ limit: 2, window: '1s' }) });
@@ -45,6 +49,10 @@ const limiter = new RateLimiter({ store: memoryStore(), policies: gcra({ limit: 
 })();
 `;
   writeFileSync(join(project, file), body);
-  const out = execFileSync(process.execPath, [file], { cwd: project, encoding: 'utf8', timeout: 20_000 });
+  const out = execFileSync(process.execPath, [file], {
+    cwd: project,
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
   expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual([true, true, false]);
 });
