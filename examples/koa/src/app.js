@@ -2,7 +2,8 @@
 //   /devices/*   per appKey (X-App-Key header or ?appKey=): a burst of 10, refilled at 5/s,
 //                and at most 1000 an hour
 //   POST /login  per client IP: nginx-style leaky bucket, 5 a minute with a burst of 2
-//   /reports     per authenticated client id (stand-in auth: "Authorization: Bearer <id>")
+//   /reports     per authenticated client id (stand-in auth: "Authorization: Bearer <id>"):
+//                20 a minute and at most 2 in flight
 import { fixedWindow, leakyBucket, tokenBucket } from '@floodgate/core';
 import { rateLimit } from '@floodgate/koa';
 import Router from '@koa/router';
@@ -64,6 +65,8 @@ export function createApp({ store }) {
     prefix: 'reports',
     key: 'clientId',
     policies: fixedWindow({ name: 'reports', limit: 20, window: '1m' }),
+    // Reports are expensive: at most 2 in flight per client (freed when the response ends).
+    concurrency: { limit: 2, leaseTtl: '30s' },
   });
   router.get('/reports', requireAuth, reports, (ctx) => {
     ctx.body = { client: ctx.state.user.id, reports: [] };

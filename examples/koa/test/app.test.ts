@@ -42,7 +42,7 @@ describe('examples/koa', () => {
       expect((await request(server).get('/reports')).status).toBe(401);
       const res = await request(server).get('/reports').set('Authorization', 'Bearer c1');
       expect(res.status).toBe(200);
-      expect(res.headers.ratelimit).toMatch(/^"reports";r=19;t=\d+$/);
+      expect(res.headers.ratelimit).toMatch(/^"reports";r=19;t=\d+, "concurrency-2";r=1;t=30$/);
     } finally {
       server.close();
     }

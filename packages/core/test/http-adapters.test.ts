@@ -3,6 +3,8 @@
  * every store (memory, Redis on the harness server). Functions in options receive the
  * framework's request (Express `req`, Koa `ctx`); both have `.get(header)` and `.path`.
  */
+
+import http from 'node:http';
 import {
   fixedWindow,
   leakyBucket,
@@ -23,6 +25,16 @@ type Req = { get(name: string): string | undefined; path: string };
 // Aligned to a minute, so a fixed window of 1m has exactly 45s left at T0.
 const WINDOW_START = 1_700_000_040_000;
 const T0 = WINDOW_START + 15_000;
+
+/** Polls `probe` (bounded: about 2 s) until it answers `expected`; returns the last answer. */
+async function eventually<T>(probe: () => Promise<T>, expected: T): Promise<T> {
+  let last = await probe();
+  for (let i = 0; i < 100 && last !== expected; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    last = await probe();
+  }
+  return last;
+}
 
 const frameworks: [string, Serve][] = [
   ['express', serveExpress],
@@ -321,6 +333,53 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       expect(second.status).toBe(200);
       expect(second.body.rateLimit).toMatchObject({ allowed: true, delay: 100 });
       expect(reachedAt - sent).toBeGreaterThanOrEqual(99);
+    });
+    it('concurrency: a slot is held while the response is in flight, freed when it finishes', async () => {
+      let finish: (() => void) | undefined;
+      let reached!: () => void;
+      const inHandler = new Promise<void>((resolve) => {
+        reached = resolve;
+      });
+      const url = await start({
+        onHold: (done) => {
+          finish = done;
+          reached();
+        },
+        limiters: [{ store, policies: perMinute(100), concurrency: { limit: 1 } }],
+      });
+      const held = request(url)
+        .get('/hold')
+        .then((res) => res);
+      await inHandler;
+      const busy = await request(url).get('/');
+      expect(busy.status).toBe(429);
+      expect(JSON.parse(busy.text)['violated-policies']).toEqual(['concurrency-1']);
+      expect(busy.headers['ratelimit-policy']).toBe(
+        '"per-minute";q=100;w=60, "concurrency-1";q=1;qu="concurrent-requests"',
+      );
+      expect(busy.headers.ratelimit).toMatch(/^"per-minute";r=98;t=45, "concurrency-1";r=0;t=\d+$/);
+      expect(Number(busy.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      finish!();
+      expect((await held).status).toBe(200);
+      expect(await eventually(async () => (await request(url).get('/')).status, 200)).toBe(200);
+    });
+
+    it('concurrency: a client that aborts frees its slot', async () => {
+      let reached!: () => void;
+      const inHandler = new Promise<void>((resolve) => {
+        reached = resolve;
+      });
+      const url = await start({
+        onHold: () => reached(),
+        limiters: [{ store, concurrency: { limit: 1, leaseTtl: '10m' } }],
+      });
+      const aborted = http.get(`${url}/hold`);
+      aborted.on('error', () => undefined);
+      await inHandler;
+      expect((await request(url).get('/')).status).toBe(429);
+      aborted.destroy();
+      // The handler never answers: only the closed connection can free the slot.
+      expect(await eventually(async () => (await request(url).get('/')).status, 200)).toBe(200);
     });
   });
 

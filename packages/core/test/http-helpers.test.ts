@@ -146,6 +146,13 @@ describe('structured-field serialisation', () => {
     );
   });
 
+  it('a quota unit replaces the window (concurrent requests)', () => {
+    const d = decision({ policies: [policy({ name: 'concurrency-5', limit: 5 })] });
+    expect(formatRateLimitPolicy(d, 'concurrent-requests')).toBe(
+      '"concurrency-5";q=5;qu="concurrent-requests"',
+    );
+  });
+
   it('writes r and t, t rounded up, a denying policy using its retryAfter', () => {
     const d = decision({
       allowed: false,

@@ -1,4 +1,5 @@
 import {
+  ConcurrencyLimiter,
   checkHttpRequest,
   DEFAULT_FALLBACK_KEY,
   fixedWindow,
@@ -125,14 +126,14 @@ describe('resolveKey', () => {
 describe('parseHttpRateLimitOptions', () => {
   it('builds a limiter on the memory store by default', async () => {
     const config = parseHttpRateLimitOptions<Req>({ policies }, 'rateLimit');
-    expect(config.limiter.store.kind).toBe('memory');
+    expect(config.limiter!.store.kind).toBe('memory');
     expect(config.headers).toEqual({ standard: true, legacy: false, retryAfter: true });
     expect(config.cost).toBe(1);
   });
 
   it('passes limiter options (prefix) through', () => {
     const config = parseHttpRateLimitOptions<Req>({ policies, prefix: 'api' }, 'rateLimit');
-    expect(config.limiter.prefix).toBe('api');
+    expect(config.limiter!.prefix).toBe('api');
   });
 
   it('takes a ready limiter', () => {
@@ -169,6 +170,38 @@ describe('parseHttpRateLimitOptions', () => {
     [{ policies, headers: 'draft-10' }, 'rateLimit.headers'],
     [{ policies, store: {} }, 'rateLimit.store'],
   ])('rejects %p naming %s', (options, field) => {
+    expect(() => parseHttpRateLimitOptions(options, 'rateLimit')).toThrow(
+      expect.objectContaining({ name: 'RateLimitConfigError', field }),
+    );
+  });
+
+  it('concurrency: options build a ConcurrencyLimiter on the same store; alone it needs no policies', () => {
+    const store = memoryStore();
+    const both = parseHttpRateLimitOptions<Req>(
+      { store, policies, concurrency: { limit: 3 } },
+      'rateLimit',
+    );
+    expect(both.concurrency).toMatchObject({ limit: 3, leaseTtl: 60_000 });
+    expect(both.concurrency!.store).toBe(store);
+    const alone = parseHttpRateLimitOptions<Req>(
+      { concurrency: { limit: 2, leaseTtl: '5s' } },
+      'rateLimit',
+    );
+    expect(alone.limiter).toBeUndefined();
+    expect(alone.concurrency).toMatchObject({ limit: 2, leaseTtl: 5000 });
+    const ready = new ConcurrencyLimiter({ store, limit: 1, leaseTtl: '1s' });
+    expect(parseHttpRateLimitOptions<Req>({ concurrency: ready }, 'rateLimit').concurrency).toBe(
+      ready,
+    );
+  });
+
+  it.each([
+    [{ concurrency: { limit: 0 } }, 'rateLimit.concurrency.limit'],
+    [{ concurrency: { limit: 2, leaseTtl: -1 } }, 'rateLimit.concurrency.leaseTtl'],
+    [{ concurrency: { limit: 2, max: 3 } }, 'rateLimit.concurrency.max'],
+    [{ concurrency: 5 }, 'rateLimit.concurrency'],
+    [{ concurrency: { limit: 2 }, prefix: 'x' }, 'rateLimit.prefix'],
+  ])('rejects concurrency %p naming %s', (options, field) => {
     expect(() => parseHttpRateLimitOptions(options, 'rateLimit')).toThrow(
       expect.objectContaining({ name: 'RateLimitConfigError', field }),
     );

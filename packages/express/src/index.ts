@@ -4,14 +4,16 @@
  * an Express request and writes an Express response.
  */
 import {
-  applyRateLimitHeaders,
+  applyCheckHeaders,
   checkHttpRequest,
   type Decision,
+  type HttpCheck,
   type HttpRateLimitOptions,
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
   quotaExceededProblem,
+  releaseWhenDone,
   waitForDelay,
 } from '@floodgate/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
@@ -57,18 +59,19 @@ function requestView(req: Request): HttpRequestView {
 export function rateLimit(options: RateLimitOptions): RequestHandler {
   const config = parseHttpRateLimitOptions<Request, OnLimited>(options, 'rateLimit');
   return async function rateLimit(req, res, next) {
-    let decision: Decision;
+    let check: HttpCheck | undefined;
     try {
-      const check = await checkHttpRequest(config, requestView(req), req);
-      if (check === undefined) return next();
-      decision = check.decision;
+      check = await checkHttpRequest(config, requestView(req), req);
     } catch (error) {
       return next(error);
     }
+    if (check === undefined) return next();
+    const { decision, lease } = check;
+    if (lease) releaseWhenDone(res, lease);
     req.rateLimit = decision;
-    applyRateLimitHeaders(
+    applyCheckHeaders(
       { get: (name) => res.getHeader(name), set: (name, value) => res.setHeader(name, value) },
-      decision,
+      check,
       config.headers,
     );
     if (!decision.allowed) {

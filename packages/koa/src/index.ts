@@ -4,7 +4,7 @@
  * Koa context and writes its response.
  */
 import {
-  applyRateLimitHeaders,
+  applyCheckHeaders,
   checkHttpRequest,
   type Decision,
   type HttpRateLimitOptions,
@@ -12,6 +12,7 @@ import {
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
   quotaExceededProblem,
+  releaseWhenDone,
   waitForDelay,
 } from '@floodgate/core';
 import type { Context, Middleware, Next } from 'koa';
@@ -47,14 +48,15 @@ export function rateLimit(options: RateLimitOptions): Middleware {
   return async function rateLimit(ctx, next) {
     const check = await checkHttpRequest(config, requestView(ctx), ctx);
     if (check === undefined) return next();
-    const { decision } = check;
+    const { decision, lease } = check;
+    if (lease) releaseWhenDone(ctx.res, lease);
     ctx.state.rateLimit = decision;
-    applyRateLimitHeaders(
+    applyCheckHeaders(
       {
         get: (name) => ctx.response.get(name) || undefined,
         set: (name, value) => ctx.set(name, value),
       },
-      decision,
+      check,
       config.headers,
     );
     if (!decision.allowed) {

@@ -111,14 +111,18 @@ function policyResetMs(policy: PolicyDecision): number {
   return !policy.allowed && policy.retryAfter > 0 ? policy.retryAfter : policy.resetAfter;
 }
 
-/** `RateLimit-Policy` items: `"name";q=<capacity>;w=<window seconds>`, one per policy. */
-export function formatRateLimitPolicy(decision: Decision): string {
-  // `w` is a non-zero Integer of seconds: a sub-second window is advertised as 1s.
+/**
+ * `RateLimit-Policy` items: `"name";q=<capacity>;w=<window seconds>`, one per policy. With a
+ * `quotaUnit` (draft §3.1.2, e.g. `concurrent-requests`) the item says `qu` instead of `w`.
+ */
+export function formatRateLimitPolicy(decision: Decision, quotaUnit?: string): string {
   return decision.policies
-    .map(
-      (p) =>
-        `${serializeSfString(p.name)};q=${sfInteger(p.limit)};w=${sfInteger(Math.max(1, ceilSeconds(p.window)))}`,
-    )
+    .map((p) => {
+      const head = `${serializeSfString(p.name)};q=${sfInteger(p.limit)}`;
+      if (quotaUnit !== undefined) return `${head};qu=${serializeSfString(quotaUnit)}`;
+      // `w` is a non-zero Integer of seconds: a sub-second window is advertised as 1s.
+      return `${head};w=${sfInteger(Math.max(1, ceilSeconds(p.window)))}`;
+    })
     .join(', ');
 }
 
@@ -155,22 +159,27 @@ export function appendHeaderValue(
   return current === '' ? item : `${current}, ${item}`;
 }
 
-/** Sets every enabled header group for `decision` on `target`. */
+/**
+ * Sets every enabled header group for `decision` on `target`. A `quotaUnit` other than
+ * requests (`concurrent-requests`) is named in `RateLimit-Policy` and leaves the legacy headers
+ * alone (they describe request rates).
+ */
 export function applyRateLimitHeaders(
   target: HeaderTarget,
   decision: Decision,
   config: RateLimitHeaderConfig = DEFAULT_HEADER_CONFIG,
   now: number = Date.now(),
+  quotaUnit?: string,
 ): void {
   if (decision.policies.length === 0) return;
   if (config.standard) {
     target.set(
       'RateLimit-Policy',
-      appendHeaderValue(target.get('RateLimit-Policy'), formatRateLimitPolicy(decision)),
+      appendHeaderValue(target.get('RateLimit-Policy'), formatRateLimitPolicy(decision, quotaUnit)),
     );
     target.set('RateLimit', appendHeaderValue(target.get('RateLimit'), formatRateLimit(decision)));
   }
-  if (config.legacy) {
+  if (config.legacy && quotaUnit === undefined) {
     // One value only: keep whichever stacked limiter leaves the fewest requests.
     const current = Number(firstValue(target.get('X-RateLimit-Remaining')));
     const remaining = Math.max(0, Math.floor(decision.remaining));

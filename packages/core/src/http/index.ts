@@ -4,6 +4,13 @@
  * shared option parsing. Framework-free.
  */
 export {
+  DEFAULT_LEASE_TTL,
+  type HttpConcurrencyOptions,
+  parseConcurrencyOption,
+  type ResponseEvents,
+  releaseWhenDone,
+} from './concurrency.js';
+export {
   appendHeaderValue,
   applyRateLimitHeaders,
   ceilSeconds,
@@ -41,6 +48,7 @@ export {
   resolveKey,
 } from './keys.js';
 export {
+  applyCheckHeaders,
   checkHttpRequest,
   HTTP_OPTION_NAMES,
   type HttpCheck,

@@ -3,12 +3,17 @@
  * per-request steps they all run (skip → key → cost → consume). Adapters add only what their
  * framework needs: reading the request into an HttpRequestView, writing headers and the 429.
  */
+import type { ConcurrencyDecision, ConcurrencyLimiter, Lease } from '../concurrency-limiter.js';
 import type { Decision } from '../decision.js';
 import { describeValue, RateLimitArgumentError, RateLimitConfigError } from '../errors.js';
 import { configError } from '../options.js';
 import { RateLimiter, type RateLimiterOptions } from '../rate-limiter.js';
 import { memoryStore } from '../stores/memory.js';
+import type { Store } from '../stores/store.js';
+import { type HttpConcurrencyOptions, parseConcurrencyOption } from './concurrency.js';
 import {
+  applyRateLimitHeaders,
+  type HeaderTarget,
   parseHeaderOptions,
   type RateLimitHeaderConfig,
   type RateLimitHeaderOptions,
@@ -26,7 +31,7 @@ import {
  * Options shared by `@floodgate/express` and `@floodgate/koa` (`Req` is the framework's request
  * or context, `OnLimited` its handler type). Either `limiter`, or `policies` plus the other
  * RateLimiter options (`store` defaults to `memoryStore()`; `prefix` and any other RateLimiter
- * option are passed through unchanged).
+ * option are passed through unchanged); and/or `concurrency`.
  */
 export type HttpRateLimitOptions<Req, OnLimited = unknown> = KeyOptions<Req> &
   Partial<RateLimiterOptions> & {
@@ -40,6 +45,12 @@ export type HttpRateLimitOptions<Req, OnLimited = unknown> = KeyOptions<Req> &
     cost?: number | ((req: Req) => number | Promise<number>);
     /** Replaces the default 429 problem response. */
     onLimited?: OnLimited;
+    /**
+     * At most this many requests in flight per key (a ConcurrencyLimiter, or its options; the
+     * store defaults to the rate limiter's). The slot is freed when the response finishes,
+     * closes or errors.
+     */
+    concurrency?: ConcurrencyLimiter | HttpConcurrencyOptions;
   };
 
 /** Names the adapters read themselves; every other name goes to the RateLimiter. */
@@ -49,12 +60,15 @@ export const HTTP_OPTION_NAMES = [
   'skip',
   'cost',
   'onLimited',
+  'concurrency',
   ...KEY_OPTION_NAMES,
 ] as const;
 
 /** The parsed, fully defined adapter config. */
 export interface HttpRateLimitConfig<Req, OnLimited = unknown> extends KeyConfig<Req> {
-  readonly limiter: RateLimiter;
+  /** Undefined when only `concurrency` was configured. */
+  readonly limiter: RateLimiter | undefined;
+  readonly concurrency: ConcurrencyLimiter | undefined;
   readonly headers: RateLimitHeaderConfig;
   readonly skip: ((req: Req) => boolean | Promise<boolean>) | undefined;
   readonly cost: number | ((req: Req) => number | Promise<number>);
@@ -80,7 +94,8 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
   for (const name of Object.keys(o)) {
     if (!own.includes(name) && o[name] !== undefined) limiterOptions[name] = o[name];
   }
-  let limiter: RateLimiter;
+  let limiter: RateLimiter | undefined;
+  let store: Store | undefined;
   if (o.limiter !== undefined) {
     if (typeof (o.limiter as RateLimiter | null)?.consume !== 'function') {
       throw configError(`${where}.limiter`, o.limiter, 'a RateLimiter');
@@ -95,11 +110,12 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
       );
     }
     limiter = o.limiter as RateLimiter;
-  } else {
+  } else if (o.concurrency === undefined || limiterOptions.policies !== undefined) {
+    store = (limiterOptions.store as Store | undefined) ?? memoryStore();
     try {
       limiter = new RateLimiter({
         ...limiterOptions,
-        store: limiterOptions.store ?? memoryStore(),
+        store,
       } as RateLimiterOptions);
     } catch (error) {
       throw renameLimiterError(error, where, own);
@@ -123,9 +139,23 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
     }
     cost = o.cost;
   }
+  const concurrency = parseConcurrencyOption(
+    o.concurrency,
+    `${where}.concurrency`,
+    () => limiter?.store ?? store ?? (limiterOptions.store as Store | undefined) ?? memoryStore(),
+  );
+  if (limiter === undefined && Object.keys(limiterOptions).some((n) => n !== 'store')) {
+    const name = Object.keys(limiterOptions).find((n) => n !== 'store')!;
+    throw configError(
+      `${where}.${name}`,
+      limiterOptions[name],
+      'used with policies (there are none: only concurrency is limited)',
+    );
+  }
   return {
     ...parseKeyOptions<Req>(o, where),
     limiter,
+    concurrency,
     headers: parseHeaderOptions(o.headers, `${where}.headers`),
     skip: o.skip as HttpRateLimitConfig<Req>['skip'],
     cost,
@@ -171,12 +201,20 @@ export async function resolveCost<Req>(
 export interface HttpCheck {
   readonly key: string;
   readonly cost: number;
+  /** The decision to expose and act on: a denial if there was one, else the rate decision. */
   readonly decision: Decision;
+  /** The rate limiter's decision (undefined with `concurrency` only). */
+  readonly rate: Decision | undefined;
+  /** The concurrency decision (undefined without `concurrency`, or after a rate denial). */
+  readonly concurrency: ConcurrencyDecision | undefined;
+  /** The slot to release when the response ends (admitted with `concurrency`). */
+  readonly lease: Lease | undefined;
 }
 
 /**
- * Runs the shared per-request steps: `skip` (→ undefined), key, cost, then one `consume`.
- * Errors from user functions and the store propagate to the adapter.
+ * Runs the shared per-request steps: `skip` (→ undefined), key, cost, one `consume`, then, if
+ * admitted and `concurrency` is on, one `acquire`. Errors from user functions and the store
+ * propagate to the adapter.
  */
 export async function checkHttpRequest<Req>(
   config: HttpRateLimitConfig<Req, unknown>,
@@ -186,8 +224,26 @@ export async function checkHttpRequest<Req>(
   if (config.skip !== undefined && (await config.skip(req))) return undefined;
   const key = await resolveKey(config, view, req);
   const cost = await resolveCost(config, req);
-  const decision = await config.limiter.consume(key, { cost });
-  return { key, cost, decision };
+  const rate = config.limiter ? await config.limiter.consume(key, { cost }) : undefined;
+  const concurrency =
+    config.concurrency && (rate === undefined || rate.allowed)
+      ? await config.concurrency.acquire(key)
+      : undefined;
+  const decision =
+    rate && (!rate.allowed || !concurrency || concurrency.allowed) ? rate : concurrency!;
+  return { key, cost, decision, rate, concurrency, lease: concurrency?.lease };
+}
+
+/** Sets the headers of every decision in `check` (the concurrency one as concurrent-requests). */
+export function applyCheckHeaders(
+  target: HeaderTarget,
+  check: HttpCheck,
+  config: RateLimitHeaderConfig,
+): void {
+  if (check.rate) applyRateLimitHeaders(target, check.rate, config);
+  if (check.concurrency) {
+    applyRateLimitHeaders(target, check.concurrency, config, Date.now(), 'concurrent-requests');
+  }
 }
 
 /** Waits for an admitted decision's shaping `delay` (resolves at once when there is none). */
