@@ -23,9 +23,15 @@
 --         -1); delay = the reservation's wait (reserve mode)
 
 -- q, r with a·b = q·m + r and 0 <= r < m, exactly, for integers a, b < 2^53, m < 2^51 and
--- q < 2^53: a and b are reduced modulo m (fmod is exact) and the product of the remainders is
--- built bit by bit, every partial sum staying below 2m.
+-- q < 2^53. A product below 2^52 is exact and so is its division (typical configurations end
+-- here); otherwise a and b are reduced modulo m (fmod is exact) and the product of the
+-- remainders is built bit by bit, every partial sum staying below 2m.
 local function mul_div(a, b, m)
+  local product = a * b
+  if product < 4503599627370496 then
+    local q = math.floor(product / m)
+    return q, product - q * m
+  end
   local ra, rb = math.fmod(a, m), math.fmod(b, m)
   local q = (a - ra) / m * b + ra * ((b - rb) / m)
   local p, r, bit = 0, 0, 1

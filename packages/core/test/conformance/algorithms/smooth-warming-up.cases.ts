@@ -14,7 +14,8 @@ export const smoothWarmingUpCases: AlgorithmCases = {
     .record({
       limit: fc.integer({ min: 1, max: 7 }),
       window: windowArbitrary,
-      warmup: windowArbitrary,
+      // Long warm-ups make the trapezoid's product pass 2^52 (mul_div's long path).
+      warmup: fc.oneof(windowArbitrary, fc.constantFrom('12h', '1d', '3d')),
       coldFactor: fc.option(
         fc.oneof(
           fc.constant(1),
@@ -55,6 +56,19 @@ export const smoothWarmingUpCases: AlgorithmCases = {
       name: 'smooth warming up: cold factor 1 is a plain stable rate (Guava testWarmUpWithColdFactor1)',
       policies: () => [smoothWarmingUp({ limit: 5, window: '1s', warmup: '4s', coldFactor: 1 })],
       steps: [...guavaAcquires(0, [200, 200, 200, 200]), ...guavaAcquires(1340, [200, 200])],
+    },
+    {
+      // 1/s, 1 day warm-up: threshold 43 200 permits, 43 200 more above it up to maxPermits.
+      name: 'smooth warming up: the trapezoid is exact for long warm-ups (products beyond 2^53)',
+      policies: () => [smoothWarmingUp({ limit: 1, window: '1s', warmup: '1d' })],
+      steps: [
+        // Every permit above the threshold: the whole trapezoid, exactly `warmup`.
+        { at: 0, key: 'a', cost: 43_200, expect: { allowed: true } },
+        { at: 0, key: 'a', expect: { allowed: false, retryAfter: 86_400_000 } },
+        // Half of them: 21 600 s of stable time + (43 200² − 21 600²) / 43 200 s = 54 000 s.
+        { at: 0, key: 'b', cost: 21_600, expect: { allowed: true } },
+        { at: 0, key: 'b', expect: { allowed: false, retryAfter: 54_000_000 } },
+      ],
     },
     {
       name: 'smooth warming up: any cost is admitted at once, never −1; cost 0 and peek write nothing',
