@@ -203,6 +203,14 @@ const memoryTables = new WeakMap<MemoryStore, Map<string, Map<string, number>>>(
 /** How often expired leases are dropped from a memory store's lease table (ms). */
 const LEASE_SWEEP_INTERVAL_MS = 60_000;
 
+/** Drops expired leases, and keys left without any. */
+function sweep(table: Map<string, Map<string, number>>, now: number): void {
+  for (const [key, leases] of table) {
+    for (const [id, expires] of leases) if (expires <= now) leases.delete(id);
+    if (leases.size === 0) table.delete(key);
+  }
+}
+
 function memoryLeases(store: MemoryStore): LeaseBackend {
   let table = memoryTables.get(store);
   if (table === undefined) {
@@ -210,13 +218,10 @@ function memoryLeases(store: MemoryStore): LeaseBackend {
     table = created;
     memoryTables.set(store, created);
     // One unref'd timer per store: keys whose leases all expired (crashed holders) go away.
-    const sweeper = setInterval(() => {
-      const now = readMicros(store.clock);
-      for (const [key, leases] of created) {
-        for (const [id, expires] of leases) if (expires <= now) leases.delete(id);
-        if (leases.size === 0) created.delete(key);
-      }
-    }, LEASE_SWEEP_INTERVAL_MS);
+    const sweeper = setInterval(
+      () => sweep(created, readMicros(store.clock)),
+      LEASE_SWEEP_INTERVAL_MS,
+    );
     sweeper.unref();
   }
   const leasesOf = table;
@@ -236,8 +241,10 @@ function memoryLeases(store: MemoryStore): LeaseBackend {
       }
       const held = live.length;
       if (held < limit) {
+        // Bounded like the store (`maxKeys`): drop keys whose leases all expired, else refuse.
         if (leases === undefined && leasesOf.size >= store.maxKeys) {
-          return [0, 0, 0, LEASE_SWEEP_INTERVAL_MS * 1000, 1];
+          sweep(leasesOf, now);
+          if (leasesOf.size >= store.maxKeys) return [0, 0, 0, LEASE_SWEEP_INTERVAL_MS * 1000, 1];
         }
         const expires = now + ttl;
         const next = new Map<string, number>();

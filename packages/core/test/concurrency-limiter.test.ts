@@ -159,6 +159,22 @@ describe.each(stores)('ConcurrencyLimiter on the %s store', (_name, makeStore) =
   });
 });
 
+describe('ConcurrencyLimiter on the memory store', () => {
+  test('bounded by maxKeys: expired keys make room, live ones are never dropped', async () => {
+    const time = fakeClock();
+    const store = memoryStore({ clock: time.clock, maxKeys: 2 });
+    const limiter = new ConcurrencyLimiter({ store, limit: 1, leaseTtl: 1000 });
+    expect((await limiter.acquire('a')).allowed).toBe(true);
+    expect((await limiter.acquire('b')).allowed).toBe(true);
+    const full = await limiter.acquire('c');
+    expect(full).toMatchObject({ allowed: false, reason: 'store-full' });
+    // a and b still hold their slots.
+    expect((await limiter.acquire('a')).allowed).toBe(false);
+    time.now += 1000;
+    expect((await limiter.acquire('c')).allowed).toBe(true);
+  });
+});
+
 describe('ConcurrencyLimiter on Redis', () => {
   test('the lease set has a TTL until its last lease expires; a denial writes nothing', async () => {
     const time = fakeClock();
