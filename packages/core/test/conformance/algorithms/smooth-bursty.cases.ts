@@ -1,5 +1,11 @@
 import fc from 'fast-check';
-import { fixedWindow, SMOOTH_BURSTY_RETENTION_US, smoothBursty } from '../../../src/index';
+import {
+  fixedWindow,
+  SATURATED_WAIT_US,
+  SMOOTH_BURSTY_RETENTION_US,
+  smoothBursty,
+  smoothWarmingUp,
+} from '../../../src/index';
 import { type AlgorithmCases, type Step, windowArbitrary } from '../table';
 
 /**
@@ -121,6 +127,27 @@ export const smoothBurstyCases: AlgorithmCases = {
           at: 61_000,
           cost: 2,
           expect: { allowed: true, policies: [{ remaining: 1 }, { remaining: 0 }] },
+        },
+      ],
+    },
+    {
+      name: 'smooth bursty and warming up: a cost beyond exact arithmetic waits SATURATED_WAIT_US',
+      policies: () => [
+        smoothBursty({ limit: 1, window: '1s' }),
+        smoothWarmingUp({ limit: 1, window: '1s', warmup: '1s' }),
+      ],
+      steps: [
+        { at: 0, cost: Number.MAX_SAFE_INTEGER, expect: { allowed: true, retryAfter: 0 } },
+        {
+          at: 0,
+          expect: {
+            allowed: false,
+            retryAfter: SATURATED_WAIT_US / 1000,
+            policies: [
+              { retryAfter: SATURATED_WAIT_US / 1000 },
+              { retryAfter: SATURATED_WAIT_US / 1000 },
+            ],
+          },
         },
       ],
     },
