@@ -6,7 +6,14 @@
  */
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
-import { connectIoredis, flushRedis, keysWithTtl } from '../../../test/harness/redis';
+import { createClient } from 'redis';
+import {
+  connectIoredis,
+  flushRedis,
+  keysWithTtl,
+  testRedisUrl,
+  workerDb,
+} from '../../../test/harness/redis';
 import {
   type Decision,
   fixedWindow,
@@ -226,6 +233,28 @@ describe('acquire from two processes on one Redis key', () => {
     const keys = await keysWithTtl(redis);
     expect(keys).toHaveLength(1);
     expect(keys[0]!.pttl).toBeGreaterThan(0);
+  });
+
+  test('an ioredis and a node-redis client reserve on the same key', async () => {
+    const client = createClient({ url: testRedisUrl(), database: workerDb() });
+    await client.connect();
+    try {
+      const policies = [smoothWarmingUp({ limit: 100, window: '1s', warmup: 20, coldFactor: 1 })];
+      const a = new RateLimiter({
+        store: redisStore({ client: redis, clock: frozen }),
+        policies,
+        prefix: 'mixed',
+      });
+      const b = new RateLimiter({
+        store: redisStore({ client, clock: frozen }),
+        policies,
+        prefix: 'mixed',
+      });
+      const decisions = await Promise.all([a.acquire('k'), b.acquire('k'), a.acquire('k')]);
+      expect(decisions.map((d) => d.delay).sort((x, y) => x - y)).toEqual([0, 10, 20]);
+    } finally {
+      await client.quit();
+    }
   });
 
   test('with Redis TIME (no injected clock) every acquire is admitted exactly once per slot', async () => {

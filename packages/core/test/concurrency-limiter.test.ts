@@ -4,7 +4,14 @@
  * pinned SHA1s).
  */
 import type { Redis } from 'ioredis';
-import { connectIoredis, flushRedis, keysWithTtl } from '../../../test/harness/redis';
+import { createClient } from 'redis';
+import {
+  connectIoredis,
+  flushRedis,
+  keysWithTtl,
+  testRedisUrl,
+  workerDb,
+} from '../../../test/harness/redis';
 import {
   type ConcurrencyDecision,
   ConcurrencyLimiter,
@@ -216,6 +223,29 @@ describe('ConcurrencyLimiter on Redis', () => {
     expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
     expect(await redis.zcard('rl:{hot}:leases')).toBe(5);
     expect(decisions.filter((d) => !d.allowed).every((d) => d.retryAfter > 0)).toBe(true);
+  });
+
+  test('a node-redis client runs the same lease scripts (NOSCRIPT path included)', async () => {
+    const client = createClient({ url: testRedisUrl(), database: workerDb() });
+    await client.connect();
+    try {
+      const time = fakeClock();
+      const limiter = new ConcurrencyLimiter({
+        store: redisStore({ client, clock: time.clock }),
+        limit: 1,
+        leaseTtl: 1000,
+      });
+      const held = await limiter.acquire('nr');
+      expect(held).toMatchObject({ allowed: true, remaining: 0, resetAfter: 1000 });
+      time.now += 250;
+      expect(await limiter.acquire('nr')).toMatchObject({ allowed: false, retryAfter: 750 });
+      expect(await held.lease!.renew()).toBe(true);
+      expect(await held.lease!.release()).toBe(true);
+      expect(await held.lease!.release()).toBe(false);
+      expect((await limiter.acquire('nr')).allowed).toBe(true);
+    } finally {
+      await client.quit();
+    }
   });
 
   test('SCRIPT LOAD returns the generated SHA1 of every lease script', async () => {
