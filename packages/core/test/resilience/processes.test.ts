@@ -1,0 +1,104 @@
+/**
+ * Exactness across OS processes: several forked "app servers", each with its own connection,
+ * its own skewed clock and many decisions in flight, race on one key of the harness Redis. The
+ * number admitted must equal the limit exactly, whatever the clocks say (Redis TIME decides).
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { Redis } from 'ioredis';
+import {
+  connectIoredis,
+  flushRedis,
+  keysWithTtl,
+  testRedisUrl,
+  workerDb,
+} from '../../../../test/harness/redis.js';
+import { buildCoreForChildren } from './build-core.js';
+
+jest.setTimeout(45_000);
+
+/** Per-process clock offsets (ms): hours apart, as badly synchronised app servers could be. */
+const OFFSETS = [-3 * 3_600_000, 0, 2 * 3_600_000, 17 * 60_000];
+const REQUESTS_PER_PROCESS = 100;
+const LIMIT = 50;
+
+interface Reply {
+  admitted: number;
+  reasons: string[];
+  now: number;
+}
+
+let core: string;
+let children: ChildProcess[] = [];
+let redis: Redis;
+
+function ask(child: ChildProcess, message: object): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (reply: Reply & { ready?: boolean }) => {
+      if (reply.ready) return;
+      child.off('message', onMessage);
+      resolve(reply);
+    };
+    child.on('message', onMessage);
+    child.once('exit', (code) => reject(new Error(`child exited (${code})`)));
+    child.send(message);
+  });
+}
+
+beforeAll(async () => {
+  redis = connectIoredis();
+  await flushRedis(redis);
+  core = buildCoreForChildren();
+  children = OFFSETS.map((offset) =>
+    fork(join(__dirname, 'fixtures/decide-child.cjs'), [], {
+      env: {
+        ...process.env,
+        FLOODGATE_CORE: core,
+        CLOCK_OFFSET_MS: String(offset),
+        REDIS_URL: testRedisUrl(),
+        REDIS_DB: String(workerDb()),
+      },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
+  );
+  await Promise.all(
+    children.map(
+      (child) =>
+        new Promise<void>((resolve, reject) => {
+          child.once('message', () => resolve());
+          child.once('exit', (code) => reject(new Error(`child exited early (${code})`)));
+        }),
+    ),
+  );
+});
+
+afterAll(async () => {
+  for (const child of children) {
+    if (child.connected) child.disconnect();
+    if (child.exitCode === null) child.kill('SIGKILL');
+  }
+  redis?.disconnect();
+  if (core) rmSync(dirname(core), { recursive: true, force: true });
+});
+
+test.each(['fixedWindow', 'slidingLog', 'tokenBucket', 'gcra', 'concurrency'])(
+  `%s: ${OFFSETS.length} processes with skewed clocks admit exactly the limit on one key`,
+  async (kind) => {
+    const prefix = `procs${process.pid}${kind}`;
+    const replies = await Promise.all(
+      children.map((child) => ask(child, { kind, prefix, requests: REQUESTS_PER_PROCESS })),
+    );
+    // The skew really is in place: each child's Date.now is off by its offset.
+    const realNow = Date.now();
+    replies.forEach((reply, i) => {
+      expect(Math.abs(reply.now - realNow - OFFSETS[i]!)).toBeLessThan(60_000);
+    });
+    expect(replies.flatMap((r) => r.reasons)).toEqual([]);
+    const admitted = replies.reduce((sum, r) => sum + r.admitted, 0);
+    expect(admitted).toBe(LIMIT);
+    const keys = (await keysWithTtl(redis)).filter((k) => k.key.startsWith(prefix));
+    expect(keys.length).toBeGreaterThan(0);
+    for (const k of keys) expect(k.pttl).toBeGreaterThan(0);
+  },
+);
