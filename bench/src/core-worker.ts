@@ -1,0 +1,131 @@
+/**
+ * Child process for the core sections (one per call, so JIT and GC state never leak between
+ * sections): `node core-worker.js <section> <json args>`, prints one JSON line of results.
+ *   redis   { port, inFlight, reps }  — every Redis subject, auto-pipelining off and on
+ *   memory  { reps }                  — in-process stores
+ *   flood   { port, reps }            — one key denied over and over, denied cache off / on
+ */
+import { fixedWindow, RateLimiter, redisStore } from '@floodgate/core';
+import { Redis } from 'ioredis';
+import { closedLoop, keySet, rotate, type Sample, SCALE, tightLoop } from './measure.js';
+import { memorySubjects, redisSubjects } from './subjects.js';
+
+const KEYS = keySet(10_000);
+const WARMUP_MS = 150 * SCALE;
+const MEASURE_MS = 500 * SCALE;
+
+export interface RedisRow extends Sample {
+  subject: string;
+  inFlight: number;
+  autoPipelining: boolean;
+  rep: number;
+}
+
+async function redisSection(port: number, inFlight: number, reps: number): Promise<RedisRow[]> {
+  const modes = [false, true];
+  const clients = modes.map(
+    (on) => new Redis({ port, host: '127.0.0.1', enableAutoPipelining: on }),
+  );
+  const subjects = await Promise.all(clients.map((c) => redisSubjects(c)));
+  const rows: RedisRow[] = [];
+  for (let rep = 0; rep < reps; rep++) {
+    for (const m of rotate([0, 1], rep)) {
+      for (const s of rotate(subjects[m]!, rep)) {
+        const sample = await closedLoop(s.op, KEYS, inFlight, MEASURE_MS, WARMUP_MS);
+        rows.push({ subject: s.name, inFlight, autoPipelining: modes[m]!, rep, ...sample });
+      }
+    }
+  }
+  await Promise.all(clients.map((c) => c.quit()));
+  return rows;
+}
+
+async function memorySection(reps: number) {
+  const subjects = memorySubjects();
+  const rows: { subject: string; rep: number; opsPerSec: number }[] = [];
+  for (let rep = 0; rep < reps; rep++) {
+    for (const s of rotate(subjects, rep)) {
+      rows.push({
+        subject: s.name,
+        rep,
+        opsPerSec: await tightLoop(s.op, KEYS, MEASURE_MS, WARMUP_MS),
+      });
+    }
+  }
+  return rows;
+}
+
+/** One key, limit 10 per minute: after 10 admissions every call is a denial. */
+async function floodSection(port: number, reps: number) {
+  const client = new Redis({ port, host: '127.0.0.1' });
+  const evalshaCalls = async () => {
+    const info = await client.info('commandstats');
+    return Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0);
+  };
+  const rows: {
+    cache: boolean;
+    rep: number;
+    opsPerSec: number;
+    redisCalls: number;
+    firstWaveCalls: number;
+    decisions: number;
+  }[] = [];
+  const limiters = [false, true].map(
+    (cache) =>
+      [
+        cache,
+        new RateLimiter({
+          store: redisStore({ client }),
+          policies: fixedWindow({ limit: 10, window: '1m' }),
+          prefix: cache ? 'flood-cached' : 'flood',
+          deniedCache: cache,
+        }),
+      ] as const,
+  );
+  const oneKey = ['flooder'];
+  for (let rep = 0; rep < reps; rep++) {
+    for (const [cache, limiter] of rotate(limiters, rep)) {
+      await limiter.reset('flooder');
+      // The first wave (all 256 in flight before any denial is back) reaches Redis either way;
+      // then count what the flood costs.
+      const first = await evalshaCalls();
+      await closedLoop((key) => limiter.consume(key), oneKey, 256, 100, 0);
+      const before = await evalshaCalls();
+      let decisions = 0;
+      const sample = await closedLoop(
+        (key) => {
+          decisions++;
+          return limiter.consume(key);
+        },
+        oneKey,
+        256,
+        MEASURE_MS,
+        0,
+      );
+      const redisCalls = (await evalshaCalls()) - before;
+      rows.push({
+        cache,
+        rep,
+        opsPerSec: sample.opsPerSec,
+        redisCalls,
+        firstWaveCalls: before - first,
+        decisions,
+      });
+    }
+  }
+  await client.quit();
+  return rows;
+}
+
+const [section, json] = process.argv.slice(2);
+const args = JSON.parse(json ?? '{}') as { port: number; inFlight: number; reps: number };
+const result =
+  section === 'redis'
+    ? await redisSection(args.port, args.inFlight, args.reps)
+    : section === 'memory'
+      ? await memorySection(args.reps)
+      : section === 'flood'
+        ? await floodSection(args.port, args.reps)
+        : undefined;
+if (result === undefined) throw new Error(`unknown section ${section}`);
+process.stdout.write(`${JSON.stringify(result)}\n`);

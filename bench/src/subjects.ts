@@ -1,0 +1,90 @@
+/**
+ * The things measured: our RateLimiter and the peers, each reduced to "decide for this key".
+ * Limits are set high so that the measured path is the common one, an admitted request.
+ */
+import {
+  fixedWindow,
+  gcra,
+  memoryStore,
+  type Policy,
+  RateLimiter,
+  redisStore,
+} from '@floodgate/core';
+import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
+import { MemoryStore as ErlMemoryStore } from 'express-rate-limit';
+import type { Redis } from 'ioredis';
+import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
+import rlf from 'rate-limiter-flexible';
+import type { Operation } from './measure.js';
+
+export interface Subject {
+  readonly name: string;
+  readonly op: Operation;
+}
+
+/** High enough that nothing is denied during a run. */
+export const NEVER_DENY = 1_000_000_000;
+
+export const onePolicy = (): Policy => fixedWindow({ limit: NEVER_DENY, window: '1m' });
+export const threePolicies = (): Policy[] => [
+  fixedWindow({ limit: NEVER_DENY, window: '1m' }),
+  fixedWindow({ limit: NEVER_DENY, window: '1h' }),
+  gcra({ limit: NEVER_DENY, window: '1h' }),
+];
+
+/** Every Redis-backed subject, on one ioredis client. */
+export async function redisSubjects(client: Redis): Promise<Subject[]> {
+  const store = redisStore({ client });
+  const fg1 = new RateLimiter({ store, policies: onePolicy(), prefix: 'fg1' });
+  const fgGcra = new RateLimiter({
+    store,
+    policies: gcra({ limit: NEVER_DENY, window: '1h' }),
+    prefix: 'fgg',
+  });
+  const fg3 = new RateLimiter({ store, policies: threePolicies(), prefix: 'fg3' });
+  const flexible = new rlf.RateLimiterRedis({
+    storeClient: client,
+    points: NEVER_DENY,
+    duration: 60,
+    keyPrefix: 'rlf',
+  });
+  const rlr = new RateLimitRedisStore({
+    sendCommand: (command: string, ...args: string[]) =>
+      client.call(command, ...args) as Promise<never>,
+    prefix: 'rlr:',
+  });
+  rlr.init({ windowMs: 60_000 } as never);
+  const nest = new ThrottlerStorageRedisService(client);
+  return [
+    { name: 'ioredis INCR', op: (key) => client.incr(`incr:${key}`) },
+    { name: 'floodgate fixedWindow', op: (key) => fg1.consume(key) },
+    { name: 'floodgate gcra', op: (key) => fgGcra.consume(key) },
+    { name: 'floodgate 3 policies', op: (key) => fg3.consume(key) },
+    { name: 'rate-limiter-flexible', op: (key) => flexible.consume(key) },
+    { name: 'rate-limit-redis', op: (key) => rlr.increment(key) },
+    {
+      name: '@nest-lab/throttler-storage-redis',
+      op: (key) => nest.increment(key, 60_000, NEVER_DENY, 60_000, 'default'),
+    },
+  ];
+}
+
+/** In-process stores. */
+export function memorySubjects(): Subject[] {
+  const fgFixed = new RateLimiter({ store: memoryStore(), policies: onePolicy() });
+  const fgGcra = new RateLimiter({
+    store: memoryStore(),
+    policies: gcra({ limit: NEVER_DENY, window: '1h' }),
+  });
+  const fg3 = new RateLimiter({ store: memoryStore(), policies: threePolicies() });
+  const flexible = new rlf.RateLimiterMemory({ points: NEVER_DENY, duration: 60 });
+  const erl = new ErlMemoryStore();
+  erl.init({ windowMs: 60_000 } as never);
+  return [
+    { name: 'floodgate fixedWindow', op: (key) => fgFixed.consume(key) },
+    { name: 'floodgate gcra', op: (key) => fgGcra.consume(key) },
+    { name: 'floodgate 3 policies', op: (key) => fg3.consume(key) },
+    { name: 'RateLimiterMemory', op: (key) => flexible.consume(key) },
+    { name: 'express-rate-limit MemoryStore', op: (key) => erl.increment(key) },
+  ];
+}
