@@ -1,0 +1,293 @@
+/**
+ * Measures the figures in docs/reliability.md (not a test: timings are never asserted).
+ *
+ *   node packages/core/test/resilience/run-ts.cjs packages/core/test/resilience/measure-reliability.ts
+ *
+ * Starts its own redis-server and local cluster on free 127.0.0.1 ports, drives an open-loop
+ * load (one decision every 5 ms, never waiting for the previous one), kills / restarts / fails
+ * over the servers, and prints what was answered, how fast, and how long recovery took.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import { startRedisCluster } from '../../../../test/harness/cluster.js';
+import { startRedisServer } from '../../../../test/harness/redis-server.js';
+import {
+  type Decision,
+  fixedWindow,
+  memoryStore,
+  RateLimiter,
+  type RateLimiterOptions,
+  redisStore,
+} from '../../src/index.js';
+import { buildCoreForChildren } from './build-core.js';
+import { connectCluster } from './clients.js';
+
+const INTERVAL_MS = 5;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Sample {
+  at: number;
+  latency: number;
+  reason: string | undefined;
+  allowed: boolean;
+}
+
+/** Fires a decision every INTERVAL_MS until stopped; records when each was asked and answered. */
+function load(limiter: RateLimiter, keyOf: (i: number) => string) {
+  const samples: Sample[] = [];
+  const pending: Promise<void>[] = [];
+  let stopped = false;
+  let i = 0;
+  const timer = setInterval(() => {
+    if (stopped) return;
+    const at = performance.now();
+    const key = keyOf(i++);
+    pending.push(
+      limiter.consume(key).then((d: Decision) => {
+        samples.push({ at, latency: performance.now() - at, reason: d.reason, allowed: d.allowed });
+      }),
+    );
+  }, INTERVAL_MS);
+  return {
+    samples,
+    stop: async () => {
+      stopped = true;
+      clearInterval(timer);
+      await Promise.all(pending);
+      return samples;
+    },
+  };
+}
+
+function percentile(values: number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+const ms = (v: number) => (Number.isNaN(v) ? '–' : `${v.toFixed(1)} ms`);
+
+function summarise(samples: Sample[], from: number, to: number) {
+  const window = samples.filter((s) => s.at >= from && s.at < to);
+  const reasons: Record<string, number> = {};
+  for (const s of window) reasons[s.reason ?? 'store'] = (reasons[s.reason ?? 'store'] ?? 0) + 1;
+  const latencies = window.map((s) => s.latency);
+  return {
+    asked: window.length,
+    reasons,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    max: latencies.length ? Math.max(...latencies) : Number.NaN,
+  };
+}
+
+/** Time from `since` until the first call asked after it that the store itself answered. */
+function recovery(samples: Sample[], since: number): number {
+  const first = samples
+    .filter((s) => s.at >= since && s.reason === undefined)
+    .sort((a, b) => a.at - b.at)[0];
+  return first ? first.at + first.latency - since : Number.NaN;
+}
+
+const rows: string[] = [];
+function row(scenario: string, outage: ReturnType<typeof summarise>, recoveredIn: number) {
+  const reasons = Object.entries(outage.reasons)
+    .map(([r, n]) => `${r} ${n}`)
+    .join(', ');
+  rows.push(
+    `| ${scenario} | ${outage.asked} | ${reasons} | ${ms(outage.p50)} / ${ms(outage.p99)} / ${ms(outage.max)} | ${ms(recoveredIn)} |`,
+  );
+  process.stderr.write(`${rows.at(-1)}\n`);
+}
+
+type ClientMaker = (url: string) => Promise<{ client: unknown; close: () => void }>;
+
+const ioredisDefault: ClientMaker = async (url) => {
+  const c = new Redis(url);
+  c.on('error', () => undefined);
+  return { client: c, close: () => c.disconnect() };
+};
+const ioredisFailFast: ClientMaker = async (url) => {
+  const c = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+  c.on('error', () => undefined);
+  await new Promise((resolve) => c.once('ready', resolve));
+  return { client: c, close: () => c.disconnect() };
+};
+const nodeRedisDefault: ClientMaker = async (url) => {
+  const c = createClient({ url });
+  c.on('error', () => undefined);
+  await c.connect();
+  return { client: c, close: () => c.destroy() };
+};
+const nodeRedisFailFast: ClientMaker = async (url) => {
+  const c = createClient({ url, disableOfflineQueue: true });
+  c.on('error', () => undefined);
+  await c.connect();
+  return { client: c, close: () => c.destroy() };
+};
+
+/** 1 s healthy, kill, `downMs` down, restart, 2 s after. */
+async function outage(
+  scenario: string,
+  makeClient: ClientMaker,
+  options: Partial<RateLimiterOptions>,
+  downMs = 3000,
+) {
+  const server = await startRedisServer();
+  const { client, close } = await makeClient(server.url);
+  const limiter = new RateLimiter({
+    store: redisStore({ client }),
+    policies: [fixedWindow({ limit: 1_000_000, window: '1m' })],
+    ...options,
+  });
+  const run = load(limiter, (i) => `user${i % 100}`);
+  await sleep(1000);
+  const killedAt = performance.now();
+  await server.kill();
+  await sleep(downMs);
+  const restartAt = performance.now();
+  await server.restart();
+  const restartedAt = performance.now();
+  await sleep(2000);
+  const samples = await run.stop();
+  row(scenario, summarise(samples, killedAt, restartAt), recovery(samples, restartedAt));
+  close();
+  await server.stop();
+}
+
+async function failover(kind: 'ioredis Cluster' | 'node-redis cluster') {
+  const cluster = await startRedisCluster();
+  const connected = await connectCluster(kind, cluster.startupNodes);
+  const limiter = new RateLimiter({
+    store: redisStore({ client: connected.client }),
+    policies: [fixedWindow({ limit: 1_000_000, window: '1m' })],
+    onStoreError: memoryStore(),
+    timeout: 250,
+  });
+  const key = 'tenant-a';
+  const probe = new Redis({ host: '127.0.0.1', port: cluster.nodes[0]!.port });
+  const slot = Number(await probe.cluster('KEYSLOT', limiter.storageKeys(key)[0]!));
+  probe.disconnect();
+  const run = load(limiter, () => key);
+  await sleep(1000);
+  const killedAt = performance.now();
+  const victim = await cluster.failover(slot);
+  const promotedAt = performance.now();
+  let restartedAt = promotedAt;
+  if (kind === 'node-redis cluster') {
+    await sleep(1000);
+    restartedAt = performance.now();
+    await victim.server.restart();
+  }
+  await sleep(3000);
+  const samples = await run.stop();
+  const during = summarise(samples, killedAt, promotedAt);
+  const label =
+    kind === 'node-redis cluster'
+      ? `${kind} failover (recovery counted from the old master's restart)`
+      : `${kind} failover (recovery counted from the kill)`;
+  row(
+    `${label}; promotion took ${ms(promotedAt - killedAt)}`,
+    during,
+    recovery(samples, kind === 'node-redis cluster' ? restartedAt : killedAt),
+  );
+  await connected.close();
+  await cluster.stop();
+}
+
+async function overshoot(rounds: number) {
+  const server = await startRedisServer();
+  const core = buildCoreForChildren();
+  const offsets = [-3 * 3_600_000, 0, 2 * 3_600_000, 17 * 60_000];
+  const children: ChildProcess[] = offsets.map((offset) =>
+    fork(join(__dirname, 'fixtures/decide-child.cjs'), [], {
+      env: {
+        ...process.env,
+        FLOODGATE_CORE: core,
+        CLOCK_OFFSET_MS: String(offset),
+        REDIS_URL: server.url,
+        REDIS_DB: '0',
+      },
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    }),
+  );
+  await Promise.all(children.map((c) => new Promise((resolve) => c.once('message', resolve))));
+  const ask = (child: ChildProcess, message: object) =>
+    new Promise<{ admitted: number }>((resolve) => {
+      child.once('message', resolve);
+      child.send(message);
+    });
+  const lines: string[] = [];
+  for (const kind of ['fixedWindow', 'slidingLog', 'tokenBucket', 'gcra', 'concurrency']) {
+    let worst = 0;
+    let exact = 0;
+    for (let round = 0; round < rounds; round++) {
+      const replies = await Promise.all(
+        children.map((c) => ask(c, { kind, prefix: `m${round}`, requests: 100 })),
+      );
+      const admitted = replies.reduce((sum, r) => sum + r.admitted, 0);
+      worst = Math.max(worst, admitted - 50);
+      if (admitted === 50) exact++;
+    }
+    lines.push(`| ${kind} | ${rounds} | 4 × 100 | 50 | ${exact}/${rounds} | ${worst} |`);
+    process.stderr.write(`${lines.at(-1)}\n`);
+  }
+  for (const c of children) c.disconnect();
+  rmSync(dirname(core), { recursive: true, force: true });
+  await server.stop();
+  return lines;
+}
+
+async function main() {
+  const quick = process.env.MEASURE_ONLY === 'exactness';
+  if (!quick) await outages();
+  const exactness = await overshoot(quick ? 1 : 20);
+  printTables(exactness);
+}
+
+async function outages() {
+  await outage("ioredis defaults, 'open', timeout 1 s (defaults)", ioredisDefault, {});
+  await outage("ioredis defaults, 'open', timeout 100 ms", ioredisDefault, { timeout: 100 });
+  await outage("ioredis defaults, 'open', timeout 100 ms, no breaker", ioredisDefault, {
+    timeout: 100,
+    circuitBreaker: false,
+  });
+  await outage("ioredis fail-fast (no offline queue, 0 retries), 'closed'", ioredisFailFast, {
+    onStoreError: 'closed',
+  });
+  await outage('ioredis defaults, fallback memoryStore(), timeout 100 ms', ioredisDefault, {
+    onStoreError: memoryStore(),
+    timeout: 100,
+  });
+  await outage("node-redis defaults, 'open', timeout 100 ms", nodeRedisDefault, { timeout: 100 });
+  await outage("node-redis disableOfflineQueue, 'open'", nodeRedisFailFast, {});
+  await failover('ioredis Cluster');
+  await failover('node-redis cluster');
+}
+
+function printTables(exactness: string[]) {
+  console.log(
+    `Load: one decision every ${INTERVAL_MS} ms (open loop), 1 s healthy, then the server is killed (SIGKILL).\n`,
+  );
+  console.log(
+    '| scenario | asked while down | answers (reason: count) | latency p50 / p99 / max | first store answer after restart |',
+  );
+  console.log('|---|---|---|---|---|');
+  for (const line of rows) console.log(line);
+  console.log(
+    '\n| algorithm | rounds | processes × requests | limit | rounds exactly at limit | worst overshoot |',
+  );
+  console.log('|---|---|---|---|---|---|');
+  for (const line of exactness) console.log(line);
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
