@@ -94,6 +94,8 @@ async function main() {
   app.get('/', (_req, res) => {
     res.send('ok');
   });
+  // Exit on signal so that `node --cpu-prof dist/http-server.js …` writes its profile.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(0));
   const server = app.listen(0, '127.0.0.1', () => {
     process.stdout.write(`${(server.address() as AddressInfo).port}\n`);
   });

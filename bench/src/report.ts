@@ -291,7 +291,9 @@ export function renderMarkdown(r: BenchResults, median: Median): string {
     );
   }
   p();
-  p('## HTTP: Express under autocannon (50 connections, separate processes, 10 000 keys)');
+  p(
+    `## HTTP: Express under autocannon (50 connections, separate processes, 10 000 keys, median of ${r.reps + 2})`,
+  );
   p();
   p('| app | req/s | vs no limiter | p99 | non-2xx |');
   p('|---|---|---|---|---|');
