@@ -143,6 +143,10 @@ describe('while Redis is down', () => {
     const limiter = limiterOn(client, { timeout: 100, onStoreError: 'closed' });
     expect((await limiter.consume('k')).reason).toBeUndefined();
     await server.kill();
+    // Once node-redis has seen the socket close, commands wait in its offline queue.
+    for (let i = 0; i < 100 && client.isReady; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
     const d = await limiter.consume('k');
     expect([d.allowed, d.reason]).toEqual([false, 'timeout']);
     client.destroy();
