@@ -193,6 +193,31 @@ describe('the circuit breaker', () => {
     client.disconnect();
   });
 
+  test('half-open lets exactly one probe reach the store; concurrent calls get the failure policy', async () => {
+    const client = defaultIoredis();
+    const failures: string[] = [];
+    const limiter = limiterOn(client, {
+      timeout: 50,
+      circuitBreaker: { failureThreshold: 1, cooldown: 100 },
+      hooks: { onStoreError: (event) => failures.push(event.failure) },
+    });
+    await server.kill();
+    expect((await limiter.consume('k')).reason).toBe('timeout');
+    expect(limiter.circuit).toBe('open');
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const burst = await Promise.all(Array.from({ length: 5 }, () => limiter.consume('k')));
+    expect(burst.map((d) => d.reason).sort()).toEqual([
+      'circuit-open',
+      'circuit-open',
+      'circuit-open',
+      'circuit-open',
+      'timeout',
+    ]);
+    expect(failures).toEqual(['timeout', 'timeout']);
+    expect(limiter.circuit).toBe('open');
+    client.disconnect();
+  });
+
   test('a hook that throws never breaks a decision', async () => {
     const client = defaultIoredis();
     let calls = 0;
