@@ -124,7 +124,8 @@ describe('while Redis is down', () => {
     const client = defaultIoredis();
     const insurance = new RateLimiter({
       store: memoryStore(),
-      policies: [fixedWindow({ limit: 1, window: '1m', name: 'insurance' })],
+      // GCRA has no aligned window edge that could reset the count between the two calls.
+      policies: [gcra({ limit: 1, window: '1m', name: 'insurance' })],
     });
     const limiter = limiterOn(client, { onStoreError: insurance, timeout: 100 });
     await server.kill();
@@ -284,7 +285,8 @@ describe('restart and script loss', () => {
     }
     const limiter = new RateLimiter({
       store: redisStore({ client }),
-      policies: [fixedWindow({ limit: 3, window: '1m' })],
+      // GCRA 3/h: exact for the whole test, with no aligned window edge to cross mid-test.
+      policies: [gcra({ limit: 3, window: '1h' })],
       prefix: `restart${process.pid}${which}`,
       onStoreError: 'closed',
       timeout: 200,

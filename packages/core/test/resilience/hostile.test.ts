@@ -120,7 +120,9 @@ test('every Redis key written for hostile keys carries a TTL, and 1 MB keys are 
 test('a flood of 100 000 distinct keys on Redis: one key each, all with a TTL', async () => {
   const limiter = new RateLimiter({
     store: redisStore({ client: redis }),
-    policies: [fixedWindow({ limit: 1, window: '1m' })],
+    // GCRA keys live an hour from their own write: no aligned window can end mid-flood and
+    // expire the first keys before they are counted (a 1-minute fixed window did, on a slow run).
+    policies: [gcra({ limit: 1, window: '1h' })],
     onStoreError: 'closed',
     timeout: '10s',
   });
@@ -152,7 +154,9 @@ test('a flood of 100 000 distinct keys on Redis: one key each, all with a TTL', 
 });
 
 test('a flood of 100 000 distinct keys stays within maxKeys and never evicts a live key', async () => {
-  const store = memoryStore({ maxKeys: 10_000 });
+  // A frozen clock: the victim's window must not roll over while the flood runs.
+  const now = Date.now();
+  const store = memoryStore({ maxKeys: 10_000, clock: () => now });
   const limiter = new RateLimiter({
     store,
     policies: [fixedWindow({ limit: 1, window: '1m' })],
