@@ -330,9 +330,9 @@ export function renderSvg(r: BenchResults, median: Median): string {
   const modes = unique(r.http.rows.map((x) => x.mode));
   const none = s.http('no limiter');
   const panel2 = modes.map((mode) => ({ label: mode, tag: '', value: s.http(mode) / none }));
-  const width = 760;
+  const width = 900;
   const left = 250;
-  const barArea = width - left - 90;
+  const barArea = width - left - 200;
   const row = 18;
   let y = 30;
   const parts: string[] = [];
@@ -361,7 +361,11 @@ export function renderSvg(r: BenchResults, median: Median): string {
       parts.push(
         `<rect x="${left}" y="${y + 2}" width="${w.toFixed(1)}" height="${row - 4}" fill="${fill}"/>`,
       );
-      text(left + w + 4, y + 13, `${unit(b.value)}${b.tag ? ` (auto-pipelining ${b.tag})` : ''}`);
+      text(
+        Math.round(left + w + 4),
+        y + 13,
+        `${unit(b.value)}${b.tag ? ` (auto-pipelining ${b.tag})` : ''}`,
+      );
       y += row;
     }
     y += 24;
