@@ -115,6 +115,8 @@ export class MemoryStore implements Store {
   ): StoreDecision {
     const now = readMicros(this.clock);
     const n = algorithms.length;
+    if (n === 1)
+      return this.decideOne(algorithms[0]!, params[0]!, keys[0]!, cost, peek, slack, now);
     const states: unknown[] = new Array(n);
     const results: CheckResult<unknown>[] = new Array(n);
     // Live entries are updated in place on admission: one hash lookup per key and decision.
@@ -154,6 +156,34 @@ export class MemoryStore implements Store {
       }
     }
     return { admitted, results };
+  }
+
+  /** `decide` for one policy: the same steps without the per-policy arrays. */
+  private decideOne(
+    algorithm: Algorithm,
+    params: readonly number[],
+    key: string,
+    cost: number,
+    peek: boolean,
+    slack: number,
+    now: number,
+  ): StoreDecision {
+    const entry = this.live(key, now);
+    const state = entry?.state;
+    const r = algorithm.check(state, now, cost, params, slack);
+    // Denied: with one policy there is no other key to describe as it stands.
+    if (!r.allowed) return { admitted: false, results: [r] };
+    if (!peek && cost > 0) {
+      if (entry !== undefined) {
+        entry.state = r.next;
+        entry.expiresAt = now + r.ttl!;
+      } else {
+        if (!this.makeRoom(1, now)) return this.full([algorithm], [params], [state], now);
+        this.entries.set(key, { state: r.next, expiresAt: now + r.ttl! });
+      }
+      this.startSweeper();
+    }
+    return { admitted: true, results: [r] };
   }
 
   /** Whether every key can be stored, sweeping expired keys (at most once a second) if not. */
