@@ -8,9 +8,11 @@ import {
   parseHttpRateLimitOptions,
   parseKeyOptions,
   RateLimiter,
+  redisStore,
   resolveCost,
   resolveKey,
 } from '@floodgate/core';
+import { useTestRedis } from '../../../test/harness/redis';
 
 type Req = { id?: string; headers?: Record<string, string> };
 
@@ -236,5 +238,30 @@ describe('resolveCost and checkHttpRequest', () => {
     expect(first!.decision).toMatchObject({ allowed: true, remaining: 0 });
     const second = await checkHttpRequest(config, view(), {});
     expect(second!.decision.allowed).toBe(false);
+  });
+});
+
+describe('the local cache of denied keys in the adapters', () => {
+  const testRedis = useTestRedis();
+  const parse = (o: Record<string, unknown>) =>
+    parseHttpRateLimitOptions<Req>({ policies, ...o }, 'rateLimit').limiter!;
+
+  test('is on by default for a Redis store, and answers a repeated denial without Redis', async () => {
+    const now = 1_700_000_000_000;
+    const limiter = parse({ store: redisStore({ client: testRedis(), clock: () => now }) });
+    expect(limiter.deniedCache).toBeDefined();
+    for (let i = 0; i < 2; i++) expect((await limiter.consume('k')).allowed).toBe(true);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+    // Redis forgets the key; the cached denial still holds on the store's (frozen) clock.
+    await testRedis().flushdb();
+    expect((await limiter.consume('k')).allowed).toBe(false);
+  });
+
+  test('is off for the memory store (no round trip to save) and when turned off', () => {
+    expect(parse({}).deniedCache).toBeUndefined();
+    expect(parse({ store: memoryStore() }).deniedCache).toBeUndefined();
+    expect(
+      parse({ store: redisStore({ client: testRedis() }), deniedCache: false }).deniedCache,
+    ).toBeUndefined();
   });
 });
