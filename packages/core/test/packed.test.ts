@@ -3,29 +3,23 @@
  * a fresh project's node_modules — and imports it from ESM and CommonJS (require of ESM, Node
  * ≥ 20.19) to prove the exports map, the types entry and the built files are all there.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { type PackedProject, packedProject } from '../../../test/harness/packed';
 
-const packageDir = join(__dirname, '..');
-let project: string;
+let project: PackedProject;
 
 beforeAll(() => {
-  project = mkdtempSync(join(tmpdir(), 'floodgate-packed-'));
-  // npm is always there (pnpm may be running through npx); core has no dependencies to rewrite.
-  execFileSync('npm', ['pack', '--pack-destination', project], { cwd: packageDir, stdio: 'pipe' });
-  const tarball = readdirSync(project).find((f) => f.endsWith('.tgz'));
-  expect(tarball).toBeDefined();
-  const target = join(project, 'node_modules/@floodgate/core');
-  mkdirSync(target, { recursive: true });
-  execFileSync('tar', ['-xzf', join(project, tarball!), '-C', target, '--strip-components=1']);
+  project = packedProject({
+    label: 'core',
+    packages: { '@floodgate/core': join(__dirname, '..') },
+  });
 }, 60_000);
 
-afterAll(() => rmSync(project, { recursive: true, force: true }));
+afterAll(() => project.remove());
 
 test('the tarball holds the built entry points and their types, not the sources or tests', () => {
-  const root = join(project, 'node_modules/@floodgate/core');
+  const root = join(project.dir, 'node_modules/@floodgate/core');
   expect(existsSync(join(root, 'dist/index.js'))).toBe(true);
   expect(existsSync(join(root, 'dist/index.d.ts'))).toBe(true);
   expect(existsSync(join(root, 'src'))).toBe(false);
@@ -48,11 +42,5 @@ const limiter = new RateLimiter({ store: memoryStore(), policies: gcra({ limit: 
   console.log(JSON.stringify(seen));
 })();
 `;
-  writeFileSync(join(project, file), body);
-  const out = execFileSync(process.execPath, [file], {
-    cwd: project,
-    encoding: 'utf8',
-    timeout: 20_000,
-  });
-  expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual([true, true, false]);
+  expect(JSON.parse(project.run(file, body))).toEqual([true, true, false]);
 });

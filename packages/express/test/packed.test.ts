@@ -4,43 +4,25 @@
  * limited route from ESM and CommonJS: proves the exports maps and built files are complete.
  * Needs the packages built (`pnpm -r --filter './packages/*' run build`).
  */
-import { execFileSync } from 'node:child_process';
-import {
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type PackedProject, packedProject } from '../../../test/harness/packed';
 
 const packagesDir = join(__dirname, '../..');
-let project: string;
-
-function install(name: string, from: string): void {
-  const out = mkdtempSync(join(project, '.pack-'));
-  execFileSync('npm', ['pack', '--pack-destination', out], { cwd: from, stdio: 'pipe' });
-  const tarball = readdirSync(out).find((f) => f.endsWith('.tgz'))!;
-  const target = join(project, 'node_modules', name);
-  mkdirSync(target, { recursive: true });
-  execFileSync('tar', ['-xzf', join(out, tarball), '-C', target, '--strip-components=1']);
-}
+let project: PackedProject;
 
 beforeAll(() => {
-  project = mkdtempSync(join(tmpdir(), 'floodgate-packed-express-'));
-  install('@floodgate/core', join(packagesDir, 'core'));
-  install('@floodgate/express', join(packagesDir, 'express'));
-  // The framework as the user has it installed (the peer dependency).
-  symlinkSync(
-    realpathSync(join(packagesDir, 'express/node_modules/express')),
-    join(project, 'node_modules/express'),
-  );
+  project = packedProject({
+    label: 'express',
+    packages: {
+      '@floodgate/core': join(packagesDir, 'core'),
+      '@floodgate/express': join(packagesDir, 'express'),
+    },
+    // The framework as the user has it installed (the peer dependency).
+    links: { express: join(packagesDir, 'express/node_modules/express') },
+  });
 }, 60_000);
 
-afterAll(() => rmSync(project, { recursive: true, force: true }));
+afterAll(() => project.remove());
 
 test.each([
   [
@@ -54,9 +36,10 @@ test.each([
     "const express = require('express');\nconst { rateLimit } = require('@floodgate/express');\nconst { gcra } = require('@floodgate/core');",
   ],
 ])('%s serves a limited route', (_how, file, imports) => {
-  writeFileSync(
-    join(project, file),
-    `${imports}
+  const seen = JSON.parse(
+    project.run(
+      file,
+      `${imports}
 const app = express();
 app.use(rateLimit({ policies: gcra({ name: 'g', limit: 2, window: '1m' }) }));
 app.get('/', (req, res) => res.json({ remaining: req.rateLimit.remaining }));
@@ -71,13 +54,8 @@ const server = app.listen(0, '127.0.0.1', async () => {
   server.close();
 });
 `,
+    ),
   );
-  const out = execFileSync(process.execPath, [file], {
-    cwd: project,
-    encoding: 'utf8',
-    timeout: 20_000,
-  });
-  const seen = JSON.parse(out.trim().split('\n').pop()!);
   expect(seen.map((s: [number, string]) => s[0])).toEqual([200, 200, 429]);
   expect(seen[0][1]).toMatch(/^"g";r=1;t=\d+$/);
 });
