@@ -4,22 +4,12 @@ import {
   gcra,
   memoryStore,
   type Policy,
-  RateLimitConfigError,
   RateLimiter,
   redisStore,
   slidingLog,
   tokenBucket,
 } from '../src/index';
-
-function configErrorOf(build: () => unknown): RateLimitConfigError {
-  try {
-    build();
-  } catch (error) {
-    expect(error).toBeInstanceOf(RateLimitConfigError);
-    return error as RateLimitConfigError;
-  }
-  throw new Error('expected a RateLimitConfigError, nothing was thrown');
-}
+import { configErrorOf } from './config-error';
 
 const factories = {
   fixedWindow: (o: unknown) => fixedWindow(o as never),

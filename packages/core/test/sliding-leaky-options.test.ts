@@ -1,15 +1,6 @@
 /** slidingWindow and leakyBucket: bad options fail at construction, naming the field and the value. */
-import { leakyBucket, RateLimitConfigError, slidingWindow } from '../src/index';
-
-function configErrorOf(build: () => unknown): RateLimitConfigError {
-  try {
-    build();
-  } catch (error) {
-    expect(error).toBeInstanceOf(RateLimitConfigError);
-    return error as RateLimitConfigError;
-  }
-  throw new Error('expected a RateLimitConfigError, nothing was thrown');
-}
+import { leakyBucket, slidingWindow } from '../src/index';
+import { configErrorOf } from './config-error';
 
 const factories = {
   slidingWindow: (o: unknown) => slidingWindow(o as never),

@@ -1,20 +1,6 @@
 /** smoothBursty and smoothWarmingUp validate their options once, naming the field. */
-import {
-  DEFAULT_COLD_FACTOR,
-  RateLimitConfigError,
-  smoothBursty,
-  smoothWarmingUp,
-} from '../src/index';
-
-function configError(make: () => unknown): RateLimitConfigError {
-  try {
-    make();
-  } catch (error) {
-    expect(error).toBeInstanceOf(RateLimitConfigError);
-    return error as RateLimitConfigError;
-  }
-  throw new Error('expected a RateLimitConfigError');
-}
+import { DEFAULT_COLD_FACTOR, smoothBursty, smoothWarmingUp } from '../src/index';
+import { configErrorOf } from './config-error';
 
 describe('smoothWarmingUp options', () => {
   test.each([
@@ -23,7 +9,7 @@ describe('smoothWarmingUp options', () => {
     ["'0s'", '0s'],
     ['not a duration', 'soon'],
   ])('warmup %s is refused, naming the field', (_what, warmup) => {
-    const error = configError(() =>
+    const error = configErrorOf(() =>
       smoothWarmingUp({ limit: 5, window: '1s', warmup: warmup as never }),
     );
     expect(error.field).toBe('smoothWarmingUp.warmup');
@@ -32,7 +18,7 @@ describe('smoothWarmingUp options', () => {
   });
 
   test('warmup is required', () => {
-    const error = configError(() => smoothWarmingUp({ limit: 5, window: '1s' } as never));
+    const error = configErrorOf(() => smoothWarmingUp({ limit: 5, window: '1s' } as never));
     expect(error.field).toBe('smoothWarmingUp.warmup');
     expect(error.code).toBe('FLOODGATE_MISSING_OPTION');
   });
@@ -46,7 +32,7 @@ describe('smoothWarmingUp options', () => {
     ['more than two decimals', 1.234],
     ['a string', '3'],
   ])('coldFactor %s is refused, naming the field', (_what, coldFactor) => {
-    const error = configError(() =>
+    const error = configErrorOf(() =>
       smoothWarmingUp({ limit: 5, window: '1s', warmup: '4s', coldFactor: coldFactor as never }),
     );
     expect(error.field).toBe('smoothWarmingUp.coldFactor');
@@ -79,7 +65,7 @@ describe('smoothWarmingUp options', () => {
   });
 
   test('a warm-up too long for exact arithmetic with this coldFactor is refused', () => {
-    const error = configError(() =>
+    const error = configErrorOf(() =>
       smoothWarmingUp({ limit: 5, window: '1s', warmup: '100d', coldFactor: 1.01 }),
     );
     expect(error.field).toBe('smoothWarmingUp.warmup');
@@ -89,7 +75,7 @@ describe('smoothWarmingUp options', () => {
   });
 
   test('unknown options are reported', () => {
-    const error = configError(() =>
+    const error = configErrorOf(() =>
       smoothWarmingUp({ limit: 5, window: '1s', warmup: '4s', maxBurst: '1s' } as never),
     );
     expect(error.code).toBe('FLOODGATE_UNKNOWN_OPTION');
@@ -103,7 +89,7 @@ describe('smoothBursty options', () => {
     ['not a duration', 'lots'],
     ['null', null],
   ])('maxBurst %s is refused, naming the field', (_what, maxBurst) => {
-    const error = configError(() =>
+    const error = configErrorOf(() =>
       smoothBursty({ limit: 5, window: '1s', maxBurst: maxBurst as never }),
     );
     expect(error.field).toBe('smoothBursty.maxBurst');
@@ -120,14 +106,14 @@ describe('smoothBursty options', () => {
   });
 
   test('limit and window are validated like every policy', () => {
-    expect(configError(() => smoothBursty({ limit: 0, window: '1s' })).field).toBe(
+    expect(configErrorOf(() => smoothBursty({ limit: 0, window: '1s' })).field).toBe(
       'smoothBursty.limit',
     );
-    expect(configError(() => smoothBursty({ limit: 1, window: 0 })).field).toBe(
+    expect(configErrorOf(() => smoothBursty({ limit: 1, window: 0 })).field).toBe(
       'smoothBursty.window',
     );
     expect(
-      configError(() => smoothBursty({ limit: 1, window: '1s', burst: 2 } as never)).code,
+      configErrorOf(() => smoothBursty({ limit: 1, window: '1s', burst: 2 } as never)).code,
     ).toBe('FLOODGATE_UNKNOWN_OPTION');
   });
 });
