@@ -43,21 +43,9 @@ test('every generated script loads under its pinned SHA1', async () => {
   }
 });
 
-test('after SCRIPT FLUSH the next decision succeeds through EVAL, which caches the script again', async () => {
-  const limiter = new RateLimiter({
-    store: redisStore({ client: testRedis() }),
-    policies: gcra({ limit: 2, window: '1s' }),
-  });
-  expect(await testRedis().script('EXISTS', SCRIPTS.gcra!.sha1)).toEqual([0]);
-  expect((await limiter.consume('k')).allowed).toBe(true);
-  expect(await testRedis().script('EXISTS', SCRIPTS.gcra!.sha1)).toEqual([1]);
-  await testRedis().script('FLUSH');
-  const d = await limiter.consume('k');
-  expect(d).toMatchObject({ allowed: true, remaining: 0 });
-  expect(d.reason).toBeUndefined();
-});
-
-describe('round trips, on a server of its own so the command counts are exact', () => {
+// The script cache and the command counters are server-wide, and other jest workers share the
+// suite's server: these tests get a server of their own so nothing else can touch either.
+describe('on a server of its own: script cache and round trips', () => {
   let server: RedisServerHandle;
   let client: Redis;
   beforeAll(async () => {
@@ -75,6 +63,20 @@ describe('round trips, on a server of its own so the command counts are exact', 
     for (const m of info.matchAll(/cmdstat_(\w+):calls=(\d+)/g)) out[m[1]!] = Number(m[2]);
     return out;
   }
+
+  test('after SCRIPT FLUSH the next decision succeeds through EVAL, which caches the script again', async () => {
+    const limiter = new RateLimiter({
+      store: redisStore({ client }),
+      policies: gcra({ limit: 2, window: '1s' }),
+    });
+    expect(await client.script('EXISTS', SCRIPTS.gcra!.sha1)).toEqual([0]);
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    expect(await client.script('EXISTS', SCRIPTS.gcra!.sha1)).toEqual([1]);
+    await client.script('FLUSH');
+    const d = await limiter.consume('k');
+    expect(d).toMatchObject({ allowed: true, remaining: 0 });
+    expect(d.reason).toBeUndefined();
+  });
 
   test.each([1, 4])('one EVALSHA and one TIME per decision with %i policies', async (n) => {
     const limiter = new RateLimiter({
