@@ -67,6 +67,7 @@ export interface StoreDecision {
 
 /** Builds the public Decision from a store's answer. */
 export function toDecision(answer: StoreDecision, policies: readonly Policy[]): Decision {
+  if (policies.length === 1) return toSingleDecision(answer, policies[0]!);
   const views: PolicyDecision[] = new Array(policies.length);
   let decider = 0;
   for (let i = 0; i < policies.length; i++) {
@@ -99,6 +100,40 @@ export function toDecision(answer: StoreDecision, policies: readonly Policy[]): 
     policies: views,
     ...(answer.reason ? { reason: answer.reason } : {}),
   };
+}
+
+/**
+ * `toDecision` for a limiter of one policy (the common case): that policy decides, so the
+ * decision is its view plus `policy` and `policies`, built without the search above.
+ */
+function toSingleDecision(answer: StoreDecision, p: Policy): Decision {
+  const r = answer.results[0]!;
+  const allowed = answer.admitted;
+  const resetAfter = r.resetAfter / 1000;
+  const retryAfter = r.retryAfter < 0 ? -1 : r.retryAfter / 1000;
+  const delay = r.delay / 1000;
+  const view: PolicyDecision = {
+    name: p.name,
+    allowed: r.allowed,
+    limit: p.capacity,
+    remaining: r.remaining,
+    resetAfter,
+    retryAfter,
+    delay,
+    window: p.window,
+  };
+  const decision: Decision = {
+    allowed,
+    limit: p.capacity,
+    remaining: r.remaining,
+    resetAfter,
+    retryAfter: allowed ? 0 : retryAfter,
+    delay: allowed ? delay : 0,
+    window: p.window,
+    policy: p.name,
+    policies: [view],
+  };
+  return answer.reason ? { ...decision, reason: answer.reason } : decision;
 }
 
 /** Whether `candidate` should speak for the decision instead of `current`. */

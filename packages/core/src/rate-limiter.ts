@@ -216,21 +216,36 @@ export class RateLimiter {
     return keys;
   }
 
-  private async decide(
+  /**
+   * The hot path. Not `async`: an in-process store or a cached denial answers with an already
+   * resolved promise and no extra microtask hops; only a store round trip goes through
+   * `decideRemote`. Bad arguments still reject (never throw synchronously).
+   */
+  private decide(
     key: string,
     options: ConsumeOptions | undefined,
     peek: boolean,
   ): Promise<Decision> {
-    const cost = readCost(options);
-    const cache = this.deniedCache;
-    // A cached denial was validated and decided by the store: no key building, no round trip.
-    const cached = cache?.lookup(key, cost);
-    if (cached !== undefined) {
-      const hooks = this.guard.config.hooks;
-      if (hooks.onDecision) this.guard.notify('onDecision', cached, { key, cost, peek });
-      return cached;
+    let cost: number;
+    let keys: readonly string[];
+    try {
+      cost = readCost(options);
+      const cache = this.deniedCache;
+      if (cache !== undefined) {
+        // A cached denial was validated and decided by the store: no keys, no round trip.
+        const cached = cache.lookup(key, cost);
+        if (cached !== undefined) {
+          if (this.guard.config.hooks.onDecision) {
+            this.guard.notify('onDecision', cached, { key, cost, peek });
+          }
+          return Promise.resolve(cached);
+        }
+      }
+      keys = this.keysOf(key);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    const keys = this.keysOf(key);
+    const cache = this.deniedCache;
     const decideNow = this.prepared.decideNow;
     if (decideNow !== undefined) {
       // In-process store: no I/O to bound, no promise chain, no timer per call.
@@ -245,11 +260,23 @@ export class RateLimiter {
         if (cache !== undefined && !decision.allowed) {
           cache.remember(key, cost, decision, cache.now());
         }
-        const hooks = this.guard.config.hooks;
-        if (hooks.onDecision) this.guard.notify('onDecision', decision, { key, cost, peek });
-        return decision;
+        if (this.guard.config.hooks.onDecision) {
+          this.guard.notify('onDecision', decision, { key, cost, peek });
+        }
+        return Promise.resolve(decision);
       }
     }
+    return this.decideRemote(key, keys, cost, peek);
+  }
+
+  /** A store round trip under the timeout, circuit breaker and failure policy. */
+  private async decideRemote(
+    key: string,
+    keys: readonly string[],
+    cost: number,
+    peek: boolean,
+  ): Promise<Decision> {
+    const cache = this.deniedCache;
     const context: CallContext = { key, cost, peek };
     const sentAt = cache?.now() ?? 0;
     const outcome = await this.guard.call(() => this.prepared.decide(keys, cost, peek), context);

@@ -72,9 +72,22 @@ export class MemoryStore implements Store {
       return algorithm;
     });
     const params = policies.map((p) => p.params);
+    const decideNow: NonNullable<PreparedPolicies['decideNow']> =
+      algorithms.length === 1
+        ? (keys, cost, peek) =>
+            this.decideOne(
+              algorithms[0]!,
+              params[0]!,
+              keys[0]!,
+              cost,
+              peek,
+              0,
+              readMicros(this.clock),
+            )
+        : (keys, cost, peek) => this.decide(algorithms, params, keys, cost, peek);
     return {
-      decide: async (keys, cost, peek) => this.decide(algorithms, params, keys, cost, peek),
-      decideNow: (keys, cost, peek) => this.decide(algorithms, params, keys, cost, peek),
+      decide: async (keys, cost, peek) => decideNow(keys, cost, peek),
+      decideNow,
       reserve: async (keys, cost, slack) =>
         this.decide(algorithms, params, keys, cost, false, slack),
       reset: async (keys) => {

@@ -73,62 +73,76 @@ export class RedisStore implements Store {
     // With Redis TIME and cost 1 (nearly every call) the whole ARGV is constant: build it once.
     const consumeOne = [MODE_CONSUME, '', '1', this.ttlSlack, ...policyArgs];
     const peekOne = [MODE_PEEK, '', '1', this.ttlSlack, ...policyArgs];
+    // The reply handlers, made once per limiter rather than per call.
+    const client = this.client;
+    const wrap = (error: unknown): never => {
+      throw new RateLimitStoreError(
+        `${client.description} failed running the ${script.name} script: ${(error as Error)?.message ?? error}`,
+        { cause: error },
+      );
+    };
+    const asDecision: Handlers = { decode: (reply) => decodeDecision(reply, n), wrap };
+    const asReset: Handlers = { decode: () => NO_DECISION, wrap };
     return {
-      decide: async (keys, cost, peek) => {
+      decide: (keys, cost, peek) => {
         if (cost === 1 && !this.clock) {
-          return decodeDecision(await this.run(script, keys, peek ? peekOne : consumeOne), n);
+          return this.run(script, keys, peek ? peekOne : consumeOne, asDecision);
         }
         const now = this.clock ? String(readMicros(this.clock)) : '';
-        const reply = await this.run(script, keys, [
-          peek ? MODE_PEEK : MODE_CONSUME,
-          now,
-          String(cost),
-          this.ttlSlack,
-          ...policyArgs,
-        ]);
-        return decodeDecision(reply, n);
+        return this.run(
+          script,
+          keys,
+          [peek ? MODE_PEEK : MODE_CONSUME, now, String(cost), this.ttlSlack, ...policyArgs],
+          asDecision,
+        );
       },
       reserve: async (keys, cost, slack) => {
         const now = this.clock ? String(readMicros(this.clock)) : '';
-        const reply = await this.run(script, keys, [
-          MODE_RESERVE,
-          now,
-          String(cost),
-          this.ttlSlack,
-          String(slack),
-          ...policyArgs,
-        ]);
-        return decodeDecision(reply, n);
+        return this.run(
+          script,
+          keys,
+          [MODE_RESERVE, now, String(cost), this.ttlSlack, String(slack), ...policyArgs],
+          asDecision,
+        );
       },
       reset: async (keys) => {
         const now = this.clock ? String(readMicros(this.clock)) : '';
-        await this.run(script, keys, [MODE_RESET, now, '0', this.ttlSlack, ...policyArgs]);
+        await this.run(script, keys, [MODE_RESET, now, '0', this.ttlSlack, ...policyArgs], asReset);
       },
     };
   }
 
-  /** EVALSHA; on NOSCRIPT (restart, SCRIPT FLUSH, failover) EVAL, which also caches it. */
-  private async run(
+  /**
+   * EVALSHA, decoded; on NOSCRIPT (restart, SCRIPT FLUSH, failover) EVAL, which also caches the
+   * script. One `then` on the client's promise: no extra hop on the hot path.
+   */
+  private run(
     script: GeneratedScript,
     keys: readonly string[],
     args: readonly string[],
-  ): Promise<unknown> {
+    { decode, wrap }: Handlers,
+  ): Promise<StoreDecision> {
+    const client = this.client;
     try {
-      if (this.client.runScript) return await this.client.runScript(script, keys, args);
-      try {
-        return await this.client.evalsha(script.sha1, keys, args);
-      } catch (error) {
-        if (!String((error as Error)?.message).startsWith('NOSCRIPT')) throw error;
-        return await this.client.eval(script.source, keys, args);
-      }
+      if (client.runScript) return client.runScript(script, keys, args).then(decode, wrap);
+      return client.evalsha(script.sha1, keys, args).then(decode, (error: unknown) => {
+        if (!String((error as Error)?.message).startsWith('NOSCRIPT')) return wrap(error);
+        return client.eval(script.source, keys, args).then(decode, wrap);
+      });
     } catch (error) {
-      throw new RateLimitStoreError(
-        `${this.client.description} failed running the ${script.name} script: ${(error as Error)?.message ?? error}`,
-        { cause: error },
-      );
+      // A client that throws instead of rejecting (e.g. a closed node-redis client).
+      return Promise.reject(error).then(decode, wrap);
     }
   }
 }
+
+interface Handlers {
+  decode(reply: unknown): StoreDecision;
+  wrap(error: unknown): never;
+}
+
+/** What `run` answers for a reset, whose reply is not a decision. */
+const NO_DECISION: StoreDecision = Object.freeze({ admitted: true, results: [] });
 
 function decodeDecision(reply: unknown, n: number): StoreDecision {
   if (!Array.isArray(reply) || reply.length !== 1 + FIELDS_PER_POLICY * n) {
