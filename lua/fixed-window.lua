@@ -1,23 +1,36 @@
 -- fixed-window: at most `limit` units per window; windows are aligned to floor(now / window).
 --
--- KEYS    <base> — the count lives in <base>:<window index>, so a count can only ever be read
---         in the window it belongs to, whatever clock drives the script (same slot: the
---         suffix is outside the hash tag)
--- ARGV    limit, window_us
--- State   a string integer: units admitted in this window; TTL until the window ends
+-- KEYS    <base>
+-- ARGV    limit, window_us, packed (1 or 0: chosen once per policy, see State)
+-- State   packed = 1 (whenever (limit + 1) · (windows until 2^53 µs) ≤ 2^53, i.e. about
+--         limit < window in µs): one string integer at <base>, index · (limit + 1) + used,
+--         where index = floor(now / window). The value dates its own count, so a count is only
+--         ever read in the window it belongs to, whatever clock drives the script, and the
+--         value stays an integer Redis stores in the key itself (72 bytes for a short key).
+--         packed = 0 (larger limits, whose product would pass 2^53): the count alone at
+--         <base>:<window index> (same slot: the suffix is outside the hash tag).
+--         Either way the TTL runs until the window ends.
 -- Reply   allowed; remaining = limit - used; reset_after = until the window ends (0 when
 --         nothing is used); retry_after = until the window ends (-1 when cost > limit)
 ALG['fixed-window'] = {
-  nargs = 2,
+  nargs = 3,
   check = function(key, o, cost)
     local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
     local index = math.floor(now / window)
-    local count_key = key .. ':' .. string.format('%d', index)
-    local used = tonumber(redis.call('GET', count_key) or 0)
+    local count_key, used, base = key, 0, 0
+    if ARGV[o + 2] == '1' then
+      -- Exact: the policy guarantees (index + 1) · (limit + 1) ≤ 2^53.
+      base = index * (limit + 1)
+      local stored = tonumber(redis.call('GET', key))
+      if stored and stored >= base and stored - base <= limit then used = stored - base end
+    else
+      count_key = key .. ':' .. string.format('%d', index)
+      used = tonumber(redis.call('GET', count_key) or 0)
+    end
     local window_left = (index + 1) * window - now
     if used + cost <= limit then
       local after = used + cost
-      return { 1, limit - after, after > 0 and window_left or 0, 0, 0, count_key, after, window_left }
+      return { 1, limit - after, after > 0 and window_left or 0, 0, 0, count_key, base + after, window_left }
     end
     return { 0, limit - used, used > 0 and window_left or 0, cost > limit and -1 or window_left, 0 }
   end,
@@ -25,7 +38,10 @@ ALG['fixed-window'] = {
     redis.call('SET', r[6], r[7], 'PX', ttl_ms(r[8]))
   end,
   clear = function(key, o)
-    local index = math.floor(now / tonumber(ARGV[o + 1]))
-    redis.call('DEL', key .. ':' .. string.format('%d', index))
+    if ARGV[o + 2] == '1' then
+      redis.call('DEL', key)
+    else
+      redis.call('DEL', key .. ':' .. string.format('%d', math.floor(now / tonumber(ARGV[o + 1]))))
+    end
   end,
 }

@@ -31,8 +31,21 @@ export function fixedWindow(options: FixedWindowOptions): Policy {
     windowUs,
     capacity: limit,
     options: { limit, window: windowUs / 1000 },
-    params: [limit, windowUs],
+    params: [limit, windowUs, packsIntoOneInteger(limit, windowUs) ? 1 : 0],
   });
+}
+
+const TWO_POW_53 = 2n ** 53n;
+
+/**
+ * Whether Redis can keep this policy's window index and count as one exact integer,
+ * index · (limit + 1) + used, for every time a clock can give (below 2^53 µs): then the state
+ * is one integer at the base key (72 bytes for a short key) instead of a count at a key named
+ * after the window (88). True about whenever limit < window in µs.
+ */
+export function packsIntoOneInteger(limit: number, windowUs: number): boolean {
+  const windows = BigInt(Math.floor(Number.MAX_SAFE_INTEGER / windowUs)) + 1n;
+  return windows * BigInt(limit + 1) <= TWO_POW_53;
 }
 
 interface FixedWindowState {
@@ -40,7 +53,7 @@ interface FixedWindowState {
   used: number;
 }
 
-/** Twin of lua/fixed-window.lua. */
+/** Twin of lua/fixed-window.lua (the storage layout, `params[2]`, only concerns Redis). */
 export const fixedWindowAlgorithm: Algorithm<FixedWindowState> = {
   kind: 'fixed-window',
   check(state, now, cost, [limit, window]) {

@@ -1,0 +1,133 @@
+/**
+ * fixedWindow's two Redis layouts: one integer at the base key, index · (limit + 1) + used,
+ * whenever that is exact for every time below 2^53 µs (72 bytes for a short key); otherwise the
+ * count at a key named after the window. Either way a count is only read in its own window.
+ */
+import { keysWithTtl, useTestRedis } from '../../../test/harness/redis';
+import { packsIntoOneInteger } from '../src/algorithms/fixed-window';
+import { fixedWindow, type Policy, RateLimiter, redisStore } from '../src/index';
+
+const testRedis = useTestRedis();
+/** A day boundary in ms: a whole number of every window below. */
+const T0 = 1_699_977_600_000;
+
+function limiterAt(policy: Policy, time: { now: number }): RateLimiter {
+  return new RateLimiter({
+    store: redisStore({ client: testRedis(), clock: () => time.now }),
+    policies: [policy],
+    prefix: 'fw',
+  });
+}
+
+async function onlyKey(): Promise<{ key: string; value: string | null }> {
+  const keys = await keysWithTtl(testRedis());
+  expect(keys).toHaveLength(1);
+  const { key } = keys[0]!;
+  return { key, value: await testRedis().get(key) };
+}
+
+describe('the layout is chosen once per policy', () => {
+  test('one integer while (limit + 1) · (windows below 2^53 µs) ≤ 2^53', () => {
+    // 2^53 µs / 60 s ≈ 1.5e8 windows: limits up to just under 6e7 per minute pack.
+    expect(packsIntoOneInteger(100, 60_000_000)).toBe(true);
+    expect(packsIntoOneInteger(59_999_000, 60_000_000)).toBe(true);
+    expect(packsIntoOneInteger(60_000_000, 60_000_000)).toBe(false);
+    expect(packsIntoOneInteger(1, 1)).toBe(false);
+    expect(packsIntoOneInteger(1, 2)).toBe(true);
+    expect(packsIntoOneInteger(Number.MAX_SAFE_INTEGER, 86_400_000_000)).toBe(false);
+    expect(fixedWindow({ limit: 100, window: '1m' }).params).toEqual([100, 60_000_000, 1]);
+    expect(fixedWindow({ limit: 1e9, window: '1m' }).params).toEqual([1e9, 60_000_000, 0]);
+  });
+
+  test('the boundary is exact: the largest index and count of a packed policy stay below 2^53', () => {
+    for (const window of [1, 2, 3, 7, 1_000, 60_000_000, 86_400_000_000]) {
+      // The largest limit that packs, found by bisection, and the next one, which must not.
+      let lo = 1;
+      let hi = Number.MAX_SAFE_INTEGER;
+      while (lo < hi) {
+        const mid = lo + Math.ceil((hi - lo) / 2);
+        if (packsIntoOneInteger(mid, window)) lo = mid;
+        else hi = mid - 1;
+      }
+      if (!packsIntoOneInteger(lo, window)) continue; // window 1: nothing packs
+      const maxIndex = BigInt(Math.floor(Number.MAX_SAFE_INTEGER / window));
+      const largest = maxIndex * BigInt(lo + 1) + BigInt(lo);
+      expect(largest <= BigInt(Number.MAX_SAFE_INTEGER)).toBe(true);
+      expect(packsIntoOneInteger(lo + 1, window)).toBe(false);
+    }
+  });
+});
+
+describe('packed: one integer at the base key', () => {
+  test('holds index · (limit + 1) + used, 72 bytes in Redis, TTL until the window ends', async () => {
+    const time = { now: T0 + 250 };
+    const limiter = limiterAt(fixedWindow({ limit: 5, window: '1s' }), time);
+    await limiter.consume('user:12345', { cost: 2 });
+    const { key, value } = await onlyKey();
+    expect(key).toBe(`fw:{user:12345}:${limiter.policies[0]!.id}`);
+    expect(value).toBe(String((T0 / 1000) * 6 + 2));
+    expect(await testRedis().memory('USAGE', key, 'SAMPLES', 0)).toBeLessThanOrEqual(72);
+  });
+
+  test('a count is never read in another window, forwards or backwards', async () => {
+    const time = { now: T0 + 100 };
+    const limiter = limiterAt(fixedWindow({ limit: 3, window: '1s' }), time);
+    expect((await limiter.consume('u', { cost: 3 })).remaining).toBe(0);
+    expect((await limiter.consume('u')).allowed).toBe(false);
+    // The clock jumps back a window (say, a failover to a server whose clock lags): the stored
+    // count belongs to a window that has not begun there, so it is not this window's count.
+    time.now = T0 - 500;
+    expect(await limiter.peek('u')).toMatchObject({ allowed: true, remaining: 2 });
+    // And forwards, while the key still lives (the injected clock's TTL slack keeps it).
+    time.now = T0 + 1_100;
+    expect(await limiter.consume('u')).toMatchObject({ allowed: true, remaining: 2 });
+    time.now = T0 + 1_200;
+    expect(await limiter.consume('u')).toMatchObject({ allowed: true, remaining: 1 });
+  });
+
+  test('a value that is not a count (a foreign write) counts as nothing', async () => {
+    const time = { now: T0 + 100 };
+    const limiter = limiterAt(fixedWindow({ limit: 3, window: '1s' }), time);
+    await limiter.consume('u');
+    const { key } = await onlyKey();
+    await testRedis().set(key, 'garbage', 'PX', 10_000);
+    expect(await limiter.consume('u')).toMatchObject({ allowed: true, remaining: 2 });
+  });
+
+  test('reset deletes the key', async () => {
+    const time = { now: T0 + 100 };
+    const limiter = limiterAt(fixedWindow({ limit: 3, window: '1s' }), time);
+    await limiter.consume('u', { cost: 3 });
+    await limiter.reset('u');
+    expect(await keysWithTtl(testRedis())).toEqual([]);
+    expect((await limiter.consume('u')).remaining).toBe(2);
+  });
+});
+
+describe('unpacked (limits too large for one integer): the count at <base>:<window index>', () => {
+  test('is named after the window and holds the count alone', async () => {
+    const time = { now: T0 + 250 };
+    const policy = fixedWindow({ limit: 1e12, window: '1s' });
+    const limiter = limiterAt(policy, time);
+    await limiter.consume('u', { cost: 7 });
+    const { key, value } = await onlyKey();
+    expect(key).toBe(`fw:{u}:${policy.id}:${T0 / 1000}`);
+    expect(value).toBe('7');
+    await limiter.reset('u');
+    expect(await keysWithTtl(testRedis())).toEqual([]);
+  });
+
+  test('with Redis TIME, counts up to the limit exactly', async () => {
+    const limiter = new RateLimiter({
+      store: redisStore({ client: testRedis() }),
+      policies: fixedWindow({ limit: 2 ** 52, window: '1h' }),
+      prefix: 'fw',
+    });
+    const first = await limiter.consume('u', { cost: 2 ** 52 - 1 });
+    // A window edge may pass between the two calls: then the second starts a new window.
+    const second = await limiter.consume('u');
+    expect(first).toMatchObject({ allowed: true, remaining: 1 });
+    expect(second.allowed).toBe(true);
+    expect([0, 2 ** 52 - 1]).toContain(second.remaining);
+  });
+});
