@@ -66,6 +66,18 @@ text += `/** Every generated script by name: one per algorithm, plus \`engine\` 
 export const SCRIPTS: Readonly<Record<string, GeneratedScript>> = {
 ${scripts.map((s) => `  ${JSON.stringify(s.name)}: ${constName(s.name)},`).join('\n')}
 };
+
+/**
+ * The parts every script above is made of, for limiters that mix some of the algorithms: a
+ * script is prelude + its algorithms in name order + engine, joined by blank lines.
+ */
+export const SCRIPT_PARTS = {
+  prelude: ${JSON.stringify(prelude)},
+  engine: ${JSON.stringify(engine)},
+  algorithms: {
+${algorithms.map((a) => `    ${JSON.stringify(a.name)}: ${JSON.stringify(a.source)},`).join('\n')}
+  } as Readonly<Record<string, string>>,
+} as const;
 `;
 
 // Standalone scripts that are not algorithm policies (ConcurrencyLimiter's leases): one per

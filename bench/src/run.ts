@@ -43,10 +43,7 @@ async function worker<T>(section: string, args: object): Promise<T> {
 /** redis-benchmark figures: EVALSHA of our scripts against INCR, with and without pipelining. */
 async function ceiling(port: number, client: Redis) {
   const scriptArgs = (policies: core.Policy[]) => {
-    const script =
-      new Set(policies.map((p) => p.kind)).size === 1
-        ? core.SCRIPTS[policies[0]!.kind]!
-        : core.ENGINE_SCRIPT;
+    const script = core.scriptFor(policies.map((p) => p.kind));
     const keys = policies.map((p) => `bench:{__rand_int__}:${p.id}`);
     const argv = ['0', '', '1', '0', ...policies.flatMap((p) => [p.kind, ...p.params.map(String)])];
     return { script, command: ['EVALSHA', script.sha1, String(keys.length), ...keys, ...argv] };

@@ -7,16 +7,22 @@
 --          every policy describes its key as it stands (a policy that would have admitted on
 --          its own keeps allowed = 1).
 --
--- Every algorithm registers ALG[name] = { nargs, check, commit, clear? } where
+--          With one policy whose algorithm has `pack`, the reply may instead be one integer that
+--          holds the whole decision (the TypeScript twin's `unpack` reads it): a table reply
+--          costs Redis more than the rest of a GET (measured: docs/benchmarks.md).
+--
+-- Every algorithm registers ALG[name] = { nargs, check, commit, clear?, pack? } where
 --   check(key, o, cost) reads (never writes) and returns a table
 --     { allowed (0|1), remaining, reset_after, retry_after, delay, ... }; extra fields are for
 --     commit. ARGV[o …] are the algorithm's arguments.
 --   commit(key, o, cost, r) writes the new state with a TTL.
 --   clear(key, o) deletes the state (default: DEL key).
+--   pack(r, o, cost) returns the one-policy decision r as one integer, or nil when it does not
+--     fit (then the table reply is used).
 local n = #KEYS
 local o = FIRST_ARG
 
-if MODE == 2 then
+if MODE == '2' then
   for i = 1, n do
     local alg = ALG[ARGV[o]]
     if alg.clear then alg.clear(KEYS[i], o + 1) else redis.call('DEL', KEYS[i]) end
@@ -30,7 +36,11 @@ end
 if n == 1 then
   local alg = ALG[ARGV[o]]
   local r = alg.check(KEYS[1], o + 1, COST)
-  if r[1] == 1 and MODE ~= 1 and COST > 0 then alg.commit(KEYS[1], o + 1, COST, r) end
+  if r[1] == 1 and MODE ~= '1' and COST > 0 then alg.commit(KEYS[1], o + 1, COST, r) end
+  if alg.pack then
+    local packed = alg.pack(r, o + 1, COST)
+    if packed then return packed end
+  end
   return { r[1], r[1], r[2], r[3], r[4], r[5] }
 end
 
@@ -48,7 +58,7 @@ local reply = { admitted }
 for i = 1, n do
   local r = checks[i]
   if admitted == 1 then
-    if MODE ~= 1 and COST > 0 then algs[i].commit(KEYS[i], offsets[i], COST, r) end
+    if MODE ~= '1' and COST > 0 then algs[i].commit(KEYS[i], offsets[i], COST, r) end
   elseif r[1] == 1 and COST > 0 then
     -- Another policy denied, so nothing was taken: describe this key as it stands.
     r = algs[i].check(KEYS[i], offsets[i], 0)

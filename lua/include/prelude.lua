@@ -13,17 +13,23 @@
 -- All arithmetic is on integers below 2^53, where Lua's doubles are exact; numbers are never
 -- concatenated into strings (Lua formats them with %.14g and would drop digits), only
 -- formatted with %d or passed to redis.call, which writes them exactly.
-local MODE = tonumber(ARGV[1])
+--
+-- Every tonumber() costs Redis about as much as a GET (measured with callgrind: see
+-- docs/benchmarks.md), so the common values are compared as strings: MODE stays a string, and
+-- cost '1' and TTL pad '0' are not parsed.
+local MODE = ARGV[1]
 local now = tonumber(ARGV[2])
 if not now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local COST = tonumber(ARGV[3])
-local TTL_PAD = tonumber(ARGV[4])
+local COST = 1
+if ARGV[3] ~= '1' then COST = tonumber(ARGV[3]) end
+local TTL_PAD = 0
+if ARGV[4] ~= '0' then TTL_PAD = tonumber(ARGV[4]) end
 -- The longest wait a reservation may be admitted with (µs); the first policy argument.
 local SLACK, FIRST_ARG = 0, 5
-if MODE == 3 then SLACK, FIRST_ARG = tonumber(ARGV[5]), 6 end
+if MODE == '3' then SLACK, FIRST_ARG = tonumber(ARGV[5]), 6 end
 -- Waits beyond exact arithmetic are charged as 1000 days (Guava saturates at Long.MAX_VALUE).
 local SATURATED_WAIT_US = 86400000000000
 local ALG = {}

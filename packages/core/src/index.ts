@@ -98,4 +98,5 @@ export {
   redisStore,
 } from './stores/redis.js';
 export { type ScriptClient, toScriptClient } from './stores/redis-client.js';
+export { scriptFor } from './stores/scripts.js';
 export type { PreparedPolicies, Store } from './stores/store.js';

@@ -13,7 +13,9 @@ import {
   workerDb,
 } from '../../../test/harness/redis';
 import { type RedisServerHandle, startRedisServer } from '../../../test/harness/redis-server';
+import { SCRIPT_PARTS } from '../src/generated/scripts';
 import {
+  ENGINE_SCRIPT,
   fixedWindow,
   gcra,
   INJECTED_CLOCK_TTL_SLACK_MS,
@@ -21,6 +23,7 @@ import {
   RateLimitStoreError,
   redisStore,
   SCRIPTS,
+  scriptFor,
   slidingLog,
   tokenBucket,
 } from '../src/index';
@@ -41,6 +44,31 @@ test('every generated script loads under its pinned SHA1', async () => {
   for (const script of Object.values(SCRIPTS)) {
     expect(await testRedis().script('LOAD', script.source)).toBe(script.sha1);
   }
+});
+
+test('a mixed limiter runs a script of just its algorithms, made exactly as the generator would', async () => {
+  for (const [kind, script] of Object.entries(SCRIPTS)) {
+    if (kind !== 'engine') expect(scriptFor([kind, kind])).toBe(script);
+  }
+  expect(scriptFor(ENGINE_SCRIPT.algorithms)).toBe(ENGINE_SCRIPT);
+  const mixed = scriptFor(['gcra', 'fixed-window', 'gcra']);
+  expect(mixed).toBe(scriptFor(['fixed-window', 'gcra']));
+  expect(mixed.algorithms).toEqual(['fixed-window', 'gcra']);
+  // The parts rebuild every generated script, so a subset is made by the same recipe.
+  const make = (names: readonly string[]) =>
+    `${[SCRIPT_PARTS.prelude, ...names.map((n) => SCRIPT_PARTS.algorithms[n]), SCRIPT_PARTS.engine].join('\n\n')}\n`;
+  expect(make(ENGINE_SCRIPT.algorithms)).toBe(ENGINE_SCRIPT.source);
+  expect(make(['gcra'])).toBe(SCRIPTS.gcra!.source);
+  expect(mixed.source).toBe(make(['fixed-window', 'gcra']));
+  expect(await testRedis().script('LOAD', mixed.source)).toBe(mixed.sha1);
+  // And it decides: 2 per second and 3 per minute on one key.
+  const limiter = new RateLimiter({
+    store: redisStore({ client: testRedis() }),
+    policies: [gcra({ limit: 2, window: '1s' }), fixedWindow({ limit: 3, window: '1m' })],
+  });
+  const decisions = [];
+  for (let i = 0; i < 3; i++) decisions.push((await limiter.consume('mixed')).allowed);
+  expect(decisions).toEqual([true, true, false]);
 });
 
 // The script cache and the command counters are server-wide, and other jest workers share the

@@ -31,4 +31,9 @@ export interface Algorithm<S = unknown> {
     params: readonly number[],
     slack?: number,
   ): CheckResult<S>;
+  /**
+   * Reads the one-integer reply that lua/<kind>.lua's `pack` gives for a one-policy decision
+   * (cheaper for Redis than a table), for the `cost` that was asked. Only algorithms with `pack`.
+   */
+  unpack?(reply: number, cost: number, params: readonly number[]): CheckResult<S>;
 }

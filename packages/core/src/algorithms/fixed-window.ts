@@ -80,4 +80,18 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState> = {
       delay: 0,
     };
   },
+  unpack(reply, cost, [limit]) {
+    // (window_left - 1) · (limit + 1) + count, negated minus 1 when denied (lua/fixed-window.lua).
+    const allowed = reply >= 0;
+    const x = allowed ? reply : -reply - 1;
+    const count = x % (limit! + 1);
+    const windowLeft = (x - count) / (limit! + 1) + 1;
+    return {
+      allowed,
+      remaining: limit! - count,
+      resetAfter: count > 0 ? windowLeft : 0,
+      retryAfter: allowed ? 0 : cost > limit! ? -1 : windowLeft,
+      delay: 0,
+    };
+  },
 };

@@ -75,4 +75,17 @@ export const gcraAlgorithm: Algorithm<number> = {
       delay: 0,
     };
   },
+  unpack(reply, cost, [interval, burst]) {
+    // reset_after when allowed, -reset_after - 1 when denied (lua/gcra.lua `pack`).
+    const allowed = reply >= 0;
+    const resetAfter = allowed ? reply : -reply - 1;
+    const tolerance = burst! * interval!;
+    return {
+      allowed,
+      remaining: Math.floor((tolerance - resetAfter) / interval!),
+      resetAfter,
+      retryAfter: allowed ? 0 : cost > burst! ? -1 : resetAfter + cost * interval! - tolerance,
+      delay: 0,
+    };
+  },
 };

@@ -2,13 +2,15 @@
  * The Redis store: every decision is one EVALSHA of a script generated from lua/, which checks
  * every policy of the limiter and then writes all of them or none, atomically, next to the data.
  */
+import { ALGORITHMS } from '../algorithms/index.js';
 import { type Clock, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { RateLimitStoreError } from '../errors.js';
-import { ENGINE_SCRIPT, type GeneratedScript, SCRIPTS } from '../generated/scripts.js';
+import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
 import { configError, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
 import { type ScriptClient, toScriptClient } from './redis-client.js';
+import { scriptFor } from './scripts.js';
 import type { PreparedPolicies, Store } from './store.js';
 
 export interface RedisStoreOptions {
@@ -58,14 +60,13 @@ export class RedisStore implements Store {
   }
 
   prepare(policies: readonly Policy[]): PreparedPolicies {
-    const kinds = new Set(policies.map((p) => p.kind));
     policies.forEach((p, i) => {
       if (!ENGINE_SCRIPT.algorithms.includes(p.kind)) {
         throw configError(`policies[${i}].kind`, p.kind, 'an algorithm this version knows');
       }
     });
-    // One kind: its own lean script; several: the engine script that holds them all.
-    const script = kinds.size === 1 ? SCRIPTS[policies[0]!.kind]! : ENGINE_SCRIPT;
+    // Only the algorithms these policies use: one kind runs its own lean script.
+    const script = scriptFor(policies.map((p) => p.kind));
     // Everything after ARGV[4] never changes for this limiter: encode it once.
     const policyArgs: string[] = [];
     for (const p of policies) policyArgs.push(p.kind, ...p.params.map((v) => String(v)));
@@ -81,19 +82,33 @@ export class RedisStore implements Store {
         { cause: error },
       );
     };
-    const asDecision: Handlers = { decode: (reply) => decodeDecision(reply, n), wrap };
+    // One policy whose script packs its reply into one integer: read it with the twin's unpack.
+    const unpack = n === 1 ? ALGORITHMS[policies[0]!.kind]?.unpack : undefined;
+    const params = policies[0]!.params;
+    const decodeFor =
+      (cost: number) =>
+      (reply: unknown): StoreDecision => {
+        if (typeof reply === 'number' && unpack !== undefined) {
+          const r = unpack(reply, cost, params);
+          return { admitted: r.allowed, results: [r] };
+        }
+        return decodeDecision(reply, n);
+      };
+    const costOne: Handlers = { decode: decodeFor(1), wrap };
+    const forCost = (cost: number): Handlers =>
+      cost === 1 ? costOne : { decode: decodeFor(cost), wrap };
     const asReset: Handlers = { decode: () => NO_DECISION, wrap };
     return {
       decide: (keys, cost, peek) => {
         if (cost === 1 && !this.clock) {
-          return this.run(script, keys, peek ? peekOne : consumeOne, asDecision);
+          return this.run(script, keys, peek ? peekOne : consumeOne, costOne);
         }
         const now = this.clock ? String(readMicros(this.clock)) : '';
         return this.run(
           script,
           keys,
           [peek ? MODE_PEEK : MODE_CONSUME, now, String(cost), this.ttlSlack, ...policyArgs],
-          asDecision,
+          forCost(cost),
         );
       },
       reserve: async (keys, cost, slack) => {
@@ -102,7 +117,7 @@ export class RedisStore implements Store {
           script,
           keys,
           [MODE_RESERVE, now, String(cost), this.ttlSlack, String(slack), ...policyArgs],
-          asDecision,
+          forCost(cost),
         );
       },
       reset: async (keys) => {

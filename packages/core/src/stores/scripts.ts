@@ -1,0 +1,37 @@
+/**
+ * Which script runs a limiter's policies: the generated one of their algorithm when they share
+ * one, the full engine when they use every algorithm, and otherwise a script made of just the
+ * algorithms they use. Every algorithm in a script is set up on each call, so the full engine
+ * costs a two-kind limiter ~13 % more Redis work than its own script (docs/benchmarks.md).
+ */
+import { createHash } from 'node:crypto';
+import {
+  ENGINE_SCRIPT,
+  type GeneratedScript,
+  SCRIPT_PARTS,
+  SCRIPTS,
+} from '../generated/scripts.js';
+
+const composed = new Map<string, GeneratedScript>();
+
+/** The script for these algorithm kinds (any order, repeats allowed); all must be known. */
+export function scriptFor(kinds: Iterable<string>): GeneratedScript {
+  const names = [...new Set(kinds)].sort();
+  if (names.length === 1) return SCRIPTS[names[0]!]!;
+  if (names.length === ENGINE_SCRIPT.algorithms.length) return ENGINE_SCRIPT;
+  const name = names.join('+');
+  let script = composed.get(name);
+  if (script === undefined) {
+    // The same text the generator would make: prelude, algorithms in name order, engine.
+    const source = `${[SCRIPT_PARTS.prelude, ...names.map((n) => SCRIPT_PARTS.algorithms[n]!), SCRIPT_PARTS.engine].join('\n\n')}\n`;
+    script = Object.freeze({
+      name,
+      sha1: createHash('sha1').update(source).digest('hex'),
+      algorithms: names,
+      keysPerPolicy: 1 as const,
+      source,
+    });
+    composed.set(name, script);
+  }
+  return script;
+}
