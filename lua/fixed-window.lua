@@ -16,47 +16,42 @@
 --         pack: (window_left - 1) · (limit + 1) + count (count after this request when
 --         allowed, before it when denied), negated minus 1 when denied; only in the packed
 --         layout and while window · (limit + 1) < 2^53 (fixedWindowAlgorithm.unpack)
-ALG['fixed-window'] = {
-  nargs = 3,
-  check = function(key, o, cost)
-    local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
-    local index = math.floor(now / window)
-    local count_key, used, base, packed = key, 0, 0, nil
-    if ARGV[o + 2] == '1' then
-      -- Exact: the policy guarantees (index + 1) · (limit + 1) ≤ 2^53.
-      base = index * (limit + 1)
-      local stored = tonumber(redis.call('GET', key))
-      if stored and stored >= base and stored - base <= limit then used = stored - base end
-      if window * (limit + 1) < 9007199254740992 then packed = limit + 1 end
-    else
-      count_key = key .. ':' .. string.format('%d', index)
-      used = tonumber(redis.call('GET', count_key) or 0)
-    end
-    local window_left = (index + 1) * window - now
-    if used + cost <= limit then
-      local after = used + cost
-      return { 1, limit - after, after > 0 and window_left or 0, 0, 0, count_key, base + after,
-        window_left, used, packed and (window_left - 1) * packed + after }
-    end
-    return { 0, limit - used, used > 0 and window_left or 0, cost > limit and -1 or window_left, 0,
-      count_key, nil, window_left, used, packed and -((window_left - 1) * packed + used) - 1 }
-  end,
-  commit = function(key, o, cost, r)
-    -- A count of this window already holds its TTL (every write to a window is > 0).
-    if r[9] > 0 then
-      redis.call('INCRBY', r[6], cost)
-    else
-      redis.call('SET', r[6], string.format('%d', r[7]), 'PX', ttl_ms(r[8]))
-    end
-  end,
-  clear = function(key, o)
-    if ARGV[o + 2] == '1' then
-      redis.call('DEL', key)
-    else
-      redis.call('DEL', key .. ':' .. string.format('%d', math.floor(now / tonumber(ARGV[o + 1]))))
-    end
-  end,
-  pack = function(r)
-    return r[10]
-  end,
-}
+local function fixed_window_check(key, o, cost)
+  local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
+  local index = math.floor(now / window)
+  local count_key, used, base, packed = key, 0, 0, nil
+  if ARGV[o + 2] == '1' then
+    -- Exact: the policy guarantees (index + 1) · (limit + 1) ≤ 2^53.
+    base = index * (limit + 1)
+    local stored = tonumber(redis.call('GET', key))
+    if stored and stored >= base and stored - base <= limit then used = stored - base end
+    if window * (limit + 1) < 9007199254740992 then packed = limit + 1 end
+  else
+    count_key = key .. ':' .. string.format('%d', index)
+    used = tonumber(redis.call('GET', count_key) or 0)
+  end
+  local window_left = (index + 1) * window - now
+  if used + cost <= limit then
+    local after = used + cost
+    return 1, limit - after, after > 0 and window_left or 0, 0, 0,
+      packed and (window_left - 1) * packed + after, count_key, base + after, window_left, used
+  end
+  return 0, limit - used, used > 0 and window_left or 0, cost > limit and -1 or window_left, 0,
+    packed and -((window_left - 1) * packed + used) - 1
+end
+local function fixed_window_commit(key, o, cost, reset, count_key, value, window_left, used)
+  -- A count of this window already holds its TTL (every write to a window is > 0).
+  if used > 0 then
+    redis.call('INCRBY', count_key, cost)
+  else
+    redis.call('SET', count_key, string.format('%d', value), 'PX', ttl_ms(window_left))
+  end
+end
+local function fixed_window_clear(key, o)
+  if ARGV[o + 2] == '1' then
+    redis.call('DEL', key)
+  else
+    redis.call('DEL', key .. ':' .. string.format('%d', math.floor(now / tonumber(ARGV[o + 1]))))
+  end
+end
+register('fixed-window', fixed_window_check, fixed_window_commit, fixed_window_clear, 3)

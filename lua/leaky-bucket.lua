@@ -16,40 +16,38 @@
 -- Reply   allowed; remaining = requests that still fit; reset_after = until idle;
 --         retry_after = until the excess lets `cost` in (-1 when cost > burst + 1);
 --         delay = until the excess has drained to `delay` requests (0 when it is below)
-ALG['leaky-bucket'] = {
-  nargs = 4,
-  check = function(key, o, cost)
-    local unit, rate = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
-    local burst, delay = tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3])
-    local capacity = (burst + 1) * unit
-    -- level: what the next request's excess would be before flooring, i.e. the excess left plus
-    -- the last admitted request itself, drained to `since`; 0 is an idle bucket.
-    local level, since = 0, now
-    local state = redis.call('GET', key)
-    if state then
-      local e, t = string.match(state, '^(%d+):(%d+)$')
-      local excess, last = tonumber(e), tonumber(t)
-      -- A clock that stepped back drains nothing (nginx: ms < 0 counts as 0).
-      since = math.max(last, now)
-      local elapsed = since - last
-      -- Past the drain time the bucket is idle (and elapsed * rate cannot overflow).
-      if elapsed < math.ceil((excess + unit) / rate) then level = excess + unit - elapsed * rate end
+local function leaky_bucket_check(key, o, cost)
+  local unit, rate = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
+  local burst, delay = tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3])
+  local capacity = (burst + 1) * unit
+  -- level: what the next request's excess would be before flooring, i.e. the excess left plus
+  -- the last admitted request itself, drained to `since`; 0 is an idle bucket.
+  local level, since = 0, now
+  local state = redis.call('GET', key)
+  if state then
+    local e, t = string.match(state, '^(%d+):(%d+)$')
+    local excess, last = tonumber(e), tonumber(t)
+    -- A clock that stepped back drains nothing (nginx: ms < 0 counts as 0).
+    since = math.max(last, now)
+    local elapsed = since - last
+    -- Past the drain time the bucket is idle (and elapsed * rate cannot overflow).
+    if elapsed < math.ceil((excess + unit) / rate) then level = excess + unit - elapsed * rate end
+  end
+  local ahead = since - now
+  if cost <= burst + 1 and level + cost * unit <= capacity then
+    local after = level + cost * unit
+    local excess, wait = 0, 0
+    if cost > 0 then
+      excess = after - unit
+      if excess > delay * unit then wait = ahead + math.ceil((excess - delay * unit) / rate) end
     end
-    local ahead = since - now
-    if cost <= burst + 1 and level + cost * unit <= capacity then
-      local after = level + cost * unit
-      local excess, wait = 0, 0
-      if cost > 0 then
-        excess = after - unit
-        if excess > delay * unit then wait = ahead + math.ceil((excess - delay * unit) / rate) end
-      end
-      return { 1, math.floor((capacity - after) / unit), ahead + math.ceil(after / rate), 0, wait, excess, since }
-    end
-    local reset = ahead + math.ceil(level / rate)
-    if cost > burst + 1 then return { 0, math.floor((capacity - level) / unit), reset, -1, 0 } end
-    return { 0, math.floor((capacity - level) / unit), reset, ahead + math.ceil((level + cost * unit - capacity) / rate), 0 }
-  end,
-  commit = function(key, o, cost, r)
-    redis.call('SET', key, string.format('%d:%d', r[6], r[7]), 'PX', ttl_ms(r[3]))
-  end,
-}
+    return 1, math.floor((capacity - after) / unit), ahead + math.ceil(after / rate), 0, wait, nil, excess, since
+  end
+  local reset = ahead + math.ceil(level / rate)
+  if cost > burst + 1 then return 0, math.floor((capacity - level) / unit), reset, -1, 0 end
+  return 0, math.floor((capacity - level) / unit), reset, ahead + math.ceil((level + cost * unit - capacity) / rate), 0
+end
+local function leaky_bucket_commit(key, o, cost, reset, e1, e2)
+  redis.call('SET', key, string.format('%d:%d', e1, e2), 'PX', ttl_ms(reset))
+end
+register('leaky-bucket', leaky_bucket_check, leaky_bucket_commit, nil, 4)

@@ -6,40 +6,38 @@
 -- Reply   allowed; remaining = limit - units in the window; reset_after = until the newest
 --         unit leaves; retry_after = until enough of the oldest units leave (-1 when
 --         cost > limit)
-ALG['sliding-log'] = {
-  nargs = 2,
-  check = function(key, o, cost)
-    local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
-    local floor = string.format('(%d', now - window)
-    local used = redis.call('ZCOUNT', key, floor, '+inf')
-    -- The newest unit decides when the key is empty again (a clock that stepped back can
-    -- leave it after now; the unit about to be added is at now).
-    local newest = now
-    if used > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
-    if used + cost <= limit then
-      local after = used + cost
-      local last = cost > 0 and math.max(newest, now) or newest
-      return { 1, limit - after, after > 0 and last + window - now or 0, 0, 0, used }
+local function sliding_log_check(key, o, cost)
+  local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
+  local floor = string.format('(%d', now - window)
+  local used = redis.call('ZCOUNT', key, floor, '+inf')
+  -- The newest unit decides when the key is empty again (a clock that stepped back can
+  -- leave it after now; the unit about to be added is at now).
+  local newest = now
+  if used > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
+  if used + cost <= limit then
+    local after = used + cost
+    local last = cost > 0 and math.max(newest, now) or newest
+    return 1, limit - after, after > 0 and last + window - now or 0, 0, 0, nil, used
+  end
+  local reset = used > 0 and newest + window - now or 0
+  if cost > limit then return 0, limit - used, reset, -1, 0 end
+  -- The (used + cost - limit)-th oldest unit in the window must leave first.
+  local oldest = redis.call('ZRANGEBYSCORE', key, floor, '+inf', 'WITHSCORES', 'LIMIT', used + cost - limit - 1, 1)
+  return 0, limit - used, reset, tonumber(oldest[2]) + window - now, 0
+end
+local function sliding_log_commit(key, o, cost, reset, e1)
+  local window = tonumber(ARGV[o + 1])
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
+  local used = e1
+  local members = {}
+  for i = 1, cost do
+    members[#members + 1] = now
+    members[#members + 1] = string.format('%d:%d', now, used + i)
+    if #members >= 1000 or i == cost then
+      redis.call('ZADD', key, unpack(members))
+      members = {}
     end
-    local reset = used > 0 and newest + window - now or 0
-    if cost > limit then return { 0, limit - used, reset, -1, 0 } end
-    -- The (used + cost - limit)-th oldest unit in the window must leave first.
-    local oldest = redis.call('ZRANGEBYSCORE', key, floor, '+inf', 'WITHSCORES', 'LIMIT', used + cost - limit - 1, 1)
-    return { 0, limit - used, reset, tonumber(oldest[2]) + window - now, 0 }
-  end,
-  commit = function(key, o, cost, r)
-    local window = tonumber(ARGV[o + 1])
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
-    local used = r[6]
-    local members = {}
-    for i = 1, cost do
-      members[#members + 1] = now
-      members[#members + 1] = string.format('%d:%d', now, used + i)
-      if #members >= 1000 or i == cost then
-        redis.call('ZADD', key, unpack(members))
-        members = {}
-      end
-    end
-    redis.call('PEXPIRE', key, ttl_ms(r[3]))
-  end,
-}
+  end
+  redis.call('PEXPIRE', key, ttl_ms(reset))
+end
+register('sliding-log', sliding_log_check, sliding_log_commit, nil, 2)

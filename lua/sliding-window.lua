@@ -13,66 +13,64 @@
 -- Reply   allowed; remaining = limit - units in the window; reset_after = until the newest
 --         count leaves; retry_after = until enough of the oldest counts leave (-1 when
 --         cost > limit)
-ALG['sliding-window'] = {
-  nargs = 3,
-  check = function(key, o, cost)
-    local limit, size, buckets = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
-    local current = math.floor(now / size)
-    -- counts[i] is sub-window current - i + 1 (nil is 0); only i <= buckets is in the window.
-    local counts, used = {}, 0
-    local state = redis.call('GET', key)
-    if state then
-      local index, list = string.match(state, '^(%d+):([%d,]*)$')
-      index = tonumber(index)
-      -- A clock that stepped back leaves the stored sub-window ahead: count from there.
-      if index > current then current = index end
-      local i = current - index
-      for count in string.gmatch(list, '%d+') do
-        i = i + 1
-        if i > buckets then break end
-        counts[i] = tonumber(count)
-        used = used + counts[i]
-      end
+local function sliding_window_check(key, o, cost)
+  local limit, size, buckets = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
+  local current = math.floor(now / size)
+  -- counts[i] is sub-window current - i + 1 (nil is 0); only i <= buckets is in the window.
+  local counts, used = {}, 0
+  local state = redis.call('GET', key)
+  if state then
+    local index, list = string.match(state, '^(%d+):([%d,]*)$')
+    index = tonumber(index)
+    -- A clock that stepped back leaves the stored sub-window ahead: count from there.
+    if index > current then current = index end
+    local i = current - index
+    for count in string.gmatch(list, '%d+') do
+      i = i + 1
+      if i > buckets then break end
+      counts[i] = tonumber(count)
+      used = used + counts[i]
     end
-    -- The count in position i leaves the window when sub-window current - i + 1 + buckets starts.
-    local function leaves(i) return (current - i + 1 + buckets) * size - now end
-    if used + cost <= limit then
-      local after = used + cost
-      local newest = 0
-      if cost > 0 then
-        newest = 1
-      else
-        for i = 1, buckets do
-          if (counts[i] or 0) > 0 then newest = i break end
-        end
-      end
-      return { 1, limit - after, newest > 0 and leaves(newest) or 0, 0, 0, current, counts }
-    end
+  end
+  -- The count in position i leaves the window when sub-window current - i + 1 + buckets starts.
+  local function leaves(i) return (current - i + 1 + buckets) * size - now end
+  if used + cost <= limit then
+    local after = used + cost
     local newest = 0
-    for i = 1, buckets do
-      if (counts[i] or 0) > 0 then newest = i break end
+    if cost > 0 then
+      newest = 1
+    else
+      for i = 1, buckets do
+        if (counts[i] or 0) > 0 then newest = i break end
+      end
     end
-    local reset = newest > 0 and leaves(newest) or 0
-    if cost > limit then return { 0, limit - used, reset, -1, 0 } end
-    -- Oldest first, free counts until used + cost - freed <= limit.
-    local need, freed, retry = used + cost - limit, 0, 0
-    for i = buckets, 1, -1 do
-      freed = freed + (counts[i] or 0)
-      if freed >= need then retry = leaves(i) break end
-    end
-    return { 0, limit - used, reset, retry, 0 }
-  end,
-  commit = function(key, o, cost, r)
-    local buckets = tonumber(ARGV[o + 2])
-    local counts = r[7]
-    counts[1] = (counts[1] or 0) + cost
-    local last = 1
-    for i = 2, buckets do
-      if (counts[i] or 0) > 0 then last = i end
-    end
-    local parts = {}
-    for i = 1, last do parts[i] = string.format('%d', counts[i] or 0) end
-    local state = string.format('%d:', r[6]) .. table.concat(parts, ',')
-    redis.call('SET', key, state, 'PX', ttl_ms(r[3]))
-  end,
-}
+    return 1, limit - after, newest > 0 and leaves(newest) or 0, 0, 0, nil, current, counts
+  end
+  local newest = 0
+  for i = 1, buckets do
+    if (counts[i] or 0) > 0 then newest = i break end
+  end
+  local reset = newest > 0 and leaves(newest) or 0
+  if cost > limit then return 0, limit - used, reset, -1, 0 end
+  -- Oldest first, free counts until used + cost - freed <= limit.
+  local need, freed, retry = used + cost - limit, 0, 0
+  for i = buckets, 1, -1 do
+    freed = freed + (counts[i] or 0)
+    if freed >= need then retry = leaves(i) break end
+  end
+  return 0, limit - used, reset, retry, 0
+end
+local function sliding_window_commit(key, o, cost, reset, e1, e2)
+  local buckets = tonumber(ARGV[o + 2])
+  local counts = e2
+  counts[1] = (counts[1] or 0) + cost
+  local last = 1
+  for i = 2, buckets do
+    if (counts[i] or 0) > 0 then last = i end
+  end
+  local parts = {}
+  for i = 1, last do parts[i] = string.format('%d', counts[i] or 0) end
+  local state = string.format('%d:', e1) .. table.concat(parts, ',')
+  redis.call('SET', key, state, 'PX', ttl_ms(reset))
+end
+register('sliding-window', sliding_window_check, sliding_window_commit, nil, 3)

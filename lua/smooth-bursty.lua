@@ -18,47 +18,45 @@
 --         is 0; remaining = whole stored permits + 1 while the next-free time has come, else 0;
 --         reset_after = until next-free has come and the stored permits are full;
 --         retry_after = until next-free (never -1); delay = the reservation's wait (reserve)
-ALG['smooth-bursty'] = {
-  nargs = 5,
-  check = function(key, o, cost)
-    local unit, rate = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
-    local max_stored, retention = tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3])
-    local next_free, stored = now, 0
-    local state = redis.call('GET', key)
-    if state then
-      local f, s = string.match(state, '^(%d+):(%d+)$')
-      f, s = tonumber(f), tonumber(s)
-      if now < f + math.ceil((max_stored - s) / rate) + retention then next_free, stored = f, s end
+local function smooth_bursty_check(key, o, cost)
+  local unit, rate = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
+  local max_stored, retention = tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3])
+  local next_free, stored = now, 0
+  local state = redis.call('GET', key)
+  if state then
+    local f, s = string.match(state, '^(%d+):(%d+)$')
+    f, s = tonumber(f), tonumber(s)
+    if now < f + math.ceil((max_stored - s) / rate) + retention then next_free, stored = f, s end
+  end
+  -- Guava resync: time past next-free stores permits, up to max_stored.
+  if now > next_free then
+    if now - next_free >= math.ceil((max_stored - stored) / rate) then
+      stored = max_stored
+    else
+      stored = stored + (now - next_free) * rate
     end
-    -- Guava resync: time past next-free stores permits, up to max_stored.
-    if now > next_free then
-      if now - next_free >= math.ceil((max_stored - stored) / rate) then
-        stored = max_stored
-      else
-        stored = stored + (now - next_free) * rate
-      end
-      next_free = now
-    end
-    local ahead = next_free - now
-    if cost > 0 and ahead > SLACK then
-      return { 0, 0, ahead + math.ceil((max_stored - stored) / rate), ahead, 0 }
-    end
-    -- Guava reserveEarliestAvailable: stored permits are free, fresh ones cost unit/rate µs.
-    local wait, left = SATURATED_WAIT_US, 0
-    if cost <= tonumber(ARGV[o + 4]) then
-      local need = cost * unit
-      local spend = math.min(need, stored)
-      wait, left = math.min(math.ceil((need - spend) / rate), SATURATED_WAIT_US), stored - spend
-    end
-    local after = next_free + wait
-    local remaining = 0
-    if after <= now then remaining = math.floor(left / unit) + 1 end
-    local reset = after - now + math.ceil((max_stored - left) / rate)
-    local delay = 0
-    if cost > 0 then delay = ahead end
-    return { 1, remaining, reset, 0, delay, after, left, reset + retention }
-  end,
-  commit = function(key, o, cost, r)
-    redis.call('SET', key, string.format('%d:%d', r[6], r[7]), 'PX', ttl_ms(r[8]))
-  end,
-}
+    next_free = now
+  end
+  local ahead = next_free - now
+  if cost > 0 and ahead > SLACK then
+    return 0, 0, ahead + math.ceil((max_stored - stored) / rate), ahead, 0
+  end
+  -- Guava reserveEarliestAvailable: stored permits are free, fresh ones cost unit/rate µs.
+  local wait, left = SATURATED_WAIT_US, 0
+  if cost <= tonumber(ARGV[o + 4]) then
+    local need = cost * unit
+    local spend = math.min(need, stored)
+    wait, left = math.min(math.ceil((need - spend) / rate), SATURATED_WAIT_US), stored - spend
+  end
+  local after = next_free + wait
+  local remaining = 0
+  if after <= now then remaining = math.floor(left / unit) + 1 end
+  local reset = after - now + math.ceil((max_stored - left) / rate)
+  local delay = 0
+  if cost > 0 then delay = ahead end
+  return 1, remaining, reset, 0, delay, nil, after, left, reset + retention
+end
+local function smooth_bursty_commit(key, o, cost, reset, e1, e2, e3)
+  redis.call('SET', key, string.format('%d:%d', e1, e2), 'PX', ttl_ms(e3))
+end
+register('smooth-bursty', smooth_bursty_check, smooth_bursty_commit, nil, 5)

@@ -48,58 +48,56 @@ local function mul_div(a, b, m)
   return q + p, r
 end
 
-ALG['smooth-warming-up'] = {
-  nargs = 6,
-  check = function(key, o, cost)
-    local limit, window, warmup = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
-    local c, d = tonumber(ARGV[o + 3]), tonumber(ARGV[o + 4])
-    local span, refill = 2 * (d + c), 5 * d + c
-    local threshold, max_stored = warmup * (d + c), warmup * refill
-    local next_free, stored = now, max_stored
-    local state = redis.call('GET', key)
-    if state then
-      local f, s = string.match(state, '^(%d+):(%d+)$')
-      next_free, stored = tonumber(f), tonumber(s)
+local function smooth_warming_up_check(key, o, cost)
+  local limit, window, warmup = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
+  local c, d = tonumber(ARGV[o + 3]), tonumber(ARGV[o + 4])
+  local span, refill = 2 * (d + c), 5 * d + c
+  local threshold, max_stored = warmup * (d + c), warmup * refill
+  local next_free, stored = now, max_stored
+  local state = redis.call('GET', key)
+  if state then
+    local f, s = string.match(state, '^(%d+):(%d+)$')
+    next_free, stored = tonumber(f), tonumber(s)
+  end
+  -- Guava resync: time past next-free stores permits, up to max_stored.
+  if now > next_free then
+    if now - next_free >= math.ceil((max_stored - stored) / refill) then
+      stored = max_stored
+    else
+      stored = stored + (now - next_free) * refill
     end
-    -- Guava resync: time past next-free stores permits, up to max_stored.
-    if now > next_free then
-      if now - next_free >= math.ceil((max_stored - stored) / refill) then
-        stored = max_stored
-      else
-        stored = stored + (now - next_free) * refill
-      end
-      next_free = now
-    end
-    local ahead = next_free - now
-    if cost > 0 and ahead > SLACK then
-      return { 0, 0, ahead + math.ceil((max_stored - stored) / refill), ahead, 0 }
-    end
-    -- Guava reserveEarliestAvailable with storedPermitsToWaitTime: stable time for every unit,
-    -- plus the trapezoid over the threshold; wait = ceil((need·h + extra) / (span·h)).
-    local wait, left = SATURATED_WAIT_US, 0
-    if cost <= tonumber(ARGV[o + 5]) then
-      local need = math.ceil(cost * window * span / limit)
-      local spend = math.min(need, stored)
-      local above = math.max(stored - threshold, 0)
-      local steep = math.min(above, spend)
-      local h = 8 * warmup * d * d
-      local q = math.floor(need / span)
-      local extra, rest = 0, 0
-      if steep > 0 and c > d then extra, rest = mul_div((c - d) * steep, 2 * above - steep, span * h) end
-      local frac = (need - q * span) * h + rest
-      q = q + extra
-      if frac > span * h then q = q + 2 elseif frac > 0 then q = q + 1 end
-      wait, left = math.min(q, SATURATED_WAIT_US), stored - spend
-    end
-    local after = next_free + wait
-    local remaining = 0
-    if after <= now then remaining = 1 end
-    local reset = after - now + math.ceil((max_stored - left) / refill)
-    local delay = 0
-    if cost > 0 then delay = ahead end
-    return { 1, remaining, reset, 0, delay, after, left, reset }
-  end,
-  commit = function(key, o, cost, r)
-    redis.call('SET', key, string.format('%d:%d', r[6], r[7]), 'PX', ttl_ms(r[8]))
-  end,
-}
+    next_free = now
+  end
+  local ahead = next_free - now
+  if cost > 0 and ahead > SLACK then
+    return 0, 0, ahead + math.ceil((max_stored - stored) / refill), ahead, 0
+  end
+  -- Guava reserveEarliestAvailable with storedPermitsToWaitTime: stable time for every unit,
+  -- plus the trapezoid over the threshold; wait = ceil((need·h + extra) / (span·h)).
+  local wait, left = SATURATED_WAIT_US, 0
+  if cost <= tonumber(ARGV[o + 5]) then
+    local need = math.ceil(cost * window * span / limit)
+    local spend = math.min(need, stored)
+    local above = math.max(stored - threshold, 0)
+    local steep = math.min(above, spend)
+    local h = 8 * warmup * d * d
+    local q = math.floor(need / span)
+    local extra, rest = 0, 0
+    if steep > 0 and c > d then extra, rest = mul_div((c - d) * steep, 2 * above - steep, span * h) end
+    local frac = (need - q * span) * h + rest
+    q = q + extra
+    if frac > span * h then q = q + 2 elseif frac > 0 then q = q + 1 end
+    wait, left = math.min(q, SATURATED_WAIT_US), stored - spend
+  end
+  local after = next_free + wait
+  local remaining = 0
+  if after <= now then remaining = 1 end
+  local reset = after - now + math.ceil((max_stored - left) / refill)
+  local delay = 0
+  if cost > 0 then delay = ahead end
+  return 1, remaining, reset, 0, delay, nil, after, left, reset
+end
+local function smooth_warming_up_commit(key, o, cost, reset, e1, e2, e3)
+  redis.call('SET', key, string.format('%d:%d', e1, e2), 'PX', ttl_ms(e3))
+end
+register('smooth-warming-up', smooth_warming_up_check, smooth_warming_up_commit, nil, 6)

@@ -11,35 +11,33 @@
 --         the bucket is full again (a missing key is a full bucket)
 -- Reply   allowed; remaining = whole tokens; reset_after = until full; retry_after = until
 --         `cost` tokens are there (-1 when cost > burst)
-ALG['token-bucket'] = {
-  nargs = 3,
-  check = function(key, o, cost)
-    local unit, rate, burst = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
-    local capacity = burst * unit
-    local units, since = capacity, now
-    local state = redis.call('GET', key)
-    if state then
-      local u, t = string.match(state, '^(%d+):(%d+)$')
-      units, since = tonumber(u), tonumber(t)
-      if now > since then
-        -- Refill without overflow: past the time to fill up, the bucket is simply full.
-        if now - since >= math.ceil((capacity - units) / rate) then
-          units = capacity
-        else
-          units = units + (now - since) * rate
-        end
-        since = now
+local function token_bucket_check(key, o, cost)
+  local unit, rate, burst = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
+  local capacity = burst * unit
+  local units, since = capacity, now
+  local state = redis.call('GET', key)
+  if state then
+    local u, t = string.match(state, '^(%d+):(%d+)$')
+    units, since = tonumber(u), tonumber(t)
+    if now > since then
+      -- Refill without overflow: past the time to fill up, the bucket is simply full.
+      if now - since >= math.ceil((capacity - units) / rate) then
+        units = capacity
+      else
+        units = units + (now - since) * rate
       end
+      since = now
     end
-    local need = cost * unit
-    if cost <= burst and units >= need then
-      local left = units - need
-      return { 1, math.floor(left / unit), math.ceil((capacity - left) / rate), 0, 0, left, since }
-    end
-    local retry = cost > burst and -1 or math.ceil((need - units) / rate)
-    return { 0, math.floor(units / unit), math.ceil((capacity - units) / rate), retry, 0 }
-  end,
-  commit = function(key, o, cost, r)
-    redis.call('SET', key, string.format('%d:%d', r[6], r[7]), 'PX', ttl_ms(r[3]))
-  end,
-}
+  end
+  local need = cost * unit
+  if cost <= burst and units >= need then
+    local left = units - need
+    return 1, math.floor(left / unit), math.ceil((capacity - left) / rate), 0, 0, nil, left, since
+  end
+  local retry = cost > burst and -1 or math.ceil((need - units) / rate)
+  return 0, math.floor(units / unit), math.ceil((capacity - units) / rate), retry, 0
+end
+local function token_bucket_commit(key, o, cost, reset, e1, e2)
+  redis.call('SET', key, string.format('%d:%d', e1, e2), 'PX', ttl_ms(reset))
+end
+register('token-bucket', token_bucket_check, token_bucket_commit, nil, 3)

@@ -47,13 +47,19 @@ export async function waitForPort(port: number, timeoutMs = 10_000): Promise<voi
   }
 }
 
-export async function startRedis(): Promise<BenchRedis> {
+/**
+ * `wrapper` runs the server under another program (e.g. valgrind and its options); the PID is
+ * then the wrapper's, which for valgrind is the server's own process.
+ */
+export async function startRedis(wrapper: readonly string[] = []): Promise<BenchRedis> {
   const bin = process.env.REDIS_SERVER_BIN ?? 'redis-server';
   const dir = mkdtempSync(join(tmpdir(), 'floodgate-bench-redis-'));
   const port = await freePort();
+  const command = [...wrapper, bin];
   const child: ChildProcess = spawn(
-    bin,
+    command[0]!,
     [
+      ...command.slice(1),
       '--port',
       String(port),
       '--bind',
@@ -74,7 +80,7 @@ export async function startRedis(): Promise<BenchRedis> {
   await new Promise<void>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`redis-server exited early (code ${code})`)));
-    waitForPort(port).then(resolve, reject);
+    waitForPort(port, wrapper.length > 0 ? 60_000 : 10_000).then(resolve, reject);
   });
   return {
     port,

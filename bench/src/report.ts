@@ -16,6 +16,8 @@ export interface BenchResults {
     rows: { subject: string; pipeline: number; rep: number; opsPerSec: number }[];
     commands: { subject: string; command: string }[];
   };
+  /** Redis instructions per command under callgrind; absent when valgrind is not installed. */
+  instructions?: { subject: string; instructionsPerCall: number }[];
   core: {
     subject: string;
     inFlight: number;
@@ -227,6 +229,26 @@ export function renderMarkdown(r: BenchResults, median: Median): string {
   p("Commands (`__rand_int__` is redis-benchmark's key randomiser):");
   p();
   for (const c of r.ceiling.commands) p(`- ${c.subject}: \`${c.command}\``);
+  p();
+  p('## Redis work per command (callgrind: instructions, the same whatever the machine is doing)');
+  p();
+  if (r.instructions === undefined) {
+    p('Not measured: valgrind is not installed (`apt-get install valgrind`).');
+  } else {
+    const of = (subject: string) =>
+      r.instructions!.find((x) => x.subject === subject)?.instructionsPerCall ?? Number.NaN;
+    p(
+      'redis-server under valgrind --tool=callgrind, one pipelined connection (redis-benchmark -c 1 -P 16), the same commands as above; everything the server does per command (parse, run, reply), user space only.',
+    );
+    p();
+    p('| command | instructions per call | vs rate-limiter-flexible script | vs INCR |');
+    p('|---|---|---|---|');
+    for (const { subject, instructionsPerCall } of r.instructions) {
+      p(
+        `| ${subject} | ${fmt(instructionsPerCall)} | ${ratio(instructionsPerCall, of('rate-limiter-flexible script'))} | ${ratio(instructionsPerCall, of('INCR'))} |`,
+      );
+    }
+  }
   p();
   p('## Core decisions on Redis (ioredis, one connection, 10 000 keys, closed loop)');
   p();

@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import * as core from '@floodgate/core';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
+import { callgrindAvailable, instructionsPerCall } from './callgrind.js';
 import { floodgateExpress, HTTP_MODES } from './http-server.js';
 import { median, rotate, SCALE } from './measure.js';
 import { startRedis } from './redis-server.js';
@@ -40,15 +41,15 @@ async function worker<T>(section: string, args: object): Promise<T> {
   return JSON.parse(stdout.trim().split('\n').pop()!) as T;
 }
 
-/** redis-benchmark figures: EVALSHA of our scripts against INCR, with and without pipelining. */
-async function ceiling(port: number, client: Redis) {
+/** The commands the ceiling and the instruction counts compare: our scripts, INCR, rlf's. */
+function commandSubjects() {
   const scriptArgs = (policies: core.Policy[]) => {
     const script = core.scriptFor(policies.map((p) => p.kind));
     const keys = policies.map((p) => `bench:{__rand_int__}:${p.id}`);
     const argv = ['0', '', '1', '0', ...policies.flatMap((p) => [p.kind, ...p.params.map(String)])];
     return { script, command: ['EVALSHA', script.sha1, String(keys.length), ...keys, ...argv] };
   };
-  const subjects = [
+  return [
     { name: 'INCR', command: ['INCR', 'bench:incr:__rand_int__'] },
     { name: 'floodgate fixedWindow', ...scriptArgs([onePolicy()]) },
     { name: 'floodgate gcra', ...scriptArgs([core.gcra({ limit: NEVER_DENY, window: '1h' })]) },
@@ -63,6 +64,24 @@ async function ceiling(port: number, client: Redis) {
       command: ['EVALSHA', sha1(flexibleScript()), '1', 'rlf:__rand_int__', '1', '60'],
     },
   ];
+}
+
+/** Redis instructions per command under callgrind (deterministic; see callgrind.ts). */
+async function instructions() {
+  if (!(await callgrindAvailable())) return undefined;
+  return instructionsPerCall(
+    commandSubjects().map((s) => ({
+      name: s.name,
+      script: 'script' in s ? s.script!.source : undefined,
+      command: s.command,
+    })),
+    Math.round(10_000 * SCALE),
+  );
+}
+
+/** redis-benchmark figures: EVALSHA of our scripts against INCR, with and without pipelining. */
+async function ceiling(port: number, client: Redis) {
+  const subjects = commandSubjects();
   for (const s of subjects) if ('script' in s) await client.script('LOAD', s.script!.source);
   const rows: { subject: string; pipeline: number; rep: number; opsPerSec: number }[] = [];
   for (let rep = 0; rep < Math.min(REPS, 2); rep++) {
@@ -294,6 +313,8 @@ async function main() {
     const { stdout: redisVersion } = await run('redis-server', ['--version']);
     log('ceiling (redis-benchmark)');
     const ceilingResult = await ceiling(redis.port, client);
+    log('Redis instructions per command (callgrind)');
+    const instructionRows = await instructions();
     const core: unknown[] = [];
     for (const inFlight of [1, 16, 256]) {
       log(`core on Redis, ${inFlight} in flight`);
@@ -318,6 +339,7 @@ async function main() {
       redis: redisVersion.trim(),
       versions: await versions(),
       ceiling: ceilingResult,
+      instructions: instructionRows,
       core: core as BenchResults['core'],
       flood: flood as BenchResults['flood'],
       memory: memory as BenchResults['memory'],

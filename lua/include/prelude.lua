@@ -32,7 +32,6 @@ local SLACK, FIRST_ARG = 0, 5
 if MODE == '3' then SLACK, FIRST_ARG = tonumber(ARGV[5]), 6 end
 -- Waits beyond exact arithmetic are charged as 1000 days (Guava saturates at Long.MAX_VALUE).
 local SATURATED_WAIT_US = 86400000000000
-local ALG = {}
 
 -- A TTL in whole milliseconds, never shorter than the state needs.
 local function ttl_ms(us)

@@ -22,8 +22,15 @@ export function scriptFor(kinds: Iterable<string>): GeneratedScript {
   const name = names.join('+');
   let script = composed.get(name);
   if (script === undefined) {
-    // The same text the generator would make: prelude, algorithms in name order, engine.
-    const source = `${[SCRIPT_PARTS.prelude, ...names.map((n) => SCRIPT_PARTS.algorithms[n]!), SCRIPT_PARTS.engine].join('\n\n')}\n`;
+    // The same text the generator makes for `engine`, with only these algorithms.
+    const parts = [
+      SCRIPT_PARTS.prelude,
+      SCRIPT_PARTS.mixedHeader,
+      ...names.map((n) => SCRIPT_PARTS.algorithms[n]!),
+      SCRIPT_PARTS.mixedFooter,
+      SCRIPT_PARTS.engine,
+    ];
+    const source = `${parts.join('\n\n')}\n`;
     script = Object.freeze({
       name,
       sha1: createHash('sha1').update(source).digest('hex'),
