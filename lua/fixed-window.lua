@@ -13,7 +13,7 @@
 --         by INCRBY on the later ones (a SET with PX costs Redis about twice an INCRBY).
 -- Reply   allowed; remaining = limit - used; reset_after = until the window ends (0 when
 --         nothing is used); retry_after = until the window ends (-1 when cost > limit).
---         pack: (window_left - 1) · (limit + 1) + count (count after this request when
+--         packed: (window_left - 1) · (limit + 1) + count (count after this request when
 --         allowed, before it when denied), negated minus 1 when denied; only in the packed
 --         layout and while window · (limit + 1) < 2^53 (fixedWindowAlgorithm.unpack)
 local function fixed_window_check(key, o, cost)

@@ -7,7 +7,7 @@
 -- State   TAT; TTL until TAT (after which the key is idle: a missing key is a full bucket)
 -- Reply   allowed when max(TAT, now) + cost·T - now <= burst·T; remaining = whole intervals
 --         left in that allowance; reset_after = TAT - now; retry_after = the time until the
---         inequality holds (-1 when cost > burst)
+--         inequality holds (-1 when cost > burst); packed: see check
 local function gcra_check(key, o, cost)
   local interval, burst = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
   local tolerance = burst * interval
