@@ -238,7 +238,7 @@ export function renderMarkdown(r: BenchResults, median: Median): string {
     const of = (subject: string) =>
       r.instructions!.find((x) => x.subject === subject)?.instructionsPerCall ?? Number.NaN;
     p(
-      'redis-server under valgrind --tool=callgrind, one pipelined connection (redis-benchmark -c 1 -P 16), the same commands as above; everything the server does per command (parse, run, reply), user space only.',
+      'redis-server under valgrind --tool=callgrind, one pipelined connection (redis-benchmark -c 1 -P 16), the same commands as above over 1 000 keys that all exist before counting starts; everything the server does per command (parse, run, reply), user space only.',
     );
     p();
     p('| command | instructions per call | vs rate-limiter-flexible script | vs INCR |');
