@@ -6,26 +6,10 @@
 import { keysWithTtl, useTestRedis } from '../../../test/harness/redis';
 import { packsIntoOneInteger } from '../src/algorithms/fixed-window';
 import { fixedWindow, type Policy, RateLimiter, redisStore } from '../src/index';
+import { limiterAt, onlyKey, T0 } from './redis-state';
 
 const testRedis = useTestRedis();
-/** A day boundary in ms: a whole number of every window below. */
-const T0 = 1_699_977_600_000;
-
-function limiterAt(policy: Policy, time: { now: number }): RateLimiter {
-  return new RateLimiter({
-    store: redisStore({ client: testRedis(), clock: () => time.now }),
-    policies: [policy],
-    prefix: 'fw',
-  });
-}
-
-async function onlyKey(): Promise<{ key: string; value: string | null }> {
-  const keys = await keysWithTtl(testRedis());
-  expect(keys).toHaveLength(1);
-  const { key } = keys[0]!;
-  return { key, value: await testRedis().get(key) };
-}
-
+const at = (policy: Policy, time: { now: number }) => limiterAt(testRedis(), policy, time, 'fw');
 describe('the layout is chosen once per policy', () => {
   test('one integer while (limit + 1) · (windows below 2^53 µs) ≤ 2^53', () => {
     // 2^53 µs / 60 s ≈ 1.5e8 windows: limits up to just under 6e7 per minute pack.
@@ -61,9 +45,9 @@ describe('the layout is chosen once per policy', () => {
 describe('packed: one integer at the base key', () => {
   test('holds index · (limit + 1) + used, 72 bytes in Redis, TTL until the window ends', async () => {
     const time = { now: T0 + 250 };
-    const limiter = limiterAt(fixedWindow({ limit: 5, window: '1s' }), time);
+    const limiter = at(fixedWindow({ limit: 5, window: '1s' }), time);
     await limiter.consume('user:12345', { cost: 2 });
-    const { key, value } = await onlyKey();
+    const { key, value } = await onlyKey(testRedis());
     expect(key).toBe(`fw:{user:12345}:${limiter.policies[0]!.id}`);
     expect(value).toBe(String((T0 / 1000) * 6 + 2));
     expect(await testRedis().memory('USAGE', key, 'SAMPLES', 0)).toBeLessThanOrEqual(72);
@@ -71,7 +55,7 @@ describe('packed: one integer at the base key', () => {
 
   test('a count is never read in another window, forwards or backwards', async () => {
     const time = { now: T0 + 100 };
-    const limiter = limiterAt(fixedWindow({ limit: 3, window: '1s' }), time);
+    const limiter = at(fixedWindow({ limit: 3, window: '1s' }), time);
     expect((await limiter.consume('u', { cost: 3 })).remaining).toBe(0);
     expect((await limiter.consume('u')).allowed).toBe(false);
     // The clock jumps back a window (say, a failover to a server whose clock lags): the stored
@@ -87,16 +71,16 @@ describe('packed: one integer at the base key', () => {
 
   test('a value that is not a count (a foreign write) counts as nothing', async () => {
     const time = { now: T0 + 100 };
-    const limiter = limiterAt(fixedWindow({ limit: 3, window: '1s' }), time);
+    const limiter = at(fixedWindow({ limit: 3, window: '1s' }), time);
     await limiter.consume('u');
-    const { key } = await onlyKey();
+    const { key } = await onlyKey(testRedis());
     await testRedis().set(key, 'garbage', 'PX', 10_000);
     expect(await limiter.consume('u')).toMatchObject({ allowed: true, remaining: 2 });
   });
 
   test('reset deletes the key', async () => {
     const time = { now: T0 + 100 };
-    const limiter = limiterAt(fixedWindow({ limit: 3, window: '1s' }), time);
+    const limiter = at(fixedWindow({ limit: 3, window: '1s' }), time);
     await limiter.consume('u', { cost: 3 });
     await limiter.reset('u');
     expect(await keysWithTtl(testRedis())).toEqual([]);
@@ -108,9 +92,9 @@ describe('unpacked (limits too large for one integer): the count at <base>:<wind
   test('is named after the window and holds the count alone', async () => {
     const time = { now: T0 + 250 };
     const policy = fixedWindow({ limit: 1e12, window: '1s' });
-    const limiter = limiterAt(policy, time);
+    const limiter = at(policy, time);
     await limiter.consume('u', { cost: 7 });
-    const { key, value } = await onlyKey();
+    const { key, value } = await onlyKey(testRedis());
     expect(key).toBe(`fw:{u}:${policy.id}:${T0 / 1000}`);
     expect(value).toBe('7');
     await limiter.reset('u');
