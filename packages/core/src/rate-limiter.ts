@@ -74,8 +74,8 @@ export class RateLimiter {
   private readonly prepared: PreparedPolicies;
   private readonly head: string;
   private readonly tails: readonly string[];
-  /** Recent keys' storage keys: built once, so their strings keep V8's cached hash. */
-  private readonly keyMemo = new Map<string, readonly string[]>();
+  /** Recent keys' storage keys (built once, so their strings keep V8's cached hash) and slots. */
+  private readonly keyMemo = new Map<string, KeyMemo>();
   private readonly guard: StoreGuard;
   private readonly fallbackStore: PreparedPolicies | undefined;
   private readonly fallbackLimiter: FallbackLimiter | undefined;
@@ -205,15 +205,16 @@ export class RateLimiter {
    * concatenated key costs a flatten and a hash on every Map or Redis lookup (measured ~10×
    * a lookup by a reused string; docs/benchmarks.md).
    */
-  private keysOf(key: string): readonly string[] {
+  private keysOf(key: string): KeyMemo {
     const memo = this.keyMemo;
-    let keys = memo.get(key);
-    if (keys === undefined) {
-      keys = this.storageKeys(key);
+    let entry = memo.get(key);
+    if (entry === undefined) {
+      const keys = this.storageKeys(key);
+      entry = { keys, slots: new Array(keys.length) };
       if (memo.size >= KEY_MEMO_SIZE) memo.clear();
-      memo.set(key, keys);
+      memo.set(key, entry);
     }
-    return keys;
+    return entry;
   }
 
   /**
@@ -227,7 +228,7 @@ export class RateLimiter {
     peek: boolean,
   ): Promise<Decision> {
     let cost: number;
-    let keys: readonly string[];
+    let memo: KeyMemo;
     try {
       cost = readCost(options);
       const cache = this.deniedCache;
@@ -241,17 +242,18 @@ export class RateLimiter {
           return Promise.resolve(cached);
         }
       }
-      keys = this.keysOf(key);
+      memo = this.keysOf(key);
     } catch (error) {
       return Promise.reject(error);
     }
+    const keys = memo.keys;
     const cache = this.deniedCache;
     const decideNow = this.prepared.decideNow;
     if (decideNow !== undefined) {
       // In-process store: no I/O to bound, no promise chain, no timer per call.
       let answer: StoreDecision | undefined;
       try {
-        answer = decideNow(keys, cost, peek);
+        answer = decideNow(keys, cost, peek, memo.slots);
       } catch {
         // Fall through: the guarded call below fails the same way and the failure policy answers.
       }
@@ -354,6 +356,15 @@ function failureDecision(
     policies: views,
     reason,
   };
+}
+
+/**
+ * A recent key's storage keys, and one slot per key that an in-process store may fill (the
+ * memory store keeps the key's entry there, saving a hash lookup per decision).
+ */
+interface KeyMemo {
+  readonly keys: readonly string[];
+  readonly slots: unknown[];
 }
 
 /** Keys whose storage keys a limiter remembers; past it the memo starts over (amortised O(1)). */

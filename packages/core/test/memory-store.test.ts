@@ -75,3 +75,61 @@ test('the sweep timer never keeps the process alive', () => {
   });
   expect(JSON.parse(out)).toEqual({ allowed: true, remaining: 4 });
 });
+
+describe('limiters sharing one store and prefix share their keys', () => {
+  // Each limiter remembers the entry it last saw per key; that must never hide what another
+  // limiter (or a reset, an expiry, a sweep) did to the key since.
+  const policies = () => [fixedWindow({ limit: 3, window: '10s' })];
+  const twoPolicies = () => [
+    fixedWindow({ limit: 3, window: '10s' }),
+    gcra({ limit: 5, window: '10s' }),
+  ];
+
+  test.each([
+    ['one policy', policies],
+    ['two policies', twoPolicies],
+  ])('%s: counts, resets, expiry and sweeps are seen by both', async (_, make) => {
+    let now = 1_700_000_000_000;
+    const store = memoryStore({ clock: () => now });
+    const a = new RateLimiter({ store, policies: make() });
+    const b = new RateLimiter({ store, policies: make() });
+    expect((await a.consume('k')).remaining).toBe(2);
+    expect((await b.consume('k')).remaining).toBe(1);
+    expect((await a.consume('k')).remaining).toBe(0);
+    expect((await b.consume('k')).allowed).toBe(false);
+    // A reset through one limiter frees the key for both.
+    await b.reset('k');
+    expect((await a.consume('k')).remaining).toBe(2);
+    expect((await b.consume('k')).remaining).toBe(1);
+    // Expiry noticed by one limiter (which drops the entry) starts the key over for both.
+    now += 10_000;
+    expect((await b.consume('k')).remaining).toBe(2);
+    expect((await a.consume('k')).remaining).toBe(1);
+    // A sweep drops the entry behind both limiters' backs; the new one is shared again.
+    now += 10_000;
+    expect(store.sweep()).toBeGreaterThan(0);
+    expect(store.size).toBe(0);
+    // A third limiter, which remembers nothing, makes the new entry.
+    const c = new RateLimiter({ store, policies: make() });
+    expect((await c.consume('k')).remaining).toBe(2);
+    expect((await a.consume('k')).remaining).toBe(1);
+    expect((await b.consume('k')).remaining).toBe(0);
+    expect(store.size).toBe(make().length);
+  });
+
+  test('a full table swept to make room drops entries the limiters remembered', async () => {
+    let now = 1_700_000_000_000;
+    const store = memoryStore({ clock: () => now, maxKeys: 2 });
+    const a = new RateLimiter({ store, policies: policies() });
+    const b = new RateLimiter({ store, policies: policies() });
+    await a.consume('x', { cost: 3 });
+    await a.consume('y');
+    now += 10_000;
+    // 'z' needs room: the full sweep drops the expired 'x' and 'y'.
+    expect((await b.consume('z')).allowed).toBe(true);
+    // 'x' starts over; the limiter that remembered its old, full entry sees the new one.
+    expect((await b.consume('x')).remaining).toBe(2);
+    expect((await a.consume('x')).remaining).toBe(1);
+    expect((await b.consume('x')).remaining).toBe(0);
+  });
+});

@@ -32,6 +32,8 @@ interface Entry {
   state: unknown;
   /** Store time (µs) after which the state no longer matters. */
   expiresAt: number;
+  /** Set when the entry leaves the table: a limiter's remembered slot must look it up again. */
+  dropped?: true;
 }
 
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
@@ -74,7 +76,7 @@ export class MemoryStore implements Store {
     const params = policies.map((p) => p.params);
     const decideNow: NonNullable<PreparedPolicies['decideNow']> =
       algorithms.length === 1
-        ? (keys, cost, peek) =>
+        ? (keys, cost, peek, slots) =>
             this.decideOne(
               algorithms[0]!,
               params[0]!,
@@ -83,15 +85,19 @@ export class MemoryStore implements Store {
               peek,
               0,
               readMicros(this.clock),
+              slots,
             )
-        : (keys, cost, peek) => this.decide(algorithms, params, keys, cost, peek);
+        : (keys, cost, peek, slots) => this.decide(algorithms, params, keys, cost, peek, 0, slots);
     return {
       decide: async (keys, cost, peek) => decideNow(keys, cost, peek),
       decideNow,
       reserve: async (keys, cost, slack) =>
         this.decide(algorithms, params, keys, cost, false, slack),
       reset: async (keys) => {
-        for (const key of keys) this.entries.delete(key);
+        for (const key of keys) {
+          const entry = this.entries.get(key);
+          if (entry !== undefined) this.drop(key, entry);
+        }
       },
     };
   }
@@ -102,20 +108,29 @@ export class MemoryStore implements Store {
     let dropped = 0;
     for (const [key, entry] of this.entries) {
       if (entry.expiresAt <= now) {
-        this.entries.delete(key);
+        this.drop(key, entry);
         dropped++;
       }
     }
     return dropped;
   }
 
-  private live(key: string, now: number): Entry | undefined {
-    const entry = this.entries.get(key);
-    if (entry !== undefined && entry.expiresAt <= now) {
-      this.entries.delete(key);
-      return undefined;
-    }
-    return entry;
+  private drop(key: string, entry: Entry): void {
+    this.entries.delete(key);
+    entry.dropped = true;
+  }
+
+  /**
+   * The entry of `key` in the table, if any, expired or not. `slot` is the entry this limiter
+   * last saw for the key (RateLimiter remembers one per recent key): while it is still in the
+   * table it is the key's entry, which saves a hash lookup per decision. An expired entry is
+   * not dropped here: its state reads as missing, and a write reuses it in place (a gcra key
+   * expires between most requests, and dropping and re-adding it cost two more hash updates).
+   */
+  private entryOf(key: string, slot: unknown): Entry | undefined {
+    const entry = slot as Entry | undefined;
+    if (entry !== undefined && !entry.dropped) return entry;
+    return this.entries.get(key);
   }
 
   private decide(
@@ -125,22 +140,24 @@ export class MemoryStore implements Store {
     cost: number,
     peek: boolean,
     slack = 0,
+    slots?: unknown[],
   ): StoreDecision {
     const now = readMicros(this.clock);
     const n = algorithms.length;
     if (n === 1)
-      return this.decideOne(algorithms[0]!, params[0]!, keys[0]!, cost, peek, slack, now);
+      return this.decideOne(algorithms[0]!, params[0]!, keys[0]!, cost, peek, slack, now, slots);
     const states: unknown[] = new Array(n);
     const results: CheckResult<unknown>[] = new Array(n);
-    // Live entries are updated in place on admission: one hash lookup per key and decision.
+    // Entries are updated in place on admission: one hash lookup per key and decision at most.
     const found: (Entry | undefined)[] = new Array(n);
     let missing = 0;
     let admitted = true;
     for (let i = 0; i < n; i++) {
-      const entry = this.live(keys[i]!, now);
+      const entry = this.entryOf(keys[i]!, slots?.[i]);
+      if (slots !== undefined) slots[i] = entry;
       found[i] = entry;
       if (entry === undefined) missing++;
-      states[i] = entry?.state;
+      states[i] = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
       const r = algorithms[i]!.check(states[i], now, cost, params[i]!, slack);
       results[i] = r;
       if (!r.allowed) admitted = false;
@@ -156,7 +173,11 @@ export class MemoryStore implements Store {
           if (entry !== undefined) {
             entry.state = r.next;
             entry.expiresAt = now + r.ttl!;
-          } else this.entries.set(keys[i]!, { state: r.next, expiresAt: now + r.ttl! });
+          } else {
+            const created: Entry = { state: r.next, expiresAt: now + r.ttl! };
+            this.entries.set(keys[i]!, created);
+            if (slots !== undefined) slots[i] = created;
+          }
         }
         this.startSweeper();
       }
@@ -180,9 +201,11 @@ export class MemoryStore implements Store {
     peek: boolean,
     slack: number,
     now: number,
+    slots?: unknown[],
   ): StoreDecision {
-    const entry = this.live(key, now);
-    const state = entry?.state;
+    const entry = this.entryOf(key, slots?.[0]);
+    if (slots !== undefined) slots[0] = entry;
+    const state = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
     const r = algorithm.check(state, now, cost, params, slack);
     // Denied: with one policy there is no other key to describe as it stands.
     if (!r.allowed) return { admitted: false, results: [r] };
@@ -192,7 +215,9 @@ export class MemoryStore implements Store {
         entry.expiresAt = now + r.ttl!;
       } else {
         if (!this.makeRoom(1, now)) return this.full([algorithm], [params], [state], now);
-        this.entries.set(key, { state: r.next, expiresAt: now + r.ttl! });
+        const created: Entry = { state: r.next, expiresAt: now + r.ttl! };
+        this.entries.set(key, created);
+        if (slots !== undefined) slots[0] = created;
       }
       this.startSweeper();
     }
@@ -204,7 +229,7 @@ export class MemoryStore implements Store {
     if (this.entries.size + missing <= this.maxKeys) return true;
     if (now - this.lastFullSweep < FULL_SWEEP_SPACING_US) return false;
     this.lastFullSweep = now;
-    for (const [key, entry] of this.entries) if (entry.expiresAt <= now) this.entries.delete(key);
+    for (const [key, entry] of this.entries) if (entry.expiresAt <= now) this.drop(key, entry);
     return this.entries.size + missing <= this.maxKeys;
   }
 

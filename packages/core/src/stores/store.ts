@@ -21,9 +21,16 @@ export interface PreparedPolicies {
   /**
    * The same decision answered synchronously, for stores that live in this process (memory):
    * the limiter then skips the timeout and circuit breaker, which only I/O needs. If it throws,
-   * the limiter retries through `decide` so the failure policy answers.
+   * the limiter retries through `decide` so the failure policy answers. `slots` (one per key,
+   * kept by the limiter for each recent key) is the store's to fill: what it remembers there
+   * about a key may save it work on the key's next decision.
    */
-  decideNow?(keys: readonly string[], cost: number, peek: boolean): StoreDecision;
+  decideNow?(
+    keys: readonly string[],
+    cost: number,
+    peek: boolean,
+    slots?: unknown[],
+  ): StoreDecision;
   /**
    * Like a consuming `decide`, but smooth policies also admit a request whose next-free time is
    * at most `slack` µs away, charging it now and answering the wait as `delay` (Guava
