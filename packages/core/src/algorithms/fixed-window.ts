@@ -48,17 +48,25 @@ export function packsIntoOneInteger(limit: number, windowUs: number): boolean {
   return windows * BigInt(limit + 1) <= TWO_POW_53;
 }
 
-interface FixedWindowState {
-  index: number;
-  used: number;
-}
+/**
+ * The count of one window. In the packed layout (`params[2]` = 1) it is the same integer Redis
+ * keeps, index · (limit + 1) + used: no object per write. Otherwise `{ index, used }`.
+ */
+type FixedWindowState = number | { index: number; used: number };
 
-/** Twin of lua/fixed-window.lua (the storage layout, `params[2]`, only concerns Redis). */
+/** Twin of lua/fixed-window.lua. */
 export const fixedWindowAlgorithm: Algorithm<FixedWindowState> = {
   kind: 'fixed-window',
-  check(state, now, cost, [limit, window]) {
+  check(state, now, cost, [limit, window, packed]) {
     const index = Math.floor(now / window!);
-    const used = state !== undefined && state.index === index ? state.used : 0;
+    let used = 0;
+    let base = 0;
+    if (packed === 1) {
+      base = index * (limit! + 1);
+      if (typeof state === 'number' && state >= base && state - base <= limit!) used = state - base;
+    } else if (typeof state === 'object' && state.index === index) {
+      used = state.used;
+    }
     const windowLeft = (index + 1) * window! - now;
     if (used + cost <= limit!) {
       const after = used + cost;
@@ -68,7 +76,7 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState> = {
         resetAfter: after > 0 ? windowLeft : 0,
         retryAfter: 0,
         delay: 0,
-        next: { index, used: after },
+        next: packed === 1 ? base + after : { index, used: after },
         ttl: windowLeft,
       };
     }
