@@ -134,7 +134,8 @@ describe('TTLs', () => {
     expect(keys.length).toBeGreaterThanOrEqual(20);
     for (const { key, pttl } of keys) {
       const windowMs = limiter.policies.find((p) => key.includes(`:${p.id}`))!.window;
-      expect(pttl).toBeGreaterThan(0);
+      // 0 is a key expiring while it is read (a short window's end); -1 would be no TTL at all.
+      expect(pttl).toBeGreaterThanOrEqual(0);
       expect(pttl).toBeLessThanOrEqual(windowMs);
     }
   });
