@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { type Clock, readMicros } from './clock.js';
 import type { Decision, PolicyDecision } from './decision.js';
 import { type Duration, parseDuration } from './duration.js';
-import { RateLimitStoreError } from './errors.js';
+import { describeValue, RateLimitArgumentError, RateLimitStoreError } from './errors.js';
 import {
   LEASE_ACQUIRE_SCRIPT,
   LEASE_RELEASE_SCRIPT,
@@ -53,6 +53,29 @@ export interface Lease {
 /** A Decision, plus the lease when admitted. */
 export interface ConcurrencyDecision extends Decision {
   readonly lease?: Lease;
+}
+
+/** `acquire` takes no call options yet; any name given is a mistake and is reported. */
+export type ConcurrencyAcquireOptions = Record<string, never>;
+
+function readAcquireOptions(options: unknown): void {
+  if (options === undefined) return;
+  if (options === null || typeof options !== 'object') {
+    throw new RateLimitArgumentError(
+      'options',
+      options,
+      `options must be an object, got ${describeValue(options)}`,
+    );
+  }
+  for (const name in options) {
+    if (Object.hasOwn(options, name)) {
+      throw new RateLimitArgumentError(
+        name,
+        (options as Record<string, unknown>)[name],
+        `${name} is not an option of ConcurrencyLimiter.acquire (it takes none)`,
+      );
+    }
+  }
 }
 
 /** Where the leases live: the Redis scripts or the in-process table. */
@@ -107,7 +130,8 @@ export class ConcurrencyLimiter {
    * admitted and carries the lease. Otherwise it is denied, with `retryAfter` the time until
    * enough leases expire (a release may free a slot sooner). A denial writes nothing.
    */
-  async acquire(key: string): Promise<ConcurrencyDecision> {
+  async acquire(key: string, options?: ConcurrencyAcquireOptions): Promise<ConcurrencyDecision> {
+    readAcquireOptions(options);
     const storageKey = this.storageKey(key);
     const id = randomUUID();
     const [allowed, remaining, resetAfter, retryAfter, full] = await this.backend.acquire(

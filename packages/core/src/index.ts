@@ -7,7 +7,11 @@ export { type FixedWindowOptions, fixedWindow } from './algorithms/fixed-window.
 export { type GcraOptions, gcra } from './algorithms/gcra.js';
 export { ALGORITHMS } from './algorithms/index.js';
 export { type LeakyBucketOptions, leakyBucket } from './algorithms/leaky-bucket.js';
-export { type SlidingLogOptions, slidingLog } from './algorithms/sliding-log.js';
+export {
+  MAX_SLIDING_LOG_LIMIT,
+  type SlidingLogOptions,
+  slidingLog,
+} from './algorithms/sliding-log.js';
 export {
   DEFAULT_SLIDING_WINDOW_BUCKETS,
   MAX_SLIDING_WINDOW_BUCKETS,

@@ -17,7 +17,7 @@ import {
   StoreGuard,
 } from './failure-policy.js';
 import { encodeKey } from './keys.js';
-import { configError, readOptions } from './options.js';
+import { configError, ownValue, readOptions } from './options.js';
 import type { Policy } from './policy.js';
 import type { PreparedPolicies, Store } from './stores/store.js';
 
@@ -76,6 +76,8 @@ export class RateLimiter {
   private readonly tails: readonly string[];
   /** Recent keys' storage keys (built once, so their strings keep V8's cached hash) and slots. */
   private readonly keyMemo = new Map<string, KeyMemo>();
+  /** What the memo holds, counted as in KEY_MEMO_BYTES. */
+  private keyMemoBytes = 0;
   private readonly guard: StoreGuard;
   private readonly fallbackStore: PreparedPolicies | undefined;
   private readonly fallbackLimiter: FallbackLimiter | undefined;
@@ -155,8 +157,9 @@ export class RateLimiter {
    * policies are retried after each denial's `retryAfter`. The admitting decision's `delay` is
    * the time already waited for the reservation; nothing more needs to be waited.
    */
-  async acquire(key: string, options: AcquireOptions = {}): Promise<Decision> {
-    const { maxWait, ...consumeOptions } = options;
+  async acquire(key: string, options?: AcquireOptions): Promise<Decision> {
+    const cost = readCallOptions(options, ACQUIRE_OPTIONS);
+    const maxWait = options === undefined ? undefined : ownValue(options, 'maxWait');
     let budget = Number.POSITIVE_INFINITY;
     if (maxWait !== undefined) {
       try {
@@ -165,7 +168,6 @@ export class RateLimiter {
         throw new RateLimitArgumentError('maxWait', maxWait, (error as Error).message);
       }
     }
-    const cost = readCost(consumeOptions);
     const started = performance.now();
     for (;;) {
       const waited = performance.now() - started;
@@ -211,8 +213,15 @@ export class RateLimiter {
     if (entry === undefined) {
       const keys = this.storageKeys(key);
       entry = { keys, slots: new Array(keys.length) };
-      if (memo.size >= KEY_MEMO_SIZE) memo.clear();
+      let bytes = key.length;
+      for (const k of keys) bytes += k.length;
+      bytes = bytes * 2 + KEY_MEMO_ENTRY_BYTES;
+      if (memo.size >= KEY_MEMO_SIZE || this.keyMemoBytes + bytes > KEY_MEMO_BYTES) {
+        memo.clear();
+        this.keyMemoBytes = 0;
+      }
       memo.set(key, entry);
+      this.keyMemoBytes += bytes;
     }
     return entry;
   }
@@ -230,7 +239,7 @@ export class RateLimiter {
     let cost: number;
     let memo: KeyMemo;
     try {
-      cost = readCost(options);
+      cost = readCallOptions(options, CONSUME_OPTIONS);
       const cache = this.deniedCache;
       if (cache !== undefined) {
         // A cached denial was validated and decided by the store: no keys, no round trip.
@@ -369,6 +378,12 @@ interface KeyMemo {
 
 /** Keys whose storage keys a limiter remembers; past it the memo starts over (amortised O(1)). */
 const KEY_MEMO_SIZE = 10_000;
+/**
+ * Bytes the memo may hold (2 per UTF-16 unit of each key and storage key, plus a fixed overhead
+ * per entry): keys are caller input, and 10 000 keys of 16 KB would otherwise pin 320 MB.
+ */
+const KEY_MEMO_BYTES = 4 * 1024 * 1024;
+const KEY_MEMO_ENTRY_BYTES = 200;
 
 function readDeniedCache(value: unknown): DeniedCache | undefined {
   if (value === undefined || value === false) return undefined;
@@ -388,9 +403,34 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, Math.ceil(ms)));
 }
 
-function readCost(options: ConsumeOptions | undefined): number {
-  if (options === undefined || options.cost === undefined) return 1;
-  const cost = options.cost;
+/** Names `consume`/`peek` and `acquire` accept. */
+const CONSUME_OPTIONS: readonly string[] = ['cost'];
+const ACQUIRE_OPTIONS: readonly string[] = ['cost', 'maxWait'];
+
+/**
+ * Checks a call's options (own properties only, every name known) and returns its cost. Runs on
+ * every call, so it allocates nothing: a misspelt `{ kost: 2 }` is an error, never a cost of 1.
+ */
+function readCallOptions(options: ConsumeOptions | undefined, known: readonly string[]): number {
+  if (options === undefined) return 1;
+  if (options === null || typeof options !== 'object') {
+    throw new RateLimitArgumentError(
+      'options',
+      options,
+      `options must be an object such as { cost: 2 }, got ${describeValue(options)}`,
+    );
+  }
+  for (const name in options) {
+    if (Object.hasOwn(options, name) && !known.includes(name)) {
+      throw new RateLimitArgumentError(
+        name,
+        (options as Record<string, unknown>)[name],
+        `${name} is not a call option (known: ${known.join(', ')})`,
+      );
+    }
+  }
+  const cost = ownValue(options, 'cost');
+  if (cost === undefined) return 1;
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
     throw new RateLimitArgumentError(
       'cost',

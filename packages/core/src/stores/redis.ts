@@ -3,7 +3,7 @@
  * every policy of the limiter and then writes all of them or none, atomically, next to the data.
  */
 import { ALGORITHMS } from '../algorithms/index.js';
-import { type Clock, readMicros } from '../clock.js';
+import { type Clock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
@@ -52,10 +52,7 @@ export class RedisStore implements Store {
   constructor(options: RedisStoreOptions) {
     const o = readOptions(options, 'redisStore', ['client', 'clock']);
     this.client = toScriptClient(o.client);
-    if (o.clock !== undefined && typeof o.clock !== 'function') {
-      throw configError('redisStore.clock', o.clock, 'a function returning epoch milliseconds');
-    }
-    this.clock = o.clock as Clock | undefined;
+    this.clock = readClockOption(o.clock, 'redisStore.clock');
     this.ttlSlack = this.clock ? String(INJECTED_CLOCK_TTL_SLACK_MS) : '0';
   }
 
