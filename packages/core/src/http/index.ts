@@ -17,13 +17,19 @@ export {
   DEFAULT_HEADER_CONFIG,
   formatRateLimit,
   formatRateLimitPolicy,
+  formatUnnamedRateLimitPolicy,
+  HEADER_DRAFTS,
+  type HeaderContext,
   type HeaderTarget,
   parseHeaderOptions,
+  partitionKey,
   policyResetSeconds,
   type RateLimitHeaderConfig,
+  type RateLimitHeaderDraft,
   type RateLimitHeaderOptions,
   retryAfterSeconds,
   serializeSfString,
+  storeDecided,
 } from './headers.js';
 export {
   DEFAULT_IPV6_SUBNET,
@@ -59,8 +65,12 @@ export {
   waitForDelay,
 } from './options.js';
 export {
+  deniedProblem,
   PROBLEM_CONTENT_TYPE,
   QUOTA_EXCEEDED_TYPE,
   type QuotaExceededProblem,
   quotaExceededProblem,
+  STORE_UNAVAILABLE_TYPE,
+  type StoreUnavailableProblem,
+  storeUnavailableProblem,
 } from './problem.js';

@@ -243,9 +243,13 @@ export function applyCheckHeaders(
   check: HttpCheck,
   config: RateLimitHeaderConfig,
 ): void {
-  if (check.rate) applyRateLimitHeaders(target, check.rate, config);
+  const key = check.key;
+  if (check.rate) applyRateLimitHeaders(target, check.rate, config, { key });
   if (check.concurrency) {
-    applyRateLimitHeaders(target, check.concurrency, config, Date.now(), 'concurrent-requests');
+    applyRateLimitHeaders(target, check.concurrency, config, {
+      quotaUnit: 'concurrent-requests',
+      key,
+    });
   }
 }
 
