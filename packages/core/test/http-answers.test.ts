@@ -5,16 +5,13 @@
  * with our own formatter.
  */
 import {
-  applyRateLimitHeaders,
   fixedWindow,
   gcra,
   leakyBucket,
   memoryStore,
   type Policy,
-  QUOTA_EXCEEDED_TYPE,
   RateLimiter,
   redisStore,
-  STORE_UNAVAILABLE_TYPE,
   type Store,
   slidingLog,
   slidingWindow,
@@ -22,6 +19,11 @@ import {
   smoothWarmingUp,
   tokenBucket,
 } from '@floodgate/core';
+import {
+  applyRateLimitHeaders,
+  QUOTA_EXCEEDED_TYPE,
+  STORE_UNAVAILABLE_TYPE,
+} from '@floodgate/core/http';
 import { Redis as IORedis, type Redis } from 'ioredis';
 import { parseDictionary, parseItem, parseList } from 'structured-headers';
 import request from 'supertest';
