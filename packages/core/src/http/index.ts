@@ -9,6 +9,13 @@
 // Option parsing for adapters: one error shape (field, value, stable code) everywhere.
 export { configError, readOptions } from '../options.js';
 export {
+  applyCheckHeaders,
+  checkHttpRequest,
+  type HttpCheck,
+  resolveCost,
+  waitForDelay,
+} from './check-request.js';
+export {
   DEFAULT_LEASE_TTL,
   type HttpConcurrencyOptions,
   parseConcurrencyOption,
@@ -59,15 +66,10 @@ export {
   resolveKey,
 } from './keys.js';
 export {
-  applyCheckHeaders,
-  checkHttpRequest,
   HTTP_OPTION_NAMES,
-  type HttpCheck,
   type HttpRateLimitConfig,
   type HttpRateLimitOptions,
   parseHttpRateLimitOptions,
-  resolveCost,
-  waitForDelay,
 } from './options.js';
 export {
   deniedProblem,
