@@ -111,7 +111,7 @@ test('import and require in one process reach one copy of each package (no dual-
 const require = createRequire(import.meta.url);
 const pairs = {};
 for (const [name, symbol] of [
-  ['@floodgate/core', 'DeniedCache'],
+  ['@floodgate/core', 'RateLimitConfigError'],
   ['@floodgate/core', 'RateLimiter'],
   ['@floodgate/core/http', 'parseKeyOptions'],
   ['@floodgate/express', 'rateLimit'],
