@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { type Clock, readMicros } from './clock.js';
 import type { Decision, PolicyDecision } from './decision.js';
 import { type Duration, parseDuration } from './duration.js';
-import { describeValue, RateLimitArgumentError, RateLimitStoreError } from './errors.js';
+import { RateLimitStoreError } from './errors.js';
 import {
   LEASE_ACQUIRE_SCRIPT,
   LEASE_RELEASE_SCRIPT,
@@ -19,6 +19,7 @@ import {
 } from './generated/scripts.js';
 import { encodeKey } from './keys.js';
 import { configError, positiveInteger, readOptions } from './options.js';
+import { readCost } from './rate-limiter-options.js';
 import { MemoryStore } from './stores/memory.js';
 import { RedisStore } from './stores/redis.js';
 import type { Store } from './stores/store.js';
@@ -57,26 +58,6 @@ export interface ConcurrencyDecision extends Decision {
 
 /** `acquire` takes no call options yet; any name given is a mistake and is reported. */
 export type ConcurrencyAcquireOptions = Record<string, never>;
-
-function readAcquireOptions(options: unknown): void {
-  if (options === undefined) return;
-  if (options === null || typeof options !== 'object') {
-    throw new RateLimitArgumentError(
-      'options',
-      options,
-      `options must be an object, got ${describeValue(options)}`,
-    );
-  }
-  for (const name in options) {
-    if (Object.hasOwn(options, name)) {
-      throw new RateLimitArgumentError(
-        name,
-        (options as Record<string, unknown>)[name],
-        `${name} is not an option of ConcurrencyLimiter.acquire (it takes none)`,
-      );
-    }
-  }
-}
 
 /** Where the leases live: the Redis scripts or the in-process table. */
 interface LeaseBackend {
@@ -131,7 +112,7 @@ export class ConcurrencyLimiter {
    * enough leases expire (a release may free a slot sooner). A denial writes nothing.
    */
   async acquire(key: string, options?: ConcurrencyAcquireOptions): Promise<ConcurrencyDecision> {
-    readAcquireOptions(options);
+    readCost(options, []);
     const storageKey = this.storageKey(key);
     const id = randomUUID();
     const [allowed, remaining, resetAfter, retryAfter, full] = await this.backend.acquire(
@@ -144,6 +125,7 @@ export class ConcurrencyLimiter {
       name: this.name,
       allowed: allowed === 1,
       limit: this.limit,
+      quota: this.limit,
       remaining: remaining!,
       resetAfter: resetAfter! / 1000,
       retryAfter: retryAfter! / 1000,

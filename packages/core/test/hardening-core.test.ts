@@ -5,11 +5,11 @@
  * policy's write, and denied-cache entries without a byte bound or a maximum age.
  */
 import { useTestRedis } from '../../../test/harness/redis';
+import { MAX_SLIDING_LOG_LIMIT } from '../src/algorithms/sliding-log';
 import {
   ConcurrencyLimiter,
   fixedWindow,
   gcra,
-  MAX_SLIDING_LOG_LIMIT,
   memoryStore,
   RateLimitArgumentError,
   RateLimiter,
