@@ -96,7 +96,15 @@ async function runTrace(
     const pending: Array<Promise<Decision | undefined>> = [];
     for (const s of trace) {
       time.now += s.advance / 1000;
-      pending.push(call(lua, s));
+      // RateLimiter.reset reaches the store after an await, so calls made in its tick could
+      // overtake it: it waits for the calls before it, and they for it.
+      if (s.op === 'reset') {
+        await Promise.all(pending);
+        await call(lua, s);
+        pending.push(Promise.resolve(undefined));
+      } else {
+        pending.push(call(lua, s));
+      }
     }
     fromLua = await Promise.all(pending);
   }
