@@ -18,7 +18,7 @@ import {
   parseHeaderOptions,
   type RateLimitHeaderConfig,
   type RateLimitHeaderOptions,
-} from './headers.js';
+} from './header-options.js';
 import { KEY_OPTION_NAMES, type KeyConfig, type KeyOptions, parseKeyOptions } from './keys.js';
 
 /**
