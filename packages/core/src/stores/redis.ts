@@ -5,11 +5,11 @@
 import { ALGORITHMS } from '../algorithms/index.js';
 import { type Clock, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
-import { RateLimitStoreError } from '../errors.js';
+import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
 import { configError, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
-import { type ScriptClient, toScriptClient } from './redis-client.js';
+import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
 import { scriptFor } from './scripts.js';
 import type { PreparedPolicies, Store } from './store.js';
 
@@ -50,6 +50,16 @@ export class RedisStore implements Store {
   readonly ttlSlack: string;
 
   constructor(options: RedisStoreOptions) {
+    const passed = clientKind(options);
+    if (passed !== undefined) {
+      // `redisStore(client)`: said plainly, rather than "redisStore.options is not an option".
+      throw new RateLimitConfigError(
+        'FLOODGATE_INVALID_OPTION',
+        'redisStore',
+        options,
+        `redisStore() takes an options object, and was given ${/^[aeiou]/.test(passed) ? 'an' : 'a'} ${passed} itself: write redisStore({ client })`,
+      );
+    }
     const o = readOptions(options, 'redisStore', ['client', 'clock']);
     this.client = toScriptClient(o.client);
     if (o.clock !== undefined && typeof o.clock !== 'function') {
