@@ -84,7 +84,6 @@ export function readDeniedCache(value: unknown): DeniedCache | undefined {
   throw configError('RateLimiter.deniedCache', value, 'true, false or { maxKeys?, clock? }');
 }
 
-/** A call's `cost`: a non-negative safe integer, 1 when not given. */
 /** Names `consume`/`peek` and `acquire` accept. */
 export const CONSUME_OPTIONS: readonly string[] = ['cost'];
 export const ACQUIRE_OPTIONS: readonly string[] = ['cost', 'maxWait'];
@@ -98,11 +97,14 @@ export function readCost(
   known: readonly string[] = CONSUME_OPTIONS,
 ): number {
   if (options === undefined) return 1;
-  if (options === null || typeof options !== 'object') {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    // `consume(key, 2)` from JavaScript: the 2 would otherwise be ignored and cost 1.
     throw new RateLimitArgumentError(
       'options',
       options,
-      `options must be an object such as { cost: 2 }, got ${describeValue(options)}`,
+      `the options argument must be an object such as { cost: ${
+        typeof options === 'number' ? options : 2
+      } }, got ${describeValue(options)}`,
     );
   }
   for (const name in options) {
