@@ -10,7 +10,7 @@ import { parseDuration } from './duration.js';
 import type { RateLimitStoreError } from './errors.js';
 import { configError, positiveInteger, readOptions } from './options.js';
 import type { Policy } from './policy.js';
-import type { GuardedOutcome } from './store-guard.js';
+import { type GuardedOutcome, withinTimeout } from './store-guard.js';
 import type { PreparedPolicies, Store } from './stores/store.js';
 
 /** Why the store did not answer a call. */
@@ -77,10 +77,19 @@ export interface FailureConfig {
   readonly hooks: RateLimiterHooks;
 }
 
-/** Validates the failure options of a RateLimiter (field names start with `RateLimiter.`). */
-export function readFailureOptions(o: Record<string, unknown>): FailureConfig {
-  const onStoreError = readOnStoreError(o.onStoreError);
-  const timeoutMs = o.timeout === undefined ? DEFAULT_STORE_TIMEOUT_MS : readTimeout(o.timeout);
+/**
+ * Validates the failure options of a limiter (field names start with `where`: `RateLimiter` or
+ * `ConcurrencyLimiter`).
+ */
+export function readFailureOptions(
+  o: Record<string, unknown>,
+  where = 'RateLimiter',
+): FailureConfig {
+  const onStoreError = readOnStoreError(o.onStoreError, where);
+  const timeoutMs =
+    o.timeout === undefined
+      ? DEFAULT_STORE_TIMEOUT_MS
+      : readTimerDuration(o.timeout, `${where}.timeout`);
   let breaker: FailureConfig['breaker'];
   if (o.circuitBreaker === false) breaker = undefined;
   else if (o.circuitBreaker === undefined) {
@@ -89,7 +98,7 @@ export function readFailureOptions(o: Record<string, unknown>): FailureConfig {
       cooldownMs: DEFAULT_CIRCUIT_COOLDOWN_MS,
     };
   } else {
-    const b = readOptions(o.circuitBreaker, 'RateLimiter.circuitBreaker', [
+    const b = readOptions(o.circuitBreaker, `${where}.circuitBreaker`, [
       'failureThreshold',
       'cooldown',
     ]);
@@ -97,16 +106,16 @@ export function readFailureOptions(o: Record<string, unknown>): FailureConfig {
       failureThreshold:
         b.failureThreshold === undefined
           ? DEFAULT_FAILURE_THRESHOLD
-          : positiveInteger(b.failureThreshold, 'RateLimiter.circuitBreaker.failureThreshold'),
+          : positiveInteger(b.failureThreshold, `${where}.circuitBreaker.failureThreshold`),
       cooldownMs:
         b.cooldown === undefined
           ? DEFAULT_CIRCUIT_COOLDOWN_MS
-          : readTimerDuration(b.cooldown, 'RateLimiter.circuitBreaker.cooldown'),
+          : readTimerDuration(b.cooldown, `${where}.circuitBreaker.cooldown`),
     };
   }
   const hooks: RateLimiterHooks = {};
   if (o.hooks !== undefined) {
-    const h = readOptions(o.hooks, 'RateLimiter.hooks', [
+    const h = readOptions(o.hooks, `${where}.hooks`, [
       'onStoreError',
       'onDecision',
       'onCircuitChange',
@@ -115,14 +124,14 @@ export function readFailureOptions(o: Record<string, unknown>): FailureConfig {
       const hook = h[name];
       if (hook === undefined) continue;
       if (typeof hook !== 'function')
-        throw configError(`RateLimiter.hooks.${name}`, hook, 'a function');
+        throw configError(`${where}.hooks.${name}`, hook, 'a function');
       (hooks as Record<string, unknown>)[name] = hook;
     }
   }
   return { onStoreError, timeoutMs, breaker, hooks };
 }
 
-function readOnStoreError(value: unknown): OnStoreError {
+function readOnStoreError(value: unknown, where: string): OnStoreError {
   if (value === undefined) return 'open';
   if (value === 'open' || value === 'closed') return value;
   if (value !== null && typeof value === 'object') {
@@ -135,14 +144,10 @@ function readOnStoreError(value: unknown): OnStoreError {
     }
   }
   throw configError(
-    'RateLimiter.onStoreError',
+    `${where}.onStoreError`,
     value,
     "'open', 'closed', a fallback store such as memoryStore(), or a fallback RateLimiter",
   );
-}
-
-function readTimeout(value: unknown): number {
-  return readTimerDuration(value, 'RateLimiter.timeout');
 }
 
 /** A positive duration in milliseconds that setTimeout can honour. */
@@ -163,6 +168,8 @@ export class FailureAnswer {
   constructor(
     private readonly policies: readonly Policy[],
     private readonly onStoreError: OnStoreError,
+    /** The fallback is bounded by the limiter's `timeout` too: one that never settles cannot hang a call. */
+    private readonly timeoutMs = DEFAULT_STORE_TIMEOUT_MS,
   ) {
     if (typeof onStoreError === 'object' && 'prepare' in onStoreError) {
       this.fallbackStore = onStoreError.prepare(policies);
@@ -183,21 +190,20 @@ export class FailureAnswer {
     outcome: Exclude<GuardedOutcome<unknown>, { ok: true }>,
   ): Promise<Decision> {
     const { cost, peek } = context;
-    try {
-      if (this.fallbackStore) {
-        const answer = await this.fallbackStore.decide(keys, cost, peek);
-        return { ...toDecision(answer, this.policies), reason: 'fallback' };
-      }
-      if (this.fallbackLimiter) {
-        const options = { cost };
-        const d = await (peek
-          ? this.fallbackLimiter.peek(context.key, options)
-          : this.fallbackLimiter.consume(context.key, options));
-        return { ...d, reason: 'fallback' };
-      }
-    } catch {
-      // A failing fallback leaves the default answer: open.
+    const store = this.fallbackStore;
+    const limiter = this.fallbackLimiter;
+    if (store !== undefined) {
+      const answer = await withinTimeout(() => store.decide(keys, cost, peek), this.timeoutMs);
+      if (answer.ok) return { ...toDecision(answer.value, this.policies), reason: 'fallback' };
+    } else if (limiter !== undefined) {
+      const options = { cost };
+      const d = await withinTimeout(
+        () => (peek ? limiter.peek(context.key, options) : limiter.consume(context.key, options)),
+        this.timeoutMs,
+      );
+      if (d.ok) return { ...d.value, reason: 'fallback' };
     }
+    // A fallback that failed or did not answer in time leaves the default answer: open.
     return failureDecision(
       this.policies,
       this.onStoreError !== 'closed',

@@ -13,8 +13,9 @@ import { configError, positiveInteger, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
 import { Batcher, type BatchLimits, DEFAULT_BATCH_LIMITS } from './redis-batch.js';
 import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
+import { redisLeases } from './redis-leases.js';
 import { batchScriptFor, scriptFor } from './scripts.js';
-import type { PreparedPolicies, Store } from './store.js';
+import type { PreparedPolicies, Store, StoreLeases } from './store.js';
 
 export interface RedisStoreOptions {
   /** An ioredis `Redis` or `Cluster`, or a node-redis client or cluster (v4+). */
@@ -57,6 +58,8 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
 export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly client: ScriptClient;
+  /** The client given: stores on one client share one circuit breaker. */
+  readonly connection: object;
   /** The injected clock, if any (ConcurrencyLimiter reads it too). */
   readonly clock: Clock | undefined;
   /** Milliseconds added to every TTL: INJECTED_CLOCK_TTL_SLACK_MS with an injected clock. */
@@ -78,6 +81,7 @@ export class RedisStore implements Store {
     }
     const o = readOptions(options, 'redisStore', ['client', 'clock', 'batch']);
     this.client = toScriptClient(o.client);
+    this.connection = o.client as object;
     this.clock = readClockOption(o.clock, 'redisStore.clock');
     this.ttlSlack = this.clock ? String(INJECTED_CLOCK_TTL_SLACK_MS) : '0';
     // An ioredis Cluster with auto-pipelining already groups each tick's commands per node,
@@ -203,9 +207,26 @@ export class RedisStore implements Store {
     }
   }
 
+  /** The leases of ConcurrencyLimiter, run by `runScript` (redis-leases.ts). */
+  leases(): StoreLeases {
+    return redisLeases(this);
+  }
+
+  /**
+   * Runs any generated script (EVALSHA, EVAL on NOSCRIPT, or the client's own runner): the raw
+   * reply, or the client's own error. Leases use it, so they get every client shim decisions get.
+   */
+  runScript(
+    script: { readonly sha1: string; readonly source: string },
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<unknown> {
+    return this.runRaw(script, keys, args);
+  }
+
   /** `run` without decoding: the raw reply, or the client's own error (batches read both). */
   private runRaw(
-    script: GeneratedScript,
+    script: { readonly sha1: string; readonly source: string },
     keys: readonly string[],
     args: readonly string[],
   ): Promise<unknown> {
