@@ -5,6 +5,9 @@
  * what a block assumes (<!-- snippet: … -->) are described in CONTRIBUTING.md and
  * test/docs/snippets.ts.
  */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { allSnippets, checkSnippets, extractSnippets, markdownFiles } from './docs/snippets';
 
 /** A Markdown text the checker must judge right (checked in the same program, to save time). */
@@ -84,5 +87,62 @@ describe('the checker itself', () => {
     expect(excerpt).toEqual([]);
     expect(broken!.length).toBeGreaterThan(0);
     expect(broken![0]).toMatch(/^fixture\.md:14: TS\d+ /);
+  });
+});
+
+describe('the examples follow docs/reliability.md', () => {
+  const root = join(__dirname, '../../..');
+  const recommended = readFileSync(join(root, 'docs/reliability.md'), 'utf8');
+  const sources = ['express/src/store.js', 'koa/src/store.js', 'nestjs/src/main.ts'];
+
+  it('recommends no offline queue and no retries for ioredis', () => {
+    expect(recommended).toContain('{ enableOfflineQueue: false, maxRetriesPerRequest: 0 }');
+  });
+
+  it.each(sources)(
+    'examples/%s creates its client with those settings and an error listener',
+    (file) => {
+      const source = readFileSync(join(root, 'examples', file), 'utf8');
+      const created = source.match(/new Redis\([^;]*?\)/gs) ?? [];
+      expect(created.length).toBeGreaterThan(0);
+      for (const call of created) {
+        expect(call).toMatch(/enableOfflineQueue: false/);
+        expect(call).toMatch(/maxRetriesPerRequest: 0\b/);
+      }
+      expect(source).toMatch(/\.on\('error',/);
+    },
+  );
+});
+
+describe('Markdown renders as written', () => {
+  it.each(markdownFiles())('%s: every table starts with a header and a separator row', (file) => {
+    const lines = readFileSync(join(__dirname, '../../..', file), 'utf8').split('\n');
+    let fenced = false;
+    const broken: number[] = [];
+    lines.forEach((line, i) => {
+      if (/^ {0,3}(```|~~~)/.test(line)) fenced = !fenced;
+      if (fenced || !line.startsWith('|')) return;
+      const previous = lines[i - 1] ?? '';
+      if (previous.startsWith('|')) return;
+      // A table's first row: the next line must be its separator, or the "table" is a paragraph.
+      if (!/^\|(\s*:?-{3,}:?\s*\|)+\s*$/.test(lines[i + 1] ?? '')) broken.push(i + 1);
+    });
+    expect(broken).toEqual([]);
+  });
+});
+
+describe("docs/reliability.md's claim about ioredis and 'error' listeners", () => {
+  it('an ioredis client with no error listener logs connection errors, it does not crash', async () => {
+    const { freePort } = await import('../../../test/harness/redis-server');
+    const port = await freePort();
+    // A process of its own: an uncaught 'error' event would kill it (exit code 1).
+    const program = `
+      const { Redis } = require(${JSON.stringify(require.resolve('ioredis'))});
+      const client = new Redis({ host: '127.0.0.1', port: ${port}, retryStrategy: () => null });
+      client.once('end', () => console.log('still alive'));`;
+    const run = spawnSync(process.execPath, ['-e', program], { encoding: 'utf8', timeout: 20_000 });
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('still alive');
+    expect(run.stderr).toContain('[ioredis] Unhandled error event');
   });
 });
