@@ -8,13 +8,13 @@ import {
   applyCheckHeaders,
   checkHttpRequest,
   configError,
+  deniedProblem,
   HTTP_OPTION_NAMES,
   type HttpRateLimitConfig,
   type HttpRateLimitOptions,
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
-  quotaExceededProblem,
   releaseWhenDone,
   waitForDelay,
 } from '@floodgate/core/http';
@@ -112,10 +112,8 @@ function limitRequests(config: Config) {
         await config.onLimited(request, reply, decision);
         if (reply.sent) return reply;
       } else {
-        return reply
-          .code(429)
-          .type(PROBLEM_CONTENT_TYPE)
-          .send(JSON.stringify(quotaExceededProblem(decision)));
+        const problem = deniedProblem(decision);
+        return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));
       }
     }
     await waitForDelay(decision);
