@@ -125,6 +125,7 @@ const RESOLUTION_BASES = [
   'packages/express',
   'packages/koa',
   'packages/nestjs',
+  'packages/fastify',
   'examples/nestjs',
   'examples/express',
   'examples/koa',
