@@ -12,7 +12,7 @@
  */
 import type { Clock } from './clock.js';
 import type { Decision, PolicyDecision } from './decision.js';
-import { configError, positiveInteger, readOptions } from './options.js';
+import { configError, optionNames, positiveInteger, readOptions } from './options.js';
 
 export interface DeniedCacheOptions {
   /** Most keys remembered at once; the oldest entry makes room for a new one. @default 10_000 */
@@ -39,23 +39,23 @@ interface Entry {
 
 const monotonic: Clock = () => performance.now();
 
+/** Every option name of DeniedCacheOptions, checked against the type. */
+const DENIED_CACHE_OPTION_NAMES = optionNames<DeniedCacheOptions>({ maxKeys: true, clock: true });
+
 export class DeniedCache {
   readonly maxKeys: number;
   private readonly clock: Clock;
   private readonly entries = new Map<string, Entry>();
 
-  constructor(options: DeniedCacheOptions = {}) {
-    const o = readOptions(options, 'RateLimiter.deniedCache', ['maxKeys', 'clock']);
+  /** `where` names these options in errors. */
+  constructor(options: DeniedCacheOptions = {}, where = 'RateLimiter.deniedCache') {
+    const o = readOptions(options, where, DENIED_CACHE_OPTION_NAMES);
     this.maxKeys =
       o.maxKeys === undefined
         ? DEFAULT_DENIED_CACHE_KEYS
-        : positiveInteger(o.maxKeys, 'RateLimiter.deniedCache.maxKeys');
+        : positiveInteger(o.maxKeys, `${where}.maxKeys`);
     if (o.clock !== undefined && typeof o.clock !== 'function') {
-      throw configError(
-        'RateLimiter.deniedCache.clock',
-        o.clock,
-        'a function returning milliseconds',
-      );
+      throw configError(`${where}.clock`, o.clock, 'a function returning milliseconds');
     }
     this.clock = (o.clock as Clock | undefined) ?? monotonic;
   }

@@ -1,6 +1,6 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
-import { positiveInteger, readOptions } from '../options.js';
+import { optionNames, positiveInteger, readOptions } from '../options.js';
 import { definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
@@ -12,12 +12,19 @@ export interface SlidingLogOptions {
   name?: string;
 }
 
+/** Every option name of SlidingLogOptions, checked against the type. */
+const SLIDING_LOG_OPTION_NAMES = optionNames<SlidingLogOptions>({
+  limit: true,
+  window: true,
+  name: true,
+});
+
 /**
  * Exact: at most `limit` units in any interval (now − window, now]. Keeps one entry per
  * admitted unit, so memory per key grows with `limit`.
  */
 export function slidingLog(options: SlidingLogOptions): Policy {
-  const o = readOptions(options, 'slidingLog', ['limit', 'window', 'name']);
+  const o = readOptions(options, 'slidingLog', SLIDING_LOG_OPTION_NAMES);
   const limit = positiveInteger(o.limit, 'slidingLog.limit');
   const windowUs = parseDuration(o.window, 'slidingLog.window');
   return definePolicy({

@@ -12,7 +12,7 @@
  * restrictive value.
  */
 import type { Decision, PolicyDecision } from '../decision.js';
-import { configError, readOptions } from '../options.js';
+import { configError, optionNames, readOptions } from '../options.js';
 
 /** Which header groups to send. */
 export interface RateLimitHeaderOptions {
@@ -38,6 +38,13 @@ export const DEFAULT_HEADER_CONFIG: RateLimitHeaderConfig = Object.freeze({
   retryAfter: true,
 });
 
+/** Every option name of RateLimitHeaderOptions, checked against the type. */
+const HEADER_OPTION_NAMES = optionNames<RateLimitHeaderOptions>({
+  standard: true,
+  legacy: true,
+  retryAfter: true,
+});
+
 /**
  * Reads a `headers` option: `true` (defaults), `false` (none), or an object switching groups;
  * a group left out keeps its default.
@@ -48,7 +55,7 @@ export function parseHeaderOptions(value: unknown, field: string): RateLimitHead
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw configError(field, value, 'a boolean or { standard, legacy, retryAfter }');
   }
-  const o = readOptions(value, field, ['standard', 'legacy', 'retryAfter']);
+  const o = readOptions(value, field, HEADER_OPTION_NAMES);
   const flag = (name: keyof RateLimitHeaderConfig): boolean => {
     const v = o[name];
     if (v === undefined) return DEFAULT_HEADER_CONFIG[name];

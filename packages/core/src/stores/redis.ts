@@ -7,7 +7,7 @@ import { type Clock, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
-import { configError, readOptions } from '../options.js';
+import { configError, optionNames, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
 import { type ScriptClient, toScriptClient } from './redis-client.js';
 import { scriptFor } from './scripts.js';
@@ -41,6 +41,9 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   return new RedisStore(options);
 }
 
+/** Every option name of RedisStoreOptions, checked against the type. */
+const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>({ client: true, clock: true });
+
 export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly client: ScriptClient;
@@ -50,7 +53,7 @@ export class RedisStore implements Store {
   readonly ttlSlack: string;
 
   constructor(options: RedisStoreOptions) {
-    const o = readOptions(options, 'redisStore', ['client', 'clock']);
+    const o = readOptions(options, 'redisStore', REDIS_STORE_OPTION_NAMES);
     this.client = toScriptClient(o.client);
     if (o.clock !== undefined && typeof o.clock !== 'function') {
       throw configError('redisStore.clock', o.clock, 'a function returning epoch milliseconds');
