@@ -22,6 +22,8 @@ export async function waitForAdmission(
   options: AcquireOptions,
   attempt: AdmissionAttempt,
 ): Promise<Decision> {
+  // A non-object (`acquire(key, 2)`) is refused by readCost before its fields are read.
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) readCost(options);
   const { maxWait, ...consumeOptions } = options;
   let budget = Number.POSITIVE_INFINITY;
   if (maxWait !== undefined) {

@@ -124,7 +124,18 @@ function readDeniedCache(value: unknown, where: string): DeniedCache | undefined
 
 /** A call's `cost`: a non-negative safe integer, 1 when not given. */
 export function readCost(options: ConsumeOptions | undefined): number {
-  if (options === undefined || options.cost === undefined) return 1;
+  if (options === undefined) return 1;
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    // `consume(key, 2)` from JavaScript: the 2 would otherwise be ignored and cost 1.
+    throw new RateLimitArgumentError(
+      'options',
+      options,
+      `the options argument must be an object such as { cost: ${
+        typeof options === 'number' ? options : 2
+      } }, got ${describeValue(options)}`,
+    );
+  }
+  if (options.cost === undefined) return 1;
   const cost = options.cost;
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
     throw new RateLimitArgumentError(
