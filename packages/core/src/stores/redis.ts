@@ -5,7 +5,7 @@
  * script's batch variant (redis-batch.ts); `batch: false` sends one EVALSHA per decision.
  */
 import { ALGORITHMS } from '../algorithms/index.js';
-import { type Clock, readMicros } from '../clock.js';
+import { type Clock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
@@ -91,10 +91,7 @@ export class RedisStore implements Store {
     }
     const o = readOptions(options, 'redisStore', REDIS_STORE_OPTION_NAMES);
     this.client = toScriptClient(o.client);
-    if (o.clock !== undefined && typeof o.clock !== 'function') {
-      throw configError('redisStore.clock', o.clock, 'a function returning epoch milliseconds');
-    }
-    this.clock = o.clock as Clock | undefined;
+    this.clock = readClockOption(o.clock, 'redisStore.clock');
     this.ttlSlack = this.clock ? String(INJECTED_CLOCK_TTL_SLACK_MS) : '0';
     // An ioredis Cluster with auto-pipelining already groups each tick's commands per node,
     // and its script commands re-send EVALSHA on their own: batching stays off there (measured
