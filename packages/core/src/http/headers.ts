@@ -15,10 +15,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Decision, PolicyDecision } from '../decision.js';
-import {
-  DEFAULT_HEADER_CONFIG,
-  type RateLimitHeaderConfig,
-} from './header-options.js';
+import { DEFAULT_HEADER_CONFIG, type RateLimitHeaderConfig } from './header-options.js';
 
 /** Where headers go: `res.getHeader/setHeader` in Express, `ctx.response.get/ctx.set` in Koa. */
 export interface HeaderTarget {
