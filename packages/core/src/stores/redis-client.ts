@@ -52,6 +52,15 @@ function isNodeRedis(client: object): client is NodeRedisLike {
   return typeof c.evalSha === 'function' && typeof c.eval === 'function';
 }
 
+/** `ioredis Redis`, `node-redis client`, …: what kind of supported client `value` is, if any. */
+export function clientKind(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  if (isIoredis(value)) return value.isCluster ? 'ioredis Cluster' : 'ioredis Redis';
+  if (isNodeRedis(value))
+    return value.masters !== undefined ? 'node-redis cluster' : 'node-redis client';
+  return undefined;
+}
+
 /** Adapts a supported Redis client, or throws RateLimitConfigError naming what it received. */
 export function toScriptClient(client: unknown, field = 'redisStore.client'): ScriptClient {
   if (client !== null && typeof client === 'object') {

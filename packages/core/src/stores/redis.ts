@@ -5,14 +5,14 @@
  * script's batch variant (redis-batch.ts); `batch: false` sends one EVALSHA per decision.
  */
 import { ALGORITHMS } from '../algorithms/index.js';
-import { type Clock, readMicros } from '../clock.js';
+import { type Clock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
-import { RateLimitStoreError } from '../errors.js';
+import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
 import { configError, positiveInteger, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
 import { Batcher, type BatchLimits, DEFAULT_BATCH_LIMITS } from './redis-batch.js';
-import { type ScriptClient, toScriptClient } from './redis-client.js';
+import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
 import { batchScriptFor, scriptFor } from './scripts.js';
 import type { PreparedPolicies, Store } from './store.js';
 
@@ -66,12 +66,19 @@ export class RedisStore implements Store {
   private readonly batcher: Batcher | undefined;
 
   constructor(options: RedisStoreOptions) {
+    const passed = clientKind(options);
+    if (passed !== undefined) {
+      // `redisStore(client)`: said plainly, rather than "redisStore.options is not an option".
+      throw new RateLimitConfigError(
+        'FLOODGATE_INVALID_OPTION',
+        'redisStore',
+        options,
+        `redisStore() takes an options object, and was given ${/^[aeiou]/.test(passed) ? 'an' : 'a'} ${passed} itself: write redisStore({ client })`,
+      );
+    }
     const o = readOptions(options, 'redisStore', ['client', 'clock', 'batch']);
     this.client = toScriptClient(o.client);
-    if (o.clock !== undefined && typeof o.clock !== 'function') {
-      throw configError('redisStore.clock', o.clock, 'a function returning epoch milliseconds');
-    }
-    this.clock = o.clock as Clock | undefined;
+    this.clock = readClockOption(o.clock, 'redisStore.clock');
     this.ttlSlack = this.clock ? String(INJECTED_CLOCK_TTL_SLACK_MS) : '0';
     // An ioredis Cluster with auto-pipelining already groups each tick's commands per node,
     // and its script commands re-send EVALSHA on their own: batching stays off there (measured
