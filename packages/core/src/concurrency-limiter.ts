@@ -17,7 +17,7 @@ import {
   readFailureOptions,
 } from './failure-policy.js';
 import { encodeKey } from './keys.js';
-import { configError, positiveInteger, readOptions } from './options.js';
+import { configError, fieldPathOf, optionNames, positiveInteger, readOptions } from './options.js';
 import { readCost } from './rate-limiter-options.js';
 import { breakerOf, type GuardedOutcome, StoreGuard } from './store-guard.js';
 import type { LeaseAnswer, Store, StoreLeases } from './stores/store.js';
@@ -72,16 +72,17 @@ export interface ConcurrencyDecision extends Decision {
 /** `acquire` takes no call options yet; any name given is a mistake and is reported. */
 export type ConcurrencyAcquireOptions = Record<string, never>;
 
-const OPTION_NAMES = [
-  'store',
-  'limit',
-  'leaseTtl',
-  'prefix',
-  'onStoreError',
-  'timeout',
-  'circuitBreaker',
-  'hooks',
-] as const;
+/** Every option name of ConcurrencyLimiterOptions, checked against the type. */
+const CONCURRENCY_LIMITER_OPTION_NAMES = optionNames<ConcurrencyLimiterOptions>({
+  store: true,
+  limit: true,
+  leaseTtl: true,
+  prefix: true,
+  onStoreError: true,
+  timeout: true,
+  circuitBreaker: true,
+  hooks: true,
+});
 
 export class ConcurrencyLimiter {
   readonly store: Store;
@@ -97,26 +98,23 @@ export class ConcurrencyLimiter {
   private readonly guard: StoreGuard;
 
   constructor(options: ConcurrencyLimiterOptions) {
-    const o = readOptions(options, 'ConcurrencyLimiter', OPTION_NAMES);
+    const where = fieldPathOf(options, 'ConcurrencyLimiter');
+    const o = readOptions(options, where, CONCURRENCY_LIMITER_OPTION_NAMES);
     this.store = o.store as Store;
-    this.leases = leasesOf(o.store, 'ConcurrencyLimiter.store');
-    this.limit = positiveInteger(o.limit, 'ConcurrencyLimiter.limit');
-    this.leaseTtlUs = parseDuration(o.leaseTtl, 'ConcurrencyLimiter.leaseTtl');
+    this.leases = leasesOf(o.store, `${where}.store`);
+    this.limit = positiveInteger(o.limit, `${where}.limit`);
+    this.leaseTtlUs = parseDuration(o.leaseTtl, `${where}.leaseTtl`);
     this.leaseTtl = this.leaseTtlUs / 1000;
     const prefix = o.prefix === undefined ? 'rl' : o.prefix;
     if (typeof prefix !== 'string' || prefix === '' || /[{}]/.test(prefix)) {
-      throw configError(
-        'ConcurrencyLimiter.prefix',
-        prefix,
-        'a non-empty string without "{" or "}"',
-      );
+      throw configError(`${where}.prefix`, prefix, 'a non-empty string without "{" or "}"');
     }
     this.prefix = prefix;
     this.name = `concurrency-${this.limit}`;
-    const failure: FailureConfig = readFailureOptions(o, 'ConcurrencyLimiter');
+    const failure: FailureConfig = readFailureOptions(o, where);
     const onStoreError = failure.onStoreError;
     if (typeof onStoreError === 'object') {
-      this.fallback = leasesOf(onStoreError, 'ConcurrencyLimiter.onStoreError');
+      this.fallback = leasesOf(onStoreError, `${where}.onStoreError`);
     }
     this.guard = new StoreGuard(
       failure,

@@ -8,7 +8,7 @@
 import { type Decision, toDecision } from './decision.js';
 import { parseDuration } from './duration.js';
 import type { RateLimitStoreError } from './errors.js';
-import { configError, positiveInteger, readOptions } from './options.js';
+import { configError, optionNames, positiveInteger, readOptions } from './options.js';
 import type { Policy } from './policy.js';
 import { type GuardedOutcome, withinTimeout } from './store-guard.js';
 import type { PreparedPolicies, Store } from './stores/store.js';
@@ -77,15 +77,23 @@ export interface FailureConfig {
   readonly hooks: RateLimiterHooks;
 }
 
-/**
- * Validates the failure options of a limiter (field names start with `where`: `RateLimiter` or
- * `ConcurrencyLimiter`).
- */
-export function readFailureOptions(
-  o: Record<string, unknown>,
-  where = 'RateLimiter',
-): FailureConfig {
-  const onStoreError = readOnStoreError(o.onStoreError, where);
+/** Every option name of CircuitBreakerOptions, checked against the type. */
+const CIRCUIT_BREAKER_OPTION_NAMES = optionNames<CircuitBreakerOptions>({
+  failureThreshold: true,
+  cooldown: true,
+});
+
+/** Validates the failure options of a RateLimiter (field paths start with `where`). */
+
+/** Every option name of RateLimiterHooks, checked against the type. */
+const HOOK_NAMES = optionNames<RateLimiterHooks>({
+  onStoreError: true,
+  onDecision: true,
+  onCircuitChange: true,
+});
+
+export function readFailureOptions(o: Record<string, unknown>, where: string): FailureConfig {
+  const onStoreError = readOnStoreError(o.onStoreError, `${where}.onStoreError`);
   const timeoutMs =
     o.timeout === undefined
       ? DEFAULT_STORE_TIMEOUT_MS
@@ -98,10 +106,11 @@ export function readFailureOptions(
       cooldownMs: DEFAULT_CIRCUIT_COOLDOWN_MS,
     };
   } else {
-    const b = readOptions(o.circuitBreaker, `${where}.circuitBreaker`, [
-      'failureThreshold',
-      'cooldown',
-    ]);
+    const b = readOptions(
+      o.circuitBreaker,
+      `${where}.circuitBreaker`,
+      CIRCUIT_BREAKER_OPTION_NAMES,
+    );
     breaker = {
       failureThreshold:
         b.failureThreshold === undefined
@@ -115,12 +124,8 @@ export function readFailureOptions(
   }
   const hooks: RateLimiterHooks = {};
   if (o.hooks !== undefined) {
-    const h = readOptions(o.hooks, `${where}.hooks`, [
-      'onStoreError',
-      'onDecision',
-      'onCircuitChange',
-    ]);
-    for (const name of ['onStoreError', 'onDecision', 'onCircuitChange'] as const) {
+    const h = readOptions(o.hooks, `${where}.hooks`, HOOK_NAMES);
+    for (const name of HOOK_NAMES) {
       const hook = h[name];
       if (hook === undefined) continue;
       if (typeof hook !== 'function')
@@ -131,7 +136,7 @@ export function readFailureOptions(
   return { onStoreError, timeoutMs, breaker, hooks };
 }
 
-function readOnStoreError(value: unknown, where: string): OnStoreError {
+function readOnStoreError(value: unknown, field: string): OnStoreError {
   if (value === undefined) return 'open';
   if (value === 'open' || value === 'closed') return value;
   if (value !== null && typeof value === 'object') {
@@ -144,7 +149,7 @@ function readOnStoreError(value: unknown, where: string): OnStoreError {
     }
   }
   throw configError(
-    `${where}.onStoreError`,
+    field,
     value,
     "'open', 'closed', a fallback store such as memoryStore(), or a fallback RateLimiter",
   );

@@ -3,7 +3,7 @@
  * its store, and turns the outcome into data (`GuardedOutcome`) for the failure policy to
  * answer. Nothing here ever throws into the caller or leaves a rejection unhandled.
  */
-import { RateLimitStoreError } from './errors.js';
+import { emitWarning, RateLimitStoreError } from './errors.js';
 import {
   type CallContext,
   type CircuitState,
@@ -190,9 +190,9 @@ export class StoreGuard {
   private hookFailed(name: string, error: unknown): void {
     if (this.warnedHook) return;
     this.warnedHook = true;
-    process.emitWarning(
+    emitWarning(
+      'FLOODGATE_HOOK_ERROR',
       `${this.label} hooks.${name} threw or rejected (further hook errors are ignored): ${(error as Error)?.message ?? error}`,
-      { code: 'FLOODGATE_HOOK_ERROR' },
     );
   }
 
@@ -211,9 +211,9 @@ export class StoreGuard {
         : policy === 'closed'
           ? "onStoreError 'closed' refuses every request"
           : 'the fallback store or limiter decides';
-    process.emitWarning(
+    emitWarning(
+      'FLOODGATE_STORE_UNAVAILABLE',
       `${this.label}: the store did not answer (${outcome.ok ? '' : outcome.failure}); ${answer} until it answers again (reported once per outage)`,
-      { code: 'FLOODGATE_STORE_UNAVAILABLE' },
     );
     return outcome;
   }
@@ -227,9 +227,7 @@ export class StoreGuard {
     this.outage = false;
     if (!this.warnedOutage) return;
     this.warnedOutage = false;
-    process.emitWarning(`${this.label}: the store answers again`, {
-      code: 'FLOODGATE_STORE_RECOVERED',
-    });
+    emitWarning('FLOODGATE_STORE_RECOVERED', `${this.label}: the store answers again`);
   }
 
   private failed(): void {
