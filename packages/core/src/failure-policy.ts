@@ -5,10 +5,12 @@
  * `reason` says what happened and hooks let operators count it. Nothing here ever throws into
  * the caller or leaves a rejection unhandled.
  */
+
 import type { Decision } from './decision.js';
 import { parseDuration } from './duration.js';
 import { RateLimitStoreError } from './errors.js';
 import { configError, positiveInteger, readOptions } from './options.js';
+import { abandon } from './stores/send-ticket.js';
 import type { Store } from './stores/store.js';
 
 /** Why the store did not answer a call. */
@@ -207,6 +209,8 @@ export class StoreGuard {
       };
       const timer = setTimeout(() => {
         if (settled) return;
+        // The answer is the failure policy's now: a command still queued must never run.
+        abandon(pending);
         fail('timeout', new RateLimitStoreError(`the store did not answer within ${timeoutMs} ms`));
       }, timeoutMs);
       let pending: Promise<T>;
@@ -249,6 +253,7 @@ export class StoreGuard {
     try {
       return await Promise.race([pending, timeout]);
     } catch (error) {
+      abandon(pending);
       throw asStoreError(error);
     } finally {
       clearTimeout(timer);

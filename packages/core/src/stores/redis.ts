@@ -11,6 +11,7 @@ import { configError, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
 import { type ScriptClient, toScriptClient } from './redis-client.js';
 import { scriptFor } from './scripts.js';
+import { NOT_RUN_REPLY, SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
 import type { PreparedPolicies, Store } from './store.js';
 
 export interface RedisStoreOptions {
@@ -129,7 +130,9 @@ export class RedisStore implements Store {
 
   /**
    * EVALSHA, decoded; on NOSCRIPT (restart, SCRIPT FLUSH, failover) EVAL, which also caches the
-   * script. One `then` on the client's promise: no extra hop on the hot path.
+   * script. One `then` on the client's promise: no extra hop on the hot path. The promise carries
+   * the command's ticket, which the limiter's guard abandons when its timeout answers: a command
+   * still queued then never runs, and no command runs twice (send-ticket.ts).
    */
   private run(
     script: GeneratedScript,
@@ -138,16 +141,19 @@ export class RedisStore implements Store {
     { decode, wrap }: Handlers,
   ): Promise<StoreDecision> {
     const client = this.client;
+    const ticket = new SendTicket();
+    let pending: TicketedPromise<StoreDecision>;
     try {
-      if (client.runScript) return client.runScript(script, keys, args).then(decode, wrap);
-      return client.evalsha(script.sha1, keys, args).then(decode, (error: unknown) => {
+      pending = client.evalsha(script.sha1, keys, args, ticket).then(decode, (error: unknown) => {
         if (!String((error as Error)?.message).startsWith('NOSCRIPT')) return wrap(error);
-        return client.eval(script.source, keys, args).then(decode, wrap);
+        return client.eval(script.source, keys, args, ticket).then(decode, wrap);
       });
     } catch (error) {
       // A client that throws instead of rejecting (e.g. a closed node-redis client).
-      return Promise.reject(error).then(decode, wrap);
+      pending = Promise.reject(error).then(decode, wrap);
     }
+    pending[TICKET] = ticket;
+    return pending;
   }
 }
 
@@ -161,6 +167,11 @@ const NO_DECISION: StoreDecision = Object.freeze({ admitted: true, results: [] }
 
 function decodeDecision(reply: unknown, n: number): StoreDecision {
   if (!Array.isArray(reply) || reply.length !== 1 + FIELDS_PER_POLICY * n) {
+    if (reply === NOT_RUN_REPLY) {
+      throw new RateLimitStoreError(
+        'the connection dropped while this decision was in flight, or it was queued past the timeout: not sent again, so never charged twice',
+      );
+    }
     throw new RateLimitStoreError(
       `unexpected reply from the rate-limit script: ${JSON.stringify(reply)}`,
     );
