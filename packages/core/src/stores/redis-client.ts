@@ -9,6 +9,8 @@ import { NOT_RUN_REPLY, type SendTicket } from './send-ticket.js';
 export interface ScriptClient {
   /** e.g. `ioredis Redis`, `node-redis cluster`. */
   readonly description: string;
+  /** A cluster client: every call's keys must share a slot (batches are made per slot). */
+  readonly cluster?: boolean;
   /**
    * EVALSHA. With a `ticket`, the command runs at most once, and not at all once the ticket is
    * abandoned (see send-ticket.ts): a re-sent or abandoned command answers `NOT_RUN_REPLY`.
@@ -74,6 +76,15 @@ function isNodeRedis(client: object): client is NodeRedisLike {
   );
 }
 
+/** `ioredis Redis`, `node-redis client`, …: what kind of supported client `value` is, if any. */
+export function clientKind(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  if (isIoredis(value)) return value.isCluster ? 'ioredis Cluster' : 'ioredis Redis';
+  if (isNodeRedis(value))
+    return value.masters !== undefined ? 'node-redis cluster' : 'node-redis client';
+  return undefined;
+}
+
 /** Adapts a supported Redis client, or throws RateLimitConfigError naming what it received. */
 export function toScriptClient(client: unknown, field = 'redisStore.client'): ScriptClient {
   if (client !== null && typeof client === 'object') {
@@ -124,6 +135,7 @@ function ioredisShim(client: IoredisLike, Command: IoredisCommandClass): ScriptC
   }
   return {
     description: client.isCluster ? 'ioredis Cluster' : 'ioredis Redis',
+    cluster: client.isCluster === true,
     evalsha: (sha1, keys, args, ticket) =>
       client.sendCommand(
         new SendOnceCommand('evalsha', [sha1, keys.length, ...keys, ...args], ticket),
@@ -176,6 +188,7 @@ function nodeRedisShim(client: NodeRedisLike): ScriptClient {
   };
   return {
     description: cluster ? 'node-redis cluster' : 'node-redis client',
+    cluster,
     evalsha: (sha1, keys, args, ticket) =>
       send(['EVALSHA', sha1, String(keys.length), ...keys, ...args], keys, ticket),
     eval: (script, keys, args, ticket) =>

@@ -25,10 +25,30 @@ export class SendTicket {
     return this.controller.signal;
   }
 
+  /** The ticket of the batch this call went out in: abandoning the call abandons the batch. */
+  private batch: SendTicket | undefined;
+
   abandon(): void {
     this.abandoned = true;
     this.controller?.abort();
+    this.batch?.abandon();
   }
+
+  /**
+   * Puts this call's command into a batch command: if either is abandoned the batch must not
+   * run (its other calls then fail alone, and their own failure policy answers them).
+   */
+  joinBatch(batch: SendTicket): void {
+    this.batch = batch;
+    if (this.abandoned) batch.abandon();
+  }
+}
+
+/** The error a call gets when its command answered `NOT_RUN_REPLY`. */
+export function notRunError(): Error {
+  return new Error(
+    'not run: the connection dropped while this command was in flight, or it was still queued when its caller stopped waiting (a command is never sent twice)',
+  );
 }
 
 /** The reply of a command that was not run (re-sent after its connection dropped, or abandoned). */
