@@ -41,18 +41,21 @@ async function nodeRedisDefaults(): Promise<Client> {
   return { client, close: async () => void client.destroy() };
 }
 
-const clients: Array<[string, () => Promise<Client>]> = [
-  ['ioredis', ioredisDefaults],
-  ['node-redis', nodeRedisDefaults],
+// Batched (the default) and one EVALSHA per decision.
+const clients: Array<[string, () => Promise<Client>, boolean]> = [
+  ['ioredis', ioredisDefaults, true],
+  ['ioredis (batch: false)', ioredisDefaults, false],
+  ['node-redis', nodeRedisDefaults, true],
+  ['node-redis (batch: false)', nodeRedisDefaults, false],
 ];
 
 const LIMIT = 1_000_000_000;
 // A frozen clock: every decision lands in one window, so `remaining` counts every charge.
 const FROZEN = 1_700_000_000_000;
 let prefixes = 0;
-const limiterOn = (client: unknown, onStoreError: 'open' | 'closed' = 'open') =>
+const limiterOn = (client: unknown, batch: boolean, onStoreError: 'open' | 'closed' = 'open') =>
   new RateLimiter({
-    store: redisStore({ client, clock: () => FROZEN }),
+    store: redisStore({ client, clock: () => FROZEN, batch }),
     policies: fixedWindow({ limit: LIMIT, window: '1h' }),
     prefix: `resend${process.pid}x${prefixes++}`,
     onStoreError,
@@ -77,10 +80,10 @@ async function charged(prefix: string, key: string): Promise<number> {
   }
 }
 
-describe.each(clients)('%s with its default settings', (_label, connect) => {
+describe.each(clients)('%s with its default settings', (_label, connect, batch) => {
   test('connections killed mid-flight never charge a decision twice', async () => {
     const { client, close } = await connect();
-    const limiter = limiterOn(client);
+    const limiter = limiterOn(client, batch);
     const admin = new Redis(server.url);
     let killing = true;
     // CLIENT KILL every 7 ms drops the limiter's connection with commands in flight.
@@ -129,7 +132,7 @@ describe.each(clients)('%s with its default settings', (_label, connect) => {
 
   test('decisions answered by the failure policy while Redis is down are not charged when it returns', async () => {
     const { client, close } = await connect();
-    const limiter = limiterOn(client, 'closed');
+    const limiter = limiterOn(client, batch, 'closed');
     expect((await limiter.consume('k')).allowed).toBe(true);
     await server.kill();
     const answered = await Promise.all(Array.from({ length: 20 }, () => limiter.consume('k')));
