@@ -5,7 +5,7 @@
  * script's batch variant (redis-batch.ts); `batch: false` sends one EVALSHA per decision.
  */
 import { ALGORITHMS } from '../algorithms/index.js';
-import { type Clock, readMicros } from '../clock.js';
+import { type Clock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
@@ -85,10 +85,7 @@ export class RedisStore implements Store {
     }
     const o = readOptions(options, 'redisStore', ['client', 'clock', 'batch']);
     this.client = toScriptClient(o.client);
-    if (o.clock !== undefined && typeof o.clock !== 'function') {
-      throw configError('redisStore.clock', o.clock, 'a function returning epoch milliseconds');
-    }
-    this.clock = o.clock as Clock | undefined;
+    this.clock = readClockOption(o.clock, 'redisStore.clock');
     this.ttlSlack = this.clock ? String(INJECTED_CLOCK_TTL_SLACK_MS) : '0';
     // The shims send commands themselves (never through ioredis auto-pipelining), so batching
     // works the same on every client; a cluster batches per slot.
