@@ -23,7 +23,7 @@ const config: Config = {
     '<rootDir>/examples/*/test/**/*.test.ts',
   ],
   transform: { '^.+\\.(t|j)sx?$': swc as unknown as [string, Record<string, unknown>] },
-  transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(fast-check|pure-rand))'],
+  transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(fast-check|pure-rand|@nestjs))'],
   moduleNameMapper: {
     '^@floodgate/(core|express|koa|nestjs)$': '<rootDir>/packages/$1/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
