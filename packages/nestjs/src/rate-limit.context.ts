@@ -7,7 +7,7 @@
  * only when a GraphQL or WebSocket denial has to be thrown (an app that has such contexts has
  * them installed).
  */
-import type { HeaderTarget, HttpRequestView } from '@floodgate/core';
+import { type HeaderTarget, type HttpRequestView } from '@floodgate/core/http';
 import type { ExecutionContext } from '@nestjs/common';
 import type { HttpAdapterHost } from '@nestjs/core';
 

@@ -4,7 +4,7 @@
  * Options are stored as given and validated once, at application bootstrap, where the error
  * can name the handler.
  */
-import type { Decision } from '@floodgate/core';
+import { type Decision } from '@floodgate/core';
 import { createParamDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
 import { RATE_LIMIT_METADATA, SKIP_RATE_LIMIT_METADATA } from './rate-limit.constants.js';
 import { requestOf } from './rate-limit.context.js';

@@ -4,7 +4,7 @@
  * `{ statusCode, message, error }` (what @nestjs/throttler clients read) plus the decision's
  * fields. RateLimitExceptionFilter sends the RFC 9457 problem instead.
  */
-import type { Decision } from '@floodgate/core';
+import { type Decision } from '@floodgate/core';
 import { HttpException, HttpStatus } from '@nestjs/common';
 
 /** The 429 body: Nest's error shape plus the decision (times in milliseconds). */

@@ -2,7 +2,7 @@
  * Optional: sends RateLimitException as an RFC 9457 `application/problem+json` body, byte for
  * byte what the Express and Koa adapters send, instead of Nest's `{ statusCode, message, error }`.
  */
-import { PROBLEM_CONTENT_TYPE, quotaExceededProblem } from '@floodgate/core';
+import { PROBLEM_CONTENT_TYPE, quotaExceededProblem } from '@floodgate/core/http';
 import { type ArgumentsHost, Catch, type ExceptionFilter, Injectable } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { RateLimitException } from './rate-limit.exception.js';

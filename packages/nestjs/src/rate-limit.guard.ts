@@ -7,16 +7,18 @@
  * `getPolicies` or `throwRateLimitException`.
  */
 import {
-  applyRateLimitHeaders,
   type Decision,
-  type KeyConfig,
   type Policy,
   type PolicyDecision,
   RateLimitConfigError,
+} from '@floodgate/core';
+import {
+  applyRateLimitHeaders,
+  type KeyConfig,
   resolveCost,
   resolveKey,
   waitForDelay,
-} from '@floodgate/core';
+} from '@floodgate/core/http';
 import { type CanActivate, type ExecutionContext, Injectable, Optional } from '@nestjs/common';
 import { GUARDS_METADATA, INTERCEPTORS_METADATA } from '@nestjs/common/constants.js';
 import { HttpAdapterHost } from '@nestjs/core';

@@ -3,16 +3,13 @@
  * (`GET /devices/:id`), the policies (handler over controller over module), the key sources
  * and the cost, and one RateLimiter per distinct policy set, shared by every request.
  */
+import { type Policy, RateLimitConfigError, type RateLimiter, type Store } from '@floodgate/core';
 import {
   configError,
   type KeyConfig,
-  type Policy,
   parseKeyOptions,
-  RateLimitConfigError,
-  type RateLimiter,
   type RateLimitHeaderConfig,
-  type Store,
-} from '@floodgate/core';
+} from '@floodgate/core/http';
 import {
   type ExecutionContext,
   Inject,

@@ -2,7 +2,19 @@
  * HTTP helpers shared by the framework adapters (@floodgate/express, @floodgate/koa,
  * @floodgate/nestjs): key resolution, IP normalisation, headers, problem bodies and the
  * shared option parsing. Framework-free.
+ *
+ * Published as the `@floodgate/core/http` subpath: for adapter authors, not application code.
  */
+
+// Option parsing for adapters: one error shape (field, value, stable code) everywhere.
+export { configError, readOptions } from '../options.js';
+export {
+  applyCheckHeaders,
+  checkHttpRequest,
+  type HttpCheck,
+  resolveCost,
+  waitForDelay,
+} from './check-request.js';
 export {
   DEFAULT_LEASE_TTL,
   type HttpConcurrencyOptions,
@@ -48,15 +60,10 @@ export {
   resolveKey,
 } from './keys.js';
 export {
-  applyCheckHeaders,
-  checkHttpRequest,
   HTTP_OPTION_NAMES,
-  type HttpCheck,
   type HttpRateLimitConfig,
   type HttpRateLimitOptions,
   parseHttpRateLimitOptions,
-  resolveCost,
-  waitForDelay,
 } from './options.js';
 export {
   PROBLEM_CONTENT_TYPE,
