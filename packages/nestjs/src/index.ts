@@ -11,9 +11,14 @@ export {
   RateLimitDecision,
   SkipRateLimit,
 } from './rate-limit.decorator.js';
-export { type RateLimitBody, RateLimitException } from './rate-limit.exception.js';
+export {
+  type RateLimitBody,
+  RateLimitException,
+  RateLimitGraphQLError,
+  TOO_MANY_REQUESTS,
+} from './rate-limit.exception.js';
 export { RateLimitExceptionFilter } from './rate-limit.filter.js';
-export { RateLimitGraphQLError, RateLimitGuard, TOO_MANY_REQUESTS } from './rate-limit.guard.js';
+export { RateLimitGuard } from './rate-limit.guard.js';
 export { RateLimitInterceptor } from './rate-limit.interceptor.js';
 export type {
   RateLimitCost,

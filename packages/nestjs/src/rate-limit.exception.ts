@@ -48,3 +48,25 @@ export class RateLimitException extends HttpException {
     this.decision = decision;
   }
 }
+
+/** `extensions.code` of GraphQL denials, `code` of WebSocket denials. */
+export const TOO_MANY_REQUESTS = 'TOO_MANY_REQUESTS';
+
+/**
+ * A GraphQL denial. graphql-js copies `extensions` of an error thrown in a resolver into the
+ * response's error (Apollo and Mercurius alike), so no `graphql` import is needed here.
+ */
+export class RateLimitGraphQLError extends Error {
+  override readonly name = 'RateLimitGraphQLError';
+  /** `code` `TOO_MANY_REQUESTS`, `retryAfter` (ms), `policy`, `limit`, `remaining`, `resetAfter`. */
+  readonly extensions: Record<string, unknown>;
+
+  constructor(
+    message: string,
+    readonly decision: Decision,
+  ) {
+    super(message);
+    const { statusCode, message: _m, error: _e, ...fields } = rateLimitBody(decision, message);
+    this.extensions = { code: TOO_MANY_REQUESTS, statusCode, ...fields };
+  }
+}

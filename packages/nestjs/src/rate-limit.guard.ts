@@ -6,12 +6,7 @@
  * `TOO_MANY_REQUESTS` (GraphQL), a `WsException` (WebSocket). Subclass it and override `getKey`,
  * `getPolicies` or `throwRateLimitException`.
  */
-import {
-  type Decision,
-  type Policy,
-  type PolicyDecision,
-  RateLimitConfigError,
-} from '@floodgate/core';
+import { type Decision, type Policy, RateLimitConfigError } from '@floodgate/core';
 import {
   applyRateLimitHeaders,
   type KeyConfig,
@@ -20,7 +15,6 @@ import {
   waitForDelay,
 } from '@floodgate/core/http';
 import { type CanActivate, type ExecutionContext, Injectable, Optional } from '@nestjs/common';
-import { GUARDS_METADATA, INTERCEPTORS_METADATA } from '@nestjs/common/constants.js';
 import { HttpAdapterHost } from '@nestjs/core';
 import { RATE_LIMIT_GUARD_MARK } from './rate-limit.constants.js';
 import {
@@ -31,9 +25,16 @@ import {
   transportOf,
 } from './rate-limit.context.js';
 import { DECISION_PROPERTY } from './rate-limit.decorator.js';
-import { RateLimitException, rateLimitBody } from './rate-limit.exception.js';
+import {
+  RateLimitException,
+  RateLimitGraphQLError,
+  rateLimitBody,
+  TOO_MANY_REQUESTS,
+} from './rate-limit.exception.js';
+import { mergeDecisions } from './rate-limit.merge.js';
 import { DEFAULT_ERROR_MESSAGE } from './rate-limit.options.js';
-import { policySignature, RateLimitService, type RouteLimit } from './rate-limit.service.js';
+import { localLimiters, policySignature } from './rate-limit.routes.js';
+import { RateLimitService, type RouteLimit } from './rate-limit.service.js';
 
 /**
  * Where a request's charges are remembered, so it is charged once per handler and policy set
@@ -267,86 +268,10 @@ export class RateLimitGuard implements CanActivate {
   }
 }
 
-/** `extensions.code` of GraphQL denials, `code` of WebSocket denials. */
-export const TOO_MANY_REQUESTS = 'TOO_MANY_REQUESTS';
-
-/**
- * A GraphQL denial. graphql-js copies `extensions` of an error thrown in a resolver into the
- * response's error (Apollo and Mercurius alike), so no `graphql` import is needed here.
- */
-export class RateLimitGraphQLError extends Error {
-  override readonly name = 'RateLimitGraphQLError';
-  /** `code` `TOO_MANY_REQUESTS`, `retryAfter` (ms), `policy`, `limit`, `remaining`, `resetAfter`. */
-  readonly extensions: Record<string, unknown>;
-
-  constructor(
-    message: string,
-    readonly decision: Decision,
-  ) {
-    super(message);
-    const { statusCode, message: _m, error: _e, ...fields } = rateLimitBody(decision, message);
-    this.extensions = { code: TOO_MANY_REQUESTS, statusCode, ...fields };
-  }
-}
-
-function localLimiters(target: Function, handler: Function): Function[] {
-  const found: Function[] = [];
-  for (const key of [GUARDS_METADATA, INTERCEPTORS_METADATA]) {
-    for (const on of [target, handler]) {
-      for (const entry of (Reflect.getMetadata(key, on) as unknown[] | undefined) ?? []) {
-        const type = typeof entry === 'function' ? entry : (entry as object | null)?.constructor;
-        if (
-          typeof type === 'function' &&
-          (type as { [RATE_LIMIT_GUARD_MARK]?: boolean })[RATE_LIMIT_GUARD_MARK] === true
-        ) {
-          found.push(type);
-        }
-      }
-    }
-  }
-  return found;
-}
-
 function principalId(user: unknown): unknown {
   if (user === null || typeof user !== 'object') return undefined;
   const u = user as { id?: unknown; clientId?: unknown };
   return u.id ?? u.clientId;
-}
-
-/**
- * Several limiters' decisions as one (the rule of the core's own): denied when any denies,
- * decided by the denying policy that waits longest (−1 first), else by the policy with the
- * least remaining (then the longest resetAfter).
- */
-export function mergeDecisions(decisions: readonly Decision[]): Decision {
-  const views: PolicyDecision[] = decisions.flatMap((d) => d.policies);
-  const allowed = decisions.every((d) => d.allowed);
-  let decider = views[0]!;
-  for (const v of views.slice(1)) if (decides(v, decider, allowed)) decider = v;
-  const reason = decisions.find((d) => d.reason !== undefined)?.reason;
-  return {
-    allowed,
-    limit: decider.limit,
-    remaining: decider.remaining,
-    resetAfter: decider.resetAfter,
-    retryAfter: allowed ? 0 : decider.retryAfter,
-    delay: allowed ? Math.max(...decisions.map((d) => d.delay)) : 0,
-    window: decider.window,
-    policy: decider.name,
-    policies: views,
-    ...(reason ? { reason } : {}),
-  };
-}
-
-function decides(a: PolicyDecision, b: PolicyDecision, allowed: boolean): boolean {
-  if (!allowed) {
-    if (a.allowed) return false;
-    if (b.allowed) return true;
-    if (a.retryAfter < 0 || b.retryAfter < 0) return a.retryAfter < 0 && b.retryAfter >= 0;
-    return a.retryAfter > b.retryAfter;
-  }
-  if (a.remaining !== b.remaining) return a.remaining < b.remaining;
-  return a.resetAfter > b.resetAfter;
 }
 
 export type { RequestLike };

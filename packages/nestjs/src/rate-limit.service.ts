@@ -3,30 +3,17 @@
  * (`GET /devices/:id`), the policies (handler over controller over module), the key sources
  * and the cost, and one RateLimiter per distinct policy set, shared by every request.
  */
-import { type Policy, RateLimitConfigError, type RateLimiter, type Store } from '@floodgate/core';
-import {
-  configError,
-  type KeyConfig,
-  parseKeyOptions,
-  type RateLimitHeaderConfig,
-} from '@floodgate/core/http';
+import { type Policy, type RateLimiter, type Store } from '@floodgate/core';
+import { type KeyConfig, parseKeyOptions, type RateLimitHeaderConfig } from '@floodgate/core/http';
 import {
   type ExecutionContext,
   Inject,
   Injectable,
   Logger,
   type OnModuleInit,
-  RequestMethod,
   type Type,
-  VERSION_NEUTRAL,
 } from '@nestjs/common';
-import {
-  GUARDS_METADATA,
-  INTERCEPTORS_METADATA,
-  METHOD_METADATA,
-  PATH_METADATA,
-  VERSION_METADATA,
-} from '@nestjs/common/constants.js';
+import { METHOD_METADATA } from '@nestjs/common/constants.js';
 import {
   APP_GUARD,
   APP_INTERCEPTOR,
@@ -36,11 +23,10 @@ import {
 } from '@nestjs/core';
 import {
   RATE_LIMIT_GLOBAL,
-  RATE_LIMIT_GUARD_MARK,
   RATE_LIMIT_METADATA,
   SKIP_RATE_LIMIT_METADATA,
 } from './rate-limit.constants.js';
-import type { RateLimitCost, RateLimitOptions, RateLimitScope } from './rate-limit.interfaces.js';
+import type { RateLimitOptions, RateLimitScope } from './rate-limit.interfaces.js';
 import {
   buildLimiter,
   type ParsedRateLimit,
@@ -48,47 +34,21 @@ import {
   type RateLimitConfig,
   rethrow,
 } from './rate-limit.options.js';
-
-// Metadata keys of @nestjs/graphql and @nestjs/websockets (optional peers, never imported).
-const RESOLVER_TYPE_METADATA = 'graphql:resolver_type';
-const RESOLVER_NAME_METADATA = 'graphql:resolver_name';
-const MESSAGE_METADATA = 'message';
-const GATEWAY_OPTIONS = 'websockets:gateway_options';
+import { checkNames, parseSkipNames } from './rate-limit.policies.js';
+import {
+  controllerOf,
+  hasGuard,
+  isRateLimitGuard,
+  MESSAGE_METADATA,
+  policySignature,
+  RESOLVER_TYPE_METADATA,
+  type RouteCharge,
+  type RouteLimit,
+  routeOf,
+} from './rate-limit.routes.js';
 
 /** Injection token of the parsed module options. */
 export const RATE_LIMIT_CONFIG: unique symbol = Symbol('RATE_LIMIT_CONFIG');
-
-/** One set of policies a handler charges, with the key sources that say whose budget. */
-export interface RouteCharge {
-  /** The policies as declared (headers and `@SkipRateLimit(name)` use their names). */
-  readonly policies: readonly Policy[];
-  readonly scope: RateLimitScope;
-  readonly keys: KeyConfig<ExecutionContext>;
-}
-
-/** How one handler is limited. */
-export interface RouteLimit {
-  /** `Controller.handler`, for messages. */
-  readonly where: string;
-  /**
-   * The handler in storage keys: `GET /devices/:id`, `Query devices`, `WS chat`; stable across
-   * class and method renames (HTTP and GraphQL) and the same on every platform and process.
-   */
-  readonly route: string;
-  /** The handler's class in storage keys (scope 'controller'): `controller /devices`. */
-  readonly controller: string;
-  /** `@SkipRateLimit()`: true skips everything; a set skips the policies of those names. */
-  readonly skip: boolean | ReadonlySet<string>;
-  /** The module's policies, unless skipped whole or overridden by the handler's `@RateLimit`. */
-  readonly module: RouteCharge | undefined;
-  /** The handler's `@RateLimit`, else its class's. */
-  readonly own: RouteCharge | undefined;
-  /** Handler's `@RateLimit` policies, else the class's, else the module's (what `getPolicies` returns). */
-  readonly policies: readonly Policy[] | undefined;
-  /** The key sources of `own`, else the module's. */
-  readonly keys: KeyConfig<ExecutionContext>;
-  readonly cost: RateLimitCost;
-}
 
 /** A handler, as `ExecutionContext.getHandler()` returns it. */
 type Handler = Function;
@@ -283,23 +243,7 @@ export class RateLimitService implements OnModuleInit {
     const where = `@SkipRateLimit(${fromHandler !== undefined ? `${target.name}.${handler.name}` : target.name})`;
     if (value === undefined || value === false) return false;
     if (value === true) return true;
-    const known = policies.map((p) => p.name);
-    if (!Array.isArray(value)) {
-      throw configError(where, value, 'no argument, true, false, or policy names as strings');
-    }
-    value.forEach((name: unknown, i) => {
-      if (typeof name !== 'string' || !known.includes(name)) {
-        throw new RateLimitConfigError(
-          'FLOODGATE_INVALID_OPTION',
-          `${where}[${i}]`,
-          name,
-          `${where}: ${describeName(name)} is not the name of a policy that applies here ` +
-            `(${known.length > 0 ? known.map((n) => `"${n}"`).join(', ') : 'none'}); ` +
-            'give @SkipRateLimit() no argument to skip every limit',
-        );
-      }
-    });
-    return new Set(value as string[]);
+    return parseSkipNames(value, where, policies);
   }
 
   /** Parses a decorator's options once and builds its limiter (so both fail at bootstrap). */
@@ -335,107 +279,5 @@ export class RateLimitService implements OnModuleInit {
   }
 }
 
-/** Module and handler policies may share a limiter (and headers): their names must differ. */
-function checkNames(module: RouteCharge, own: RouteCharge, where: string): void {
-  const names = new Set(module.policies.map((p) => p.name));
-  own.policies.forEach((p, i) => {
-    if (!names.has(p.name)) return;
-    throw new RateLimitConfigError(
-      'FLOODGATE_DUPLICATE_POLICY',
-      `@RateLimit(${where}).policies[${i}].name`,
-      p.name,
-      `@RateLimit(${where}): policy name "${p.name}" is also a module policy's name; name it ` +
-        'differently (both apply, and headers tell policies apart by name), or give override: true',
-    );
-  });
-}
-
-function describeName(name: unknown): string {
-  return typeof name === 'string' ? `"${name}"` : String(name);
-}
-
-function isRateLimitGuard(value: unknown): boolean {
-  return (
-    typeof value === 'function' &&
-    (value as { [RATE_LIMIT_GUARD_MARK]?: boolean })[RATE_LIMIT_GUARD_MARK] === true
-  );
-}
-
-function hasGuard(controller: Type, handler: Handler): boolean {
-  const guards = [GUARDS_METADATA, INTERCEPTORS_METADATA].flatMap((key) => [
-    ...((Reflect.getMetadata(key, controller) as unknown[] | undefined) ?? []),
-    ...((Reflect.getMetadata(key, handler) as unknown[] | undefined) ?? []),
-  ]);
-  // A guard given as an instance is recognised by its class.
-  return guards.some(
-    (g) => isRateLimitGuard(g) || isRateLimitGuard((g as object | null)?.constructor),
-  );
-}
-
-/** Identifies a policy set: ids (what is stored) and names (what headers say). */
-export function policySignature(policies: readonly Policy[]): string {
-  return policies.map((p) => `${p.id}/${p.name}`).join(',');
-}
-
-/**
- * `GET /devices/:id` from the routing metadata: the same on every platform and for every
- * process, and unchanged when a class or method is renamed. Global prefixes are left out
- * (use the module's `prefix` to separate applications that share a store).
- */
-export function routeOf(controller: Type, handler: Handler): string {
-  const resolverType = Reflect.getMetadata(RESOLVER_TYPE_METADATA, handler) as unknown;
-  if (resolverType !== undefined) {
-    const field = Reflect.getMetadata(RESOLVER_NAME_METADATA, handler) as string | undefined;
-    const type = typeof resolverType === 'string' ? resolverType : controller.name;
-    return `${type} ${field ?? handler.name}`;
-  }
-  const message = Reflect.getMetadata(MESSAGE_METADATA, handler) as unknown;
-  if (message !== undefined) {
-    const gateway = Reflect.getMetadata(GATEWAY_OPTIONS, controller) as
-      | { namespace?: unknown }
-      | undefined;
-    const namespace = typeof gateway?.namespace === 'string' ? `${gateway.namespace} ` : '';
-    return `WS ${namespace}${String(message)}`;
-  }
-  const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
-  if (method === undefined && Reflect.getMetadata(PATH_METADATA, handler) === undefined) {
-    return `${controller.name}.${handler.name}`;
-  }
-  const verb = method === undefined ? 'ALL' : (RequestMethod[method] ?? String(method));
-  const bases = paths(Reflect.getMetadata(PATH_METADATA, controller));
-  const own = paths(Reflect.getMetadata(PATH_METADATA, handler));
-  const full = [...new Set(bases.flatMap((b) => own.map((h) => joinPath(b, h))))].sort();
-  const version =
-    Reflect.getMetadata(VERSION_METADATA, handler) ??
-    Reflect.getMetadata(VERSION_METADATA, controller);
-  const versions =
-    version === undefined
-      ? ''
-      : ` v${([] as unknown[])
-          .concat(version)
-          .map((v) => (v === VERSION_NEUTRAL ? 'neutral' : String(v)))
-          .join(',')}`;
-  return `${verb} ${full.join(',')}${versions}`;
-}
-
-/** `controller /devices` (an HTTP controller's paths), else `controller <class name>`. */
-export function controllerOf(target: Type): string {
-  const path = Reflect.getMetadata(PATH_METADATA, target) as unknown;
-  return `controller ${
-    path === undefined
-      ? target.name
-      : paths(path)
-          .map((p) => joinPath(p, ''))
-          .join(',')
-  }`;
-}
-
-function paths(value: unknown): string[] {
-  if (value === undefined || value === null) return ['/'];
-  return ([] as unknown[]).concat(value).map((p) => String(p));
-}
-
-function joinPath(base: string, own: string): string {
-  const path = `/${base}/${own}`.replace(/\/{2,}/g, '/');
-  return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
-}
+export type { RouteCharge, RouteLimit } from './rate-limit.routes.js';
+export { policySignature, routeOf } from './rate-limit.routes.js';
