@@ -5,7 +5,8 @@
 import type { Decision } from './decision.js';
 import { parseDuration } from './duration.js';
 import { RateLimitArgumentError } from './errors.js';
-import { type AcquireOptions, readCost } from './rate-limiter-options.js';
+import { ownValue } from './options.js';
+import { ACQUIRE_OPTIONS, type AcquireOptions, readCost } from './rate-limiter-options.js';
 
 /**
  * One attempt at admission: `slack` is what is left of the budget as the store's reserve slack
@@ -19,10 +20,11 @@ export type AdmissionAttempt = (cost: number, slack: number) => Promise<Decision
  * when the cost can never be admitted (retryAfter −1).
  */
 export async function waitForAdmission(
-  options: AcquireOptions,
+  options: AcquireOptions | undefined,
   attempt: AdmissionAttempt,
 ): Promise<Decision> {
-  const { maxWait, ...consumeOptions } = options;
+  const cost = readCost(options, ACQUIRE_OPTIONS);
+  const maxWait = options === undefined ? undefined : ownValue(options, 'maxWait');
   let budget = Number.POSITIVE_INFINITY;
   if (maxWait !== undefined) {
     try {
@@ -31,7 +33,6 @@ export async function waitForAdmission(
       throw new RateLimitArgumentError('maxWait', maxWait, (error as Error).message);
     }
   }
-  const cost = readCost(consumeOptions);
   const started = performance.now();
   for (;;) {
     const waited = performance.now() - started;

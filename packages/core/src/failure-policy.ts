@@ -221,6 +221,7 @@ function failureDecision(
     name: p.name,
     allowed,
     limit: p.capacity,
+    quota: p.limit,
     remaining: allowed ? p.capacity : 0,
     resetAfter: allowed ? 0 : retryAfter,
     retryAfter: allowed ? 0 : retryAfter,
@@ -231,6 +232,7 @@ function failureDecision(
   return {
     allowed,
     limit: first.limit,
+    quota: first.quota,
     remaining: first.remaining,
     resetAfter: first.resetAfter,
     retryAfter: first.retryAfter,

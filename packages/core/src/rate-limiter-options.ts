@@ -6,7 +6,7 @@ import { DeniedCache, type DeniedCacheOptions } from './denied-cache.js';
 import type { Duration } from './duration.js';
 import { describeValue, RateLimitArgumentError, RateLimitConfigError } from './errors.js';
 import type { CircuitBreakerOptions, OnStoreError, RateLimiterHooks } from './failure-policy.js';
-import { configError } from './options.js';
+import { configError, ownValue } from './options.js';
 import type { Policy } from './policy.js';
 import type { Store } from './stores/store.js';
 
@@ -84,10 +84,40 @@ export function readDeniedCache(value: unknown): DeniedCache | undefined {
   throw configError('RateLimiter.deniedCache', value, 'true, false or { maxKeys?, clock? }');
 }
 
-/** A call's `cost`: a non-negative safe integer, 1 when not given. */
-export function readCost(options: ConsumeOptions | undefined): number {
-  if (options === undefined || options.cost === undefined) return 1;
-  const cost = options.cost;
+/** Names `consume`/`peek` and `acquire` accept. */
+export const CONSUME_OPTIONS: readonly string[] = ['cost'];
+export const ACQUIRE_OPTIONS: readonly string[] = ['cost', 'maxWait'];
+
+/**
+ * Checks a call's options (own properties only, every name known: a misspelt `{ kost: 2 }` is
+ * an error, never a cost of 1) and returns its cost. Runs on every call: it allocates nothing.
+ */
+export function readCost(
+  options: ConsumeOptions | undefined,
+  known: readonly string[] = CONSUME_OPTIONS,
+): number {
+  if (options === undefined) return 1;
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    // `consume(key, 2)` from JavaScript: the 2 would otherwise be ignored and cost 1.
+    throw new RateLimitArgumentError(
+      'options',
+      options,
+      `the options argument must be an object such as { cost: ${
+        typeof options === 'number' ? options : 2
+      } }, got ${describeValue(options)}`,
+    );
+  }
+  for (const name in options) {
+    if (Object.hasOwn(options, name) && !known.includes(name)) {
+      throw new RateLimitArgumentError(
+        name,
+        (options as Record<string, unknown>)[name],
+        `${name} is not a call option (${known.length > 0 ? `known: ${known.join(', ')}` : 'this call takes none'})`,
+      );
+    }
+  }
+  const cost = ownValue(options, 'cost');
+  if (cost === undefined) return 1;
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
     throw new RateLimitArgumentError(
       'cost',

@@ -33,6 +33,8 @@ export class RateLimiter {
   private readonly tails: readonly string[];
   /** Recent keys' storage keys (built once, so their strings keep V8's cached hash) and slots. */
   private readonly keyMemo = new Map<string, KeyMemo>();
+  /** What the memo holds, counted as in KEY_MEMO_BYTES. */
+  private keyMemoBytes = 0;
   private readonly guard: StoreGuard;
   /** What answers when the store cannot (`onStoreError`). */
   private readonly failure: FailureAnswer;
@@ -97,7 +99,7 @@ export class RateLimiter {
    * policies are retried after each denial's `retryAfter`. The admitting decision's `delay` is
    * the time already waited for the reservation; nothing more needs to be waited.
    */
-  acquire(key: string, options: AcquireOptions = {}): Promise<Decision> {
+  acquire(key: string, options?: AcquireOptions): Promise<Decision> {
     return waitForAdmission(options, (cost, slack) =>
       this.prepared.reserve ? this.reserve(key, cost, slack) : this.consume(key, { cost }),
     );
@@ -132,8 +134,15 @@ export class RateLimiter {
     if (entry === undefined) {
       const keys = this.storageKeys(key);
       entry = { keys, slots: new Array(keys.length) };
-      if (memo.size >= KEY_MEMO_SIZE) memo.clear();
+      let bytes = key.length;
+      for (const k of keys) bytes += k.length;
+      bytes = bytes * 2 + KEY_MEMO_ENTRY_BYTES;
+      if (memo.size >= KEY_MEMO_SIZE || this.keyMemoBytes + bytes > KEY_MEMO_BYTES) {
+        memo.clear();
+        this.keyMemoBytes = 0;
+      }
       memo.set(key, entry);
+      this.keyMemoBytes += bytes;
     }
     return entry;
   }
@@ -225,3 +234,9 @@ interface KeyMemo {
 
 /** Keys whose storage keys a limiter remembers; past it the memo starts over (amortised O(1)). */
 const KEY_MEMO_SIZE = 10_000;
+/**
+ * Bytes the memo may hold (2 per UTF-16 unit of each key and storage key, plus a fixed overhead
+ * per entry): keys are caller input, and 10 000 keys of 16 KB would otherwise pin 320 MB.
+ */
+const KEY_MEMO_BYTES = 4 * 1024 * 1024;
+const KEY_MEMO_ENTRY_BYTES = 200;

@@ -1,16 +1,18 @@
 /**
- * One table of HTTP scenarios, run against real servers for every adapter (Express, Koa) and
+ * One table of HTTP scenarios, run against real servers for every adapter (Express, Koa, Fastify) and
  * every store (memory, Redis on the harness server). Functions in options receive the
- * framework's request (Express `req`, Koa `ctx`); both have `.get(header)` and `.path`.
+ * framework's request (Express `req`, Koa `ctx`, Fastify `request`); all have `.get(header)` and
+ * `.path` (the Fastify driver decorates its requests with them).
  */
 
 import http from 'node:http';
 import { fixedWindow, leakyBucket, memoryStore, redisStore, type Store } from '@floodgate/core';
-import { QUOTA_EXCEEDED_TYPE } from '@floodgate/core/http';
+import { QUOTA_EXCEEDED_TYPE, STORE_UNAVAILABLE_TYPE } from '@floodgate/core/http';
 import { Redis as IORedis, type Redis } from 'ioredis';
 import request from 'supertest';
 import { connectIoredis, flushRedis } from '../../../test/harness/redis';
 import { serveExpress } from '../../express/test/server';
+import { serveFastify } from '../../fastify/test/server';
 import { serveKoa } from '../../koa/test/server';
 import type { Serve, TestApp, TestAppOptions } from './http-driver';
 
@@ -33,6 +35,7 @@ async function eventually<T>(probe: () => Promise<T>, expected: T): Promise<T> {
 const frameworks: [string, Serve][] = [
   ['express', serveExpress],
   ['koa', serveKoa],
+  ['fastify', serveFastify],
 ];
 
 let redis: Redis;
@@ -249,15 +252,20 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       const res = await request(url).get('/');
       expect(res.status).toBe(429);
       expect(JSON.parse(res.text).detail).toBe(
-        'This request costs more than policy "per-minute" can ever admit.',
+        'Policy "per-minute" can never admit this request; retrying will not help.',
       );
+      expect(res.headers['retry-after']).toBeUndefined();
     });
 
     it('a custom onLimited handler replaces the 429 body; headers are already set', async () => {
       const onLimited = (...args: unknown[]) => {
         const decision = args[args.length - 1] as { retryAfter: number };
         const target = args[0] as { res?: unknown; status?: number; body?: unknown };
-        if ('body' in target || 'request' in target) {
+        const reply = args[1] as { code?(n: number): { send(b: unknown): void } };
+        if (args.length === 3 && typeof reply.code === 'function') {
+          // Fastify: (request, reply, decision)
+          reply.code(503).send({ custom: true, retryAfter: decision.retryAfter });
+        } else if ('body' in target || 'request' in target) {
           // Koa: (ctx, next, decision)
           target.status = 503;
           target.body = { custom: true, retryAfter: decision.retryAfter };
@@ -405,13 +413,13 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       }
     });
 
-    it("'closed' denies with a 429", async () => {
+    it("'closed' denies with a 503 (the client did nothing wrong)", async () => {
       const url = await start({
         limiters: [{ store: deadRedis(), policies, onStoreError: 'closed' }],
       });
       const res = await request(url).get('/');
-      expect(res.status).toBe(429);
-      expect(JSON.parse(res.text)['violated-policies']).toEqual(['per-minute']);
+      expect(res.status).toBe(503);
+      expect(JSON.parse(res.text).type).toBe(STORE_UNAVAILABLE_TYPE);
       expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     });
 

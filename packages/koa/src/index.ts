@@ -7,11 +7,11 @@ import { type Decision } from '@floodgate/core';
 import {
   applyCheckHeaders,
   checkHttpRequest,
+  deniedProblem,
   type HttpRateLimitOptions,
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
-  quotaExceededProblem,
   releaseWhenDone,
   waitForDelay,
 } from '@floodgate/core/http';
@@ -61,9 +61,10 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     );
     if (!decision.allowed) {
       if (config.onLimited) return config.onLimited(ctx, next, decision);
-      ctx.status = 429;
+      const problem = deniedProblem(decision);
+      ctx.status = problem.status;
       ctx.type = PROBLEM_CONTENT_TYPE;
-      ctx.body = JSON.stringify(quotaExceededProblem(decision));
+      ctx.body = JSON.stringify(problem);
       return;
     }
     await waitForDelay(decision);

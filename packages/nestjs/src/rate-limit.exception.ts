@@ -1,10 +1,20 @@
 /**
+<<<<<<< HEAD
  * The 429 the guard throws on HTTP. It is an HttpException, so exception filters see it and
  * can read `decision`; Nest's default filter sends `getResponse()`: Nest's own error shape
  * `{ statusCode, message, error }` (what @nestjs/throttler clients read) plus the decision's
  * fields. RateLimitExceptionFilter sends the RFC 9457 problem instead.
  */
 import { type Decision } from '@floodgate/core';
+=======
+ * The 429 the guard throws (503 when `onStoreError: 'closed'` refused because the store could
+ * not decide). It is an HttpException, so exception filters see it and can read
+ * `decision`; Nest's default filter sends `getResponse()`, the RFC 9457 problem object the
+ * Express and Koa adapters send.
+ */
+import type { Decision } from '@floodgate/core';
+import { deniedProblem, storeDecided } from '@floodgate/core/http';
+>>>>>>> main
 import { HttpException, HttpStatus } from '@nestjs/common';
 
 /** The 429 body: Nest's error shape plus the decision (times in milliseconds). */
@@ -40,11 +50,20 @@ export class RateLimitException extends HttpException {
   /** The denying decision: which policy decided, `retryAfter`, every policy's view. */
   readonly decision: Decision;
 
+<<<<<<< HEAD
   constructor(
     decision: Decision,
     body: string | object = rateLimitBody(decision, 'Too Many Requests'),
   ) {
     super(body, HttpStatus.TOO_MANY_REQUESTS, { description: 'Too Many Requests' });
+=======
+  constructor(decision: Decision, body: string | object = deniedProblem(decision)) {
+    if (storeDecided(decision)) {
+      super(body, HttpStatus.TOO_MANY_REQUESTS, { description: 'Too Many Requests' });
+    } else {
+      super(body, HttpStatus.SERVICE_UNAVAILABLE, { description: 'Service Unavailable' });
+    }
+>>>>>>> main
     this.decision = decision;
   }
 }

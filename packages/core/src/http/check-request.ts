@@ -6,7 +6,8 @@
 import type { ConcurrencyDecision, Lease } from '../concurrency-limiter.js';
 import type { Decision } from '../decision.js';
 import { describeValue, RateLimitArgumentError } from '../errors.js';
-import { applyRateLimitHeaders, type HeaderTarget, type RateLimitHeaderConfig } from './headers.js';
+import type { RateLimitHeaderConfig } from './header-options.js';
+import { applyRateLimitHeaders, type HeaderTarget } from './headers.js';
 import { type HttpRequestView, resolveKey } from './keys.js';
 import type { HttpRateLimitConfig } from './options.js';
 
@@ -74,9 +75,13 @@ export function applyCheckHeaders(
   check: HttpCheck,
   config: RateLimitHeaderConfig,
 ): void {
-  if (check.rate) applyRateLimitHeaders(target, check.rate, config);
+  const key = check.key;
+  if (check.rate) applyRateLimitHeaders(target, check.rate, config, { key });
   if (check.concurrency) {
-    applyRateLimitHeaders(target, check.concurrency, config, Date.now(), 'concurrent-requests');
+    applyRateLimitHeaders(target, check.concurrency, config, {
+      quotaUnit: 'concurrent-requests',
+      key,
+    });
   }
 }
 

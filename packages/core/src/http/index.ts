@@ -23,19 +23,27 @@ export {
   releaseWhenDone,
 } from './concurrency.js';
 export {
+  DEFAULT_HEADER_CONFIG,
+  HEADER_DRAFTS,
+  parseHeaderOptions,
+  type RateLimitHeaderConfig,
+  type RateLimitHeaderDraft,
+  type RateLimitHeaderOptions,
+} from './header-options.js';
+export {
   appendHeaderValue,
   applyRateLimitHeaders,
   ceilSeconds,
-  DEFAULT_HEADER_CONFIG,
   formatRateLimit,
   formatRateLimitPolicy,
+  formatUnnamedRateLimitPolicy,
+  type HeaderContext,
   type HeaderTarget,
-  parseHeaderOptions,
+  partitionKey,
   policyResetSeconds,
-  type RateLimitHeaderConfig,
-  type RateLimitHeaderOptions,
   retryAfterSeconds,
   serializeSfString,
+  storeDecided,
 } from './headers.js';
 export {
   DEFAULT_IPV6_SUBNET,
@@ -66,8 +74,12 @@ export {
   parseHttpRateLimitOptions,
 } from './options.js';
 export {
+  deniedProblem,
   PROBLEM_CONTENT_TYPE,
   QUOTA_EXCEEDED_TYPE,
   type QuotaExceededProblem,
   quotaExceededProblem,
+  STORE_UNAVAILABLE_TYPE,
+  type StoreUnavailableProblem,
+  storeUnavailableProblem,
 } from './problem.js';

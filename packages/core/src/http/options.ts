@@ -18,7 +18,7 @@ import {
   parseHeaderOptions,
   type RateLimitHeaderConfig,
   type RateLimitHeaderOptions,
-} from './headers.js';
+} from './header-options.js';
 import { KEY_OPTION_NAMES, type KeyConfig, type KeyOptions, parseKeyOptions } from './keys.js';
 
 /**
@@ -81,6 +81,16 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
 ): HttpRateLimitConfig<Req, OnLimited> {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw configError(where, options, 'an options object');
+  }
+  const passed = requestKind(options);
+  if (passed !== undefined) {
+    // `app.use(rateLimit)`: the framework calls the factory itself with each request.
+    throw new RateLimitConfigError(
+      'FLOODGATE_INVALID_OPTION',
+      where,
+      undefined,
+      `${where}() was called with ${passed} instead of options: it was mounted without being called. Write app.use(${where}({ policies: … })), not app.use(${where})`,
+    );
   }
   const o = options as Record<string, unknown>;
   const own: readonly string[] = [...HTTP_OPTION_NAMES, ...extraNames];
@@ -156,6 +166,17 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
     cost,
     onLimited: o.onLimited as OnLimited | undefined,
   };
+}
+
+/** `an HTTP request` / `a Koa context` when `value` is one (a factory mounted uncalled). */
+function requestKind(value: object): string | undefined {
+  const v = value as { method?: unknown; headers?: unknown; socket?: unknown; req?: unknown };
+  const isRequest = (r: typeof v | undefined) =>
+    r !== undefined && typeof r.method === 'string' && typeof r.headers === 'object' && !!r.socket;
+  // A Koa context delegates method, headers and socket to its request: test it first.
+  if (typeof v.req === 'object' && isRequest(v.req as typeof v)) return 'a Koa context';
+  if (isRequest(v)) return 'an HTTP request';
+  return undefined;
 }
 
 /** RateLimiter reports its own field names; report them as the adapter's options instead. */
