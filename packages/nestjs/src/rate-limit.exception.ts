@@ -1,27 +1,19 @@
 /**
-<<<<<<< HEAD
- * The 429 the guard throws on HTTP. It is an HttpException, so exception filters see it and
- * can read `decision`; Nest's default filter sends `getResponse()`: Nest's own error shape
+ * The 429 the guard throws on HTTP (503 when `onStoreError: 'closed'` refused because the store
+ * could not decide). It is an HttpException, so exception filters see it and can read
+ * `decision`; Nest's default filter sends `getResponse()`: Nest's own error shape
  * `{ statusCode, message, error }` (what @nestjs/throttler clients read) plus the decision's
  * fields. RateLimitExceptionFilter sends the RFC 9457 problem instead.
  */
-import { type Decision } from '@floodgate/core';
-=======
- * The 429 the guard throws (503 when `onStoreError: 'closed'` refused because the store could
- * not decide). It is an HttpException, so exception filters see it and can read
- * `decision`; Nest's default filter sends `getResponse()`, the RFC 9457 problem object the
- * Express and Koa adapters send.
- */
 import type { Decision } from '@floodgate/core';
-import { deniedProblem, storeDecided } from '@floodgate/core/http';
->>>>>>> main
+import { storeDecided } from '@floodgate/core/http';
 import { HttpException, HttpStatus } from '@nestjs/common';
 
-/** The 429 body: Nest's error shape plus the decision (times in milliseconds). */
+/** The 429 (or 503) body: Nest's error shape plus the decision (times in milliseconds). */
 export interface RateLimitBody {
-  readonly statusCode: 429;
+  readonly statusCode: 429 | 503;
   readonly message: string;
-  readonly error: 'Too Many Requests';
+  readonly error: 'Too Many Requests' | 'Service Unavailable';
   /** The policy that decided. */
   readonly policy: string;
   readonly limit: number;
@@ -32,12 +24,16 @@ export interface RateLimitBody {
   readonly resetAfter: number;
 }
 
-/** The body of a denial with `message`. */
+/**
+ * The body of a denial with `message`: 429 when the policies denied, 503 when the store could
+ * not decide and `onStoreError: 'closed'` refused.
+ */
 export function rateLimitBody(decision: Decision, message: string): RateLimitBody {
+  const decided = storeDecided(decision);
   return {
-    statusCode: HttpStatus.TOO_MANY_REQUESTS,
+    statusCode: decided ? HttpStatus.TOO_MANY_REQUESTS : HttpStatus.SERVICE_UNAVAILABLE,
     message,
-    error: 'Too Many Requests',
+    error: decided ? 'Too Many Requests' : 'Service Unavailable',
     policy: decision.policy,
     limit: decision.limit,
     remaining: decision.remaining,
@@ -50,20 +46,12 @@ export class RateLimitException extends HttpException {
   /** The denying decision: which policy decided, `retryAfter`, every policy's view. */
   readonly decision: Decision;
 
-<<<<<<< HEAD
-  constructor(
-    decision: Decision,
-    body: string | object = rateLimitBody(decision, 'Too Many Requests'),
-  ) {
-    super(body, HttpStatus.TOO_MANY_REQUESTS, { description: 'Too Many Requests' });
-=======
-  constructor(decision: Decision, body: string | object = deniedProblem(decision)) {
-    if (storeDecided(decision)) {
-      super(body, HttpStatus.TOO_MANY_REQUESTS, { description: 'Too Many Requests' });
-    } else {
-      super(body, HttpStatus.SERVICE_UNAVAILABLE, { description: 'Service Unavailable' });
-    }
->>>>>>> main
+  constructor(decision: Decision, body?: string | object) {
+    const fields = rateLimitBody(
+      decision,
+      storeDecided(decision) ? 'Too Many Requests' : 'Service Unavailable',
+    );
+    super(body ?? fields, fields.statusCode, { description: fields.error });
     this.decision = decision;
   }
 }

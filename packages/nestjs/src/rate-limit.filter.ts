@@ -2,7 +2,7 @@
  * Optional: sends RateLimitException as an RFC 9457 `application/problem+json` body, byte for
  * byte what the Express and Koa adapters send, instead of Nest's `{ statusCode, message, error }`.
  */
-import { PROBLEM_CONTENT_TYPE, quotaExceededProblem } from '@floodgate/core/http';
+import { deniedProblem, PROBLEM_CONTENT_TYPE } from '@floodgate/core/http';
 import { type ArgumentsHost, Catch, type ExceptionFilter, Injectable } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { RateLimitException } from './rate-limit.exception.js';
@@ -19,7 +19,7 @@ export class RateLimitExceptionFilter implements ExceptionFilter<RateLimitExcept
     // A string body keeps the Content-Type above on both platforms.
     httpAdapter.reply(
       response,
-      JSON.stringify(quotaExceededProblem(exception.decision)),
+      JSON.stringify(deniedProblem(exception.decision)),
       exception.getStatus(),
     );
   }

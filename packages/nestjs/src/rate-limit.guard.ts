@@ -12,6 +12,7 @@ import {
   type KeyConfig,
   resolveCost,
   resolveKey,
+  storeDecided,
   waitForDelay,
 } from '@floodgate/core/http';
 import { type CanActivate, type ExecutionContext, Injectable, Optional } from '@nestjs/common';
@@ -195,7 +196,9 @@ export class RateLimitGuard implements CanActivate {
 
   private errorMessage(context: ExecutionContext, decision: Decision): string {
     const option = this.rateLimit.config.errorMessage;
-    if (option === undefined) return DEFAULT_ERROR_MESSAGE;
+    if (option === undefined) {
+      return storeDecided(decision) ? DEFAULT_ERROR_MESSAGE : 'Service Unavailable';
+    }
     return typeof option === 'function' ? option(context, decision) : option;
   }
 

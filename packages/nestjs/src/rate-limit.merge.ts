@@ -15,15 +15,13 @@ export function mergeDecisions(decisions: readonly Decision[]): Decision {
   let decider = views[0]!;
   for (const v of views.slice(1)) if (decides(v, decider, allowed)) decider = v;
   const reason = decisions.find((d) => d.reason !== undefined)?.reason;
+  const { name, ...view } = decider;
   return {
+    ...view,
     allowed,
-    limit: decider.limit,
-    remaining: decider.remaining,
-    resetAfter: decider.resetAfter,
     retryAfter: allowed ? 0 : decider.retryAfter,
     delay: allowed ? Math.max(...decisions.map((d) => d.delay)) : 0,
-    window: decider.window,
-    policy: decider.name,
+    policy: name,
     policies: views,
     ...(reason ? { reason } : {}),
   };
