@@ -32,7 +32,6 @@ import {
   type ParsedRateLimit,
   parseRateLimitOptions,
   type RateLimitConfig,
-  rethrow,
 } from './rate-limit.options.js';
 import { checkNames, parseSkipNames } from './rate-limit.policies.js';
 import {
@@ -153,12 +152,15 @@ export class RateLimitService implements OnModuleInit {
     return route;
   }
 
-  /** The RateLimiter for `policies`: one per distinct policy set, built on first use. */
-  limiter(policies: readonly Policy[]): RateLimiter {
+  /**
+   * The RateLimiter for `policies`: one per distinct policy set, built on first use. `where`
+   * names the policies' origin in configuration errors.
+   */
+  limiter(policies: readonly Policy[], where = 'RateLimitModule'): RateLimiter {
     const signature = policySignature(policies);
     let limiter = this.limiters.get(signature);
     if (!limiter) {
-      limiter = buildLimiter(this.config.store, policies, this.config.limiterOptions);
+      limiter = buildLimiter(this.config.store, policies, this.config.limiterOptions, where);
       this.limiters.set(signature, limiter);
     }
     return limiter;
@@ -251,9 +253,7 @@ export class RateLimitService implements OnModuleInit {
     let parsed = this.parsed.get(options);
     if (!parsed) {
       const result = parseRateLimitOptions(options, where);
-      const limiter = rethrow(`@RateLimit(${where})`, 'RateLimiter', () =>
-        this.limiter(result.policies),
-      );
+      const limiter = this.limiter(result.policies, `@RateLimit(${where})`);
       parsed = { ...result, policies: limiter.policies };
       this.keyConfig(options, parsed, where);
       this.parsed.set(options, parsed);
