@@ -1,15 +1,31 @@
 /**
- * redisStore's batching, on the real test Redis: what goes over the wire (counted by a thin
+ * redisStore's batching, on a real Redis of its own: what goes over the wire (counted by a thin
  * wrapper that forwards every call to the real ioredis client), the bounds, per-decision
  * failures and NOSCRIPT recovery. Exactness in batched mode is the differential, conformance,
  * multi-process and cluster suites' job (each runs batched too).
  */
-import type { Redis } from 'ioredis';
-import { useTestRedis } from '../../../test/harness/redis';
+import { Redis } from 'ioredis';
+import { type RedisServerHandle, startRedisServer } from '../../../test/harness/redis-server';
 import { BATCH_SCRIPTS, SCRIPTS } from '../src/generated/scripts';
 import { fixedWindow, gcra, RateLimitConfigError, RateLimiter, redisStore } from '../src/index';
 
-const testRedis = useTestRedis();
+// The script cache is server-wide and other jest workers share the suite's server (a worker's
+// SCRIPT FLUSH or LOAD would change which calls meet NOSCRIPT): these tests get their own.
+let server: RedisServerHandle;
+let client: Redis;
+beforeAll(async () => {
+  server = await startRedisServer();
+  client = new Redis(server.port);
+});
+afterAll(async () => {
+  client.disconnect();
+  await server.stop();
+});
+beforeEach(async () => {
+  await client.flushdb();
+  await client.script('FLUSH');
+});
+const testRedis = (): Redis => client;
 
 interface Sent {
   command: 'evalsha' | 'eval';
