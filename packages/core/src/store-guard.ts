@@ -12,6 +12,7 @@ import {
   type RateLimiterHooks,
   type StoreFailure,
 } from './failure-policy.js';
+import { abandon } from './stores/send-ticket.js';
 import type { Store } from './stores/store.js';
 
 export type GuardedOutcome<T> =
@@ -127,6 +128,8 @@ export class StoreGuard {
       };
       const timer = setTimeout(() => {
         if (settled) return;
+        // The answer is the failure policy's now: a command still queued must never run.
+        abandon(pending);
         fail('timeout', new RateLimitStoreError(`the store did not answer within ${timeoutMs} ms`));
       }, timeoutMs);
       let pending: Promise<T>;
@@ -260,15 +263,15 @@ export function withinTimeout<T>(
   timeoutMs: number,
 ): Promise<{ ok: true; value: T } | { ok: false; error: RateLimitStoreError }> {
   return new Promise((resolve) => {
-    const timer = setTimeout(
-      () =>
-        resolve({
-          ok: false,
-          error: new RateLimitStoreError(`the store did not answer within ${timeoutMs} ms`),
-        }),
-      timeoutMs,
-    );
-    let pending: PromiseLike<T>;
+    let pending: PromiseLike<T> | undefined;
+    const timer = setTimeout(() => {
+      // A command still queued must never run once the caller has its answer.
+      if (pending !== undefined) abandon(pending as Promise<T>);
+      resolve({
+        ok: false,
+        error: new RateLimitStoreError(`the store did not answer within ${timeoutMs} ms`),
+      });
+    }, timeoutMs);
     try {
       pending = operation();
     } catch (error) {
