@@ -25,16 +25,35 @@ export interface ScriptClient {
 
 // biome-ignore lint/suspicious/noExplicitAny: the clients' own signatures are wider than any one call
 type Fn = (...args: any[]) => Promise<unknown>;
-interface IoredisLike {
+
+/**
+ * An ioredis (v5) `Redis` or `Cluster`, as the store uses it: `new Redis(url)`,
+ * `new Cluster(nodes)`. Typed by the members the store calls, so the store's types need no
+ * Redis client installed, and a URL string or a missing `{ client }` does not compile.
+ */
+export interface IoredisClient {
   evalsha: Fn;
   eval: Fn;
-  defineCommand: (name: string, definition: { numberOfKeys: number; lua: string }) => void;
+  defineCommand(
+    name: string,
+    definition: { lua: string; numberOfKeys?: number; readOnly?: boolean },
+  ): void;
+}
+
+/** A node-redis (v4+) client or cluster, as the store uses it: `createClient()`, `createCluster()`. */
+export interface NodeRedisClient {
+  evalSha: Fn;
+  eval: Fn;
+}
+
+/** The Redis clients `redisStore({ client })` supports. */
+export type RedisClient = IoredisClient | NodeRedisClient;
+
+interface IoredisLike extends IoredisClient {
   isCluster?: boolean;
   options?: { enableAutoPipelining?: boolean };
 }
-interface NodeRedisLike {
-  evalSha: Fn;
-  eval: Fn;
+interface NodeRedisLike extends NodeRedisClient {
   masters?: unknown;
 }
 
