@@ -3,13 +3,27 @@
  * @floodgate/nestjs): key resolution, IP normalisation, headers, problem bodies and the
  * shared option parsing. Framework-free.
  */
+
+export {
+  DEFAULT_UNKNOWN_APP_KEY,
+  type UnknownAppKeyAction,
+  UnknownAppKeyError,
+  type UnknownAppKeyProblem,
+  type VerifyAppKey,
+} from './app-key.js';
 export {
   DEFAULT_LEASE_TTL,
   type HttpConcurrencyOptions,
   parseConcurrencyOption,
-  type ResponseEvents,
+  RELEASE_WAIT_MAX_MS,
   releaseWhenDone,
 } from './concurrency.js';
+export {
+  DIAGNOSTIC_CODES,
+  type DiagnosticCode,
+  Diagnostics,
+  type ValidateOption,
+} from './diagnostics.js';
 export {
   appendHeaderValue,
   applyRateLimitHeaders,
@@ -32,6 +46,7 @@ export {
   normalizeIp,
   parseIpv6Subnet,
 } from './ip.js';
+export { type IpHeaderOption, isHeaderName } from './ip-header.js';
 export {
   DEFAULT_APP_KEY_HEADER,
   DEFAULT_APP_KEY_QUERY,

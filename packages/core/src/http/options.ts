@@ -12,6 +12,7 @@ import { configError } from '../options.js';
 import { RateLimiter, type RateLimiterOptions } from '../rate-limiter.js';
 import { memoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
+import { budgetOf, FirstRequestWatch, noteBudget, noteCharge } from './budget.js';
 import { type HttpConcurrencyOptions, parseConcurrencyOption } from './concurrency.js';
 import {
   applyRateLimitHeaders,
@@ -28,6 +29,7 @@ import {
   parseKeyOptions,
   resolveKey,
 } from './keys.js';
+import { ownOptions } from './own-options.js';
 
 /**
  * Options shared by `@floodgate/express` and `@floodgate/koa` (`Req` is the framework's request
@@ -75,6 +77,10 @@ export interface HttpRateLimitConfig<Req, OnLimited = unknown> extends KeyConfig
   readonly skip: ((req: Req) => boolean | Promise<boolean>) | undefined;
   readonly cost: number | ((req: Req) => number | Promise<number>);
   readonly onLimited: OnLimited | undefined;
+  /** The limiter's budget (see budget.ts), for the double-count diagnostic. */
+  readonly budget: string | undefined;
+  /** Notices a middleware built per request. */
+  readonly firstRequest: FirstRequestWatch;
 }
 
 /**
@@ -87,10 +93,7 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
   where: string,
   extraNames: readonly string[] = [],
 ): HttpRateLimitConfig<Req, OnLimited> {
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw configError(where, options, 'an options object');
-  }
-  const o = options as Record<string, unknown>;
+  const o = ownOptions(options, where);
   const own: readonly string[] = [...HTTP_OPTION_NAMES, ...extraNames];
   const limiterOptions: Record<string, unknown> = {};
   for (const name of Object.keys(o)) {
@@ -155,14 +158,18 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
       'used with policies (there are none: only concurrency is limited)',
     );
   }
+  const keys = parseKeyOptions<Req>(o, where);
+  if (limiter !== undefined) noteBudget(keys.diagnostics, limiter, where);
   return {
-    ...parseKeyOptions<Req>(o, where),
+    ...keys,
     limiter,
     concurrency,
     headers: parseHeaderOptions(o.headers, `${where}.headers`),
     skip: o.skip as HttpRateLimitConfig<Req>['skip'],
     cost,
     onLimited: o.onLimited as OnLimited | undefined,
+    budget: limiter === undefined ? undefined : budgetOf(limiter),
+    firstRequest: new FirstRequestWatch(),
   };
 }
 
@@ -215,26 +222,44 @@ export interface HttpCheck {
 }
 
 /**
- * Runs the shared per-request steps: `skip` (→ undefined), key, cost, one `consume`, then, if
- * admitted and `concurrency` is on, one `acquire`. Errors from user functions and the store
- * propagate to the adapter.
+ * Runs the shared per-request steps: `skip` (→ undefined), key, cost, then, with `concurrency`,
+ * one `acquire` first, and one `consume` only when a slot was granted: a request refused for
+ * concurrency is never charged to the rate policies (their headers then come from a `peek`),
+ * and a slot taken by a request the rate policies refuse is given back at once. Errors from
+ * user functions and the store propagate to the adapter (after any slot is given back).
+ * `message` is Node's request object (for the double-count diagnostic).
  */
 export async function checkHttpRequest<Req>(
   config: HttpRateLimitConfig<Req, unknown>,
   view: HttpRequestView,
   req: Req,
+  message?: object,
 ): Promise<HttpCheck | undefined> {
+  config.firstRequest.check(config.diagnostics);
   if (config.skip !== undefined && (await config.skip(req))) return undefined;
   const key = await resolveKey(config, view, req);
   const cost = await resolveCost(config, req);
-  const rate = config.limiter ? await config.limiter.consume(key, { cost }) : undefined;
-  const concurrency =
-    config.concurrency && (rate === undefined || rate.allowed)
-      ? await config.concurrency.acquire(key)
-      : undefined;
-  const decision =
-    rate && (!rate.allowed || !concurrency || concurrency.allowed) ? rate : concurrency!;
-  return { key, cost, decision, rate, concurrency, lease: concurrency?.lease };
+  const concurrency = config.concurrency ? await config.concurrency.acquire(key) : undefined;
+  if (concurrency !== undefined && !concurrency.allowed) {
+    const rate = config.limiter ? await config.limiter.peek(key, { cost: 0 }) : undefined;
+    return { key, cost, decision: concurrency, rate, concurrency, lease: undefined };
+  }
+  const lease = concurrency?.lease;
+  let rate: Decision | undefined;
+  try {
+    if (config.limiter) {
+      if (config.budget !== undefined) noteCharge(config.diagnostics, message, config.budget);
+      rate = await config.limiter.consume(key, { cost });
+    }
+  } catch (error) {
+    await lease?.release().catch(() => undefined);
+    throw error;
+  }
+  if (rate !== undefined && !rate.allowed) {
+    await lease?.release().catch(() => undefined);
+    return { key, cost, decision: rate, rate, concurrency: undefined, lease: undefined };
+  }
+  return { key, cost, decision: rate ?? concurrency!, rate, concurrency, lease };
 }
 
 /** Sets the headers of every decision in `check` (the concurrency one as concurrent-requests). */
