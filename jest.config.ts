@@ -26,6 +26,7 @@ const config: Config = {
   transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(fast-check|pure-rand))'],
   moduleNameMapper: {
     '^@floodgate/(core|express|koa|nestjs)$': '<rootDir>/packages/$1/src/index.ts',
+    '^@floodgate/core/http$': '<rootDir>/packages/core/src/http/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   globalSetup: '<rootDir>/test/harness/global-setup.ts',

@@ -14,6 +14,7 @@ import * as core from '@floodgate/core';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { callgrindAvailable, instructionsPerCall } from './callgrind.js';
+import { ENGINE_SCRIPT, scriptFor } from './engine-scripts.js';
 import { floodgateExpress, HTTP_MODES } from './http-server.js';
 import { median, rotate, SCALE } from './measure.js';
 import { startRedis } from './redis-server.js';
@@ -44,7 +45,7 @@ async function worker<T>(section: string, args: object): Promise<T> {
 /** The commands the ceiling and the instruction counts compare: our scripts, INCR, rlf's. */
 function commandSubjects() {
   const scriptArgs = (policies: core.Policy[]) => {
-    const script = core.scriptFor(policies.map((p) => p.kind));
+    const script = scriptFor(policies.map((p) => p.kind));
     const keys = policies.map((p) => `bench:{__rand_int__}:${p.id}`);
     const argv = ['0', '', '1', '0', ...policies.flatMap((p) => [p.kind, ...p.params.map(String)])];
     return { script, command: ['EVALSHA', script.sha1, String(keys.length), ...keys, ...argv] };
@@ -151,7 +152,7 @@ async function memoryPerKey(client: Redis) {
         ? { limit: 100, window: '1m', warmup: '10s' }
         : { limit: 100, window: '1m' };
     const policy = factory(options);
-    if (core.ENGINE_SCRIPT.algorithms.includes(policy.kind)) algorithms.push([name, policy]);
+    if (ENGINE_SCRIPT.algorithms.includes(policy.kind)) algorithms.push([name, policy]);
   }
   for (const [name, policy] of algorithms) {
     rows.push(await measure(`floodgate ${name}`, () => ours(policy).consume(key)));

@@ -5,14 +5,8 @@
  */
 
 import http from 'node:http';
-import {
-  fixedWindow,
-  leakyBucket,
-  memoryStore,
-  QUOTA_EXCEEDED_TYPE,
-  redisStore,
-  type Store,
-} from '@floodgate/core';
+import { fixedWindow, leakyBucket, memoryStore, redisStore, type Store } from '@floodgate/core';
+import { QUOTA_EXCEEDED_TYPE } from '@floodgate/core/http';
 import { Redis as IORedis, type Redis } from 'ioredis';
 import request from 'supertest';
 import { connectIoredis, flushRedis } from '../../../test/harness/redis';

@@ -1,21 +1,18 @@
+import { type Decision, fixedWindow, memoryStore, RateLimiter } from '@floodgate/core';
 import {
   appendHeaderValue,
   applyRateLimitHeaders,
-  type Decision,
-  fixedWindow,
   formatRateLimit,
   formatRateLimitPolicy,
   type HeaderTarget,
-  memoryStore,
   normalizeIp,
   parseHeaderOptions,
   parseIpv6Subnet,
   QUOTA_EXCEEDED_TYPE,
   quotaExceededProblem,
-  RateLimiter,
   retryAfterSeconds,
   serializeSfString,
-} from '@floodgate/core';
+} from '@floodgate/core/http';
 
 function decision(partial: Partial<Decision> & Pick<Decision, 'policies'>): Decision {
   const first = partial.policies[0]!;

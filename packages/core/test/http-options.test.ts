@@ -1,17 +1,19 @@
 import {
   ConcurrencyLimiter,
-  checkHttpRequest,
-  DEFAULT_FALLBACK_KEY,
   fixedWindow,
-  type HttpRequestView,
   memoryStore,
-  parseHttpRateLimitOptions,
-  parseKeyOptions,
   RateLimiter,
   redisStore,
+} from '@floodgate/core';
+import {
+  checkHttpRequest,
+  DEFAULT_FALLBACK_KEY,
+  type HttpRequestView,
+  parseHttpRateLimitOptions,
+  parseKeyOptions,
   resolveCost,
   resolveKey,
-} from '@floodgate/core';
+} from '@floodgate/core/http';
 import { useTestRedis } from '../../../test/harness/redis';
 
 type Req = { id?: string; headers?: Record<string, string> };

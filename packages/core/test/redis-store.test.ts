@@ -13,20 +13,18 @@ import {
   workerDb,
 } from '../../../test/harness/redis';
 import { type RedisServerHandle, startRedisServer } from '../../../test/harness/redis-server';
-import { SCRIPT_PARTS } from '../src/generated/scripts';
+import { ENGINE_SCRIPT, SCRIPT_PARTS, SCRIPTS } from '../src/generated/scripts';
 import {
-  ENGINE_SCRIPT,
   fixedWindow,
   gcra,
-  INJECTED_CLOCK_TTL_SLACK_MS,
   RateLimiter,
   RateLimitStoreError,
   redisStore,
-  SCRIPTS,
-  scriptFor,
   slidingLog,
   tokenBucket,
 } from '../src/index';
+import { INJECTED_CLOCK_TTL_SLACK_MS } from '../src/stores/redis';
+import { scriptFor } from '../src/stores/scripts';
 
 const testRedis = useTestRedis();
 

@@ -3,10 +3,10 @@
  * the core resolves keys, decides and formats headers and problem bodies; this file only reads
  * an Express request and writes an Express response.
  */
+import { type Decision } from '@floodgate/core';
 import {
   applyCheckHeaders,
   checkHttpRequest,
-  type Decision,
   type HttpCheck,
   type HttpRateLimitOptions,
   type HttpRequestView,
@@ -16,7 +16,7 @@ import {
   releaseWhenDone,
   UnknownAppKeyError,
   waitForDelay,
-} from '@floodgate/core';
+} from '@floodgate/core/http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 declare global {

@@ -3,10 +3,10 @@
  * core resolves keys, decides and formats headers and problem bodies; this file only reads a
  * Koa context and writes its response.
  */
+import { type Decision } from '@floodgate/core';
 import {
   applyCheckHeaders,
   checkHttpRequest,
-  type Decision,
   type HttpCheck,
   type HttpRateLimitOptions,
   type HttpRequestView,
@@ -16,7 +16,7 @@ import {
   releaseWhenDone,
   UnknownAppKeyError,
   waitForDelay,
-} from '@floodgate/core';
+} from '@floodgate/core/http';
 import type { Context, Middleware, Next } from 'koa';
 
 /** Replaces the default 429 response; the rate-limit headers are already set. */

@@ -3,7 +3,8 @@
  * `decision`; Nest's default filter sends `getResponse()`, the RFC 9457 problem object the
  * Express and Koa adapters send.
  */
-import { type Decision, quotaExceededProblem } from '@floodgate/core';
+import { type Decision } from '@floodgate/core';
+import { quotaExceededProblem } from '@floodgate/core/http';
 import { HttpException, HttpStatus } from '@nestjs/common';
 
 export class RateLimitException extends HttpException {

@@ -3,7 +3,9 @@
  * time, the cost and the policy's params; it mirrors `check` in lua/<kind>.lua line for line
  * and never mutates `state`. Times are integer microseconds.
  */
-export interface CheckResult<S> {
+
+/** What every check answers, admitted or not. */
+export interface Verdict {
   allowed: boolean;
   /** Cost-1 requests that would still be admitted (after this one, when it is admitted). */
   remaining: number;
@@ -13,27 +15,36 @@ export interface CheckResult<S> {
   retryAfter: number;
   /** Shaping delay asked of an admitted request (0 for policing algorithms). */
   delay: number;
-  /** When admitted with cost > 0: the state to store, and how long it matters (µs). */
-  next?: S;
-  ttl?: number;
 }
 
-export interface Algorithm<S = unknown> {
+/**
+ * What `check` hands to the store's write (Lua: `commit`) when it admits a cost > 0: the state
+ * to store and how long it matters (µs, the key's TTL).
+ */
+export interface Charge<S> {
+  next: S;
+  ttl: number;
+}
+
+/** A verdict, plus the charge to write when it admits a cost > 0. */
+export type CheckResult<S> = Verdict & Partial<Charge<S>>;
+
+/**
+ * An algorithm's integer parameters, in the order lua/<kind>.lua reads them from ARGV. Each
+ * algorithm names them with its own tuple type (e.g. `readonly [interval: number, burst: number]`).
+ */
+export type Params = readonly number[];
+
+export interface Algorithm<S = unknown, P extends Params = Params> {
   readonly kind: string;
   /**
    * `slack` (reserve mode, `limiter.acquire`): smooth policies admit a request whose next-free
    * time is at most this far away (µs) and report that wait as `delay`; others ignore it.
    */
-  check(
-    state: S | undefined,
-    now: number,
-    cost: number,
-    params: readonly number[],
-    slack?: number,
-  ): CheckResult<S>;
+  check(state: S | undefined, now: number, cost: number, params: P, slack?: number): CheckResult<S>;
   /**
-   * Reads the one-integer reply that lua/<kind>.lua's `pack` gives for a one-policy decision
-   * (cheaper for Redis than a table), for the `cost` that was asked. Only algorithms with `pack`.
+   * Reads the one-integer reply lua/<kind>.lua's check gives for a one-policy decision
+   * (cheaper for Redis than a table), for the `cost` that was asked. Only algorithms with one.
    */
-  unpack?(reply: number, cost: number, params: readonly number[]): CheckResult<S>;
+  unpack?(reply: number, cost: number, params: P): CheckResult<S>;
 }

@@ -31,7 +31,11 @@ export function fixedWindow(options: FixedWindowOptions): Policy {
     windowUs,
     capacity: limit,
     options: { limit, window: windowUs / 1000 },
-    params: [limit, windowUs, packsIntoOneInteger(limit, windowUs) ? 1 : 0],
+    params: [
+      limit,
+      windowUs,
+      packsIntoOneInteger(limit, windowUs) ? 1 : 0,
+    ] satisfies FixedWindowParams,
   });
 }
 
@@ -54,25 +58,28 @@ export function packsIntoOneInteger(limit: number, windowUs: number): boolean {
  */
 type FixedWindowState = number | { index: number; used: number };
 
+/** The ARGV lua/fixed-window.lua reads after the algorithm name (µs for times). */
+export type FixedWindowParams = readonly [limit: number, window: number, packed: number];
+
 /** Twin of lua/fixed-window.lua. */
-export const fixedWindowAlgorithm: Algorithm<FixedWindowState> = {
+export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams> = {
   kind: 'fixed-window',
   check(state, now, cost, [limit, window, packed]) {
-    const index = Math.floor(now / window!);
+    const index = Math.floor(now / window);
     let used = 0;
     let base = 0;
     if (packed === 1) {
-      base = index * (limit! + 1);
-      if (typeof state === 'number' && state >= base && state - base <= limit!) used = state - base;
+      base = index * (limit + 1);
+      if (typeof state === 'number' && state >= base && state - base <= limit) used = state - base;
     } else if (typeof state === 'object' && state.index === index) {
       used = state.used;
     }
-    const windowLeft = (index + 1) * window! - now;
-    if (used + cost <= limit!) {
+    const windowLeft = (index + 1) * window - now;
+    if (used + cost <= limit) {
       const after = used + cost;
       return {
         allowed: true,
-        remaining: limit! - after,
+        remaining: limit - after,
         resetAfter: after > 0 ? windowLeft : 0,
         retryAfter: 0,
         delay: 0,
@@ -82,9 +89,9 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState> = {
     }
     return {
       allowed: false,
-      remaining: limit! - used,
+      remaining: limit - used,
       resetAfter: used > 0 ? windowLeft : 0,
-      retryAfter: cost > limit! ? -1 : windowLeft,
+      retryAfter: cost > limit ? -1 : windowLeft,
       delay: 0,
     };
   },
@@ -92,13 +99,13 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState> = {
     // (window_left - 1) · (limit + 1) + count, negated minus 1 when denied (lua/fixed-window.lua).
     const allowed = reply >= 0;
     const x = allowed ? reply : -reply - 1;
-    const count = x % (limit! + 1);
-    const windowLeft = (x - count) / (limit! + 1) + 1;
+    const count = x % (limit + 1);
+    const windowLeft = (x - count) / (limit + 1) + 1;
     return {
       allowed,
-      remaining: limit! - count,
+      remaining: limit - count,
       resetAfter: count > 0 ? windowLeft : 0,
-      retryAfter: allowed ? 0 : cost > limit! ? -1 : windowLeft,
+      retryAfter: allowed ? 0 : cost > limit ? -1 : windowLeft,
       delay: 0,
     };
   },

@@ -45,21 +45,24 @@ export function gcra(options: GcraOptions): Policy {
     windowUs,
     capacity: burst,
     options: { limit, window: windowUs / 1000, burst },
-    params: [interval, burst],
+    params: [interval, burst] satisfies GcraParams,
   });
 }
 
+/** The ARGV lua/gcra.lua reads after the algorithm name (µs for times). */
+export type GcraParams = readonly [interval: number, burst: number];
+
 /** Twin of lua/gcra.lua. State: the theoretical arrival time (µs). */
-export const gcraAlgorithm: Algorithm<number> = {
+export const gcraAlgorithm: Algorithm<number, GcraParams> = {
   kind: 'gcra',
   check(state, now, cost, [interval, burst]) {
-    const tolerance = burst! * interval!;
+    const tolerance = burst * interval;
     const tat = Math.max(state ?? 0, now);
-    const newTat = tat + cost * interval!;
-    if (cost <= burst! && newTat - now <= tolerance) {
+    const newTat = tat + cost * interval;
+    if (cost <= burst && newTat - now <= tolerance) {
       return {
         allowed: true,
-        remaining: Math.floor((tolerance - (newTat - now)) / interval!),
+        remaining: Math.floor((tolerance - (newTat - now)) / interval),
         resetAfter: newTat - now,
         retryAfter: 0,
         delay: 0,
@@ -69,9 +72,9 @@ export const gcraAlgorithm: Algorithm<number> = {
     }
     return {
       allowed: false,
-      remaining: Math.floor((tolerance - (tat - now)) / interval!),
+      remaining: Math.floor((tolerance - (tat - now)) / interval),
       resetAfter: tat - now,
-      retryAfter: cost > burst! ? -1 : newTat - now - tolerance,
+      retryAfter: cost > burst ? -1 : newTat - now - tolerance,
       delay: 0,
     };
   },
@@ -79,12 +82,12 @@ export const gcraAlgorithm: Algorithm<number> = {
     // reset_after when allowed, -reset_after - 1 when denied (lua/gcra.lua `pack`).
     const allowed = reply >= 0;
     const resetAfter = allowed ? reply : -reply - 1;
-    const tolerance = burst! * interval!;
+    const tolerance = burst * interval;
     return {
       allowed,
-      remaining: Math.floor((tolerance - resetAfter) / interval!),
+      remaining: Math.floor((tolerance - resetAfter) / interval),
       resetAfter,
-      retryAfter: allowed ? 0 : cost > burst! ? -1 : resetAfter + cost * interval! - tolerance,
+      retryAfter: allowed ? 0 : cost > burst ? -1 : resetAfter + cost * interval - tolerance,
       delay: 0,
     };
   },

@@ -62,7 +62,7 @@ export function leakyBucket(options: LeakyBucketOptions): Policy {
     options: { limit, window: windowUs / 1000, burst, ...(delay === undefined ? {} : { delay }) },
     // An admitted request's excess never exceeds burst, so `nodelay` (and any delay above
     // burst) is delay = burst: equal behaviour, equal params, equal id.
-    params: [unit, rate, burst, Math.min(delay ?? burst, burst)],
+    params: [unit, rate, burst, Math.min(delay ?? burst, burst)] satisfies LeakyBucketParams,
   });
 }
 
@@ -73,49 +73,52 @@ interface LeakyBucketState {
   since: number;
 }
 
+/** The ARGV lua/leaky-bucket.lua reads after the algorithm name (µs for times). */
+export type LeakyBucketParams = readonly [unit: number, rate: number, burst: number, delay: number];
+
 /** Twin of lua/leaky-bucket.lua. */
-export const leakyBucketAlgorithm: Algorithm<LeakyBucketState> = {
+export const leakyBucketAlgorithm: Algorithm<LeakyBucketState, LeakyBucketParams> = {
   kind: 'leaky-bucket',
   check(state, now, cost, [unit, rate, burst, delay]) {
-    const capacity = (burst! + 1) * unit!;
+    const capacity = (burst + 1) * unit;
     // The next request's excess before flooring: the excess left plus the last request itself.
     let level = 0;
     let since = now;
     if (state !== undefined) {
       since = Math.max(state.since, now);
       const elapsed = since - state.since;
-      if (elapsed < Math.ceil((state.excess + unit!) / rate!)) {
-        level = state.excess + unit! - elapsed * rate!;
+      if (elapsed < Math.ceil((state.excess + unit) / rate)) {
+        level = state.excess + unit - elapsed * rate;
       }
     }
     const ahead = since - now;
-    if (cost <= burst! + 1 && level + cost * unit! <= capacity) {
-      const after = level + cost * unit!;
+    if (cost <= burst + 1 && level + cost * unit <= capacity) {
+      const after = level + cost * unit;
       let excess = 0;
       let wait = 0;
       if (cost > 0) {
-        excess = after - unit!;
-        if (excess > delay! * unit!) wait = ahead + Math.ceil((excess - delay! * unit!) / rate!);
+        excess = after - unit;
+        if (excess > delay * unit) wait = ahead + Math.ceil((excess - delay * unit) / rate);
       }
-      const resetAfter = ahead + Math.ceil(after / rate!);
+      const resetAfter = ahead + Math.ceil(after / rate);
       const result = {
         allowed: true,
-        remaining: Math.floor((capacity - after) / unit!),
+        remaining: Math.floor((capacity - after) / unit),
         resetAfter,
         retryAfter: 0,
         delay: wait,
       };
       return cost === 0 ? result : { ...result, next: { excess, since }, ttl: resetAfter };
     }
-    const resetAfter = ahead + Math.ceil(level / rate!);
-    const remaining = Math.floor((capacity - level) / unit!);
-    if (cost > burst! + 1)
+    const resetAfter = ahead + Math.ceil(level / rate);
+    const remaining = Math.floor((capacity - level) / unit);
+    if (cost > burst + 1)
       return { allowed: false, remaining, resetAfter, retryAfter: -1, delay: 0 };
     return {
       allowed: false,
       remaining,
       resetAfter,
-      retryAfter: ahead + Math.ceil((level + cost * unit! - capacity) / rate!),
+      retryAfter: ahead + Math.ceil((level + cost * unit - capacity) / rate),
       delay: 0,
     };
   },

@@ -30,52 +30,57 @@ export function slidingLog(options: SlidingLogOptions): Policy {
     windowUs,
     capacity: limit,
     options: { limit, window: windowUs / 1000 },
-    params: [limit, windowUs],
+    params: [limit, windowUs] satisfies SlidingLogParams,
   });
 }
 
 /** Admission times (µs) of every unit still in the window, oldest first. */
 type SlidingLogState = readonly number[];
 
+/** The ARGV lua/sliding-log.lua reads after the algorithm name (µs for times). */
+export type SlidingLogParams = readonly [limit: number, window: number];
+
 /** Twin of lua/sliding-log.lua. */
-export const slidingLogAlgorithm: Algorithm<SlidingLogState> = {
+export const slidingLogAlgorithm: Algorithm<SlidingLogState, SlidingLogParams> = {
   kind: 'sliding-log',
   check(state, now, cost, [limit, window]) {
-    const floor = now - window!;
+    const floor = now - window;
     // Units at or before `floor` have left the window (it is open on the left).
     let first = 0;
     const log = state ?? [];
-    while (first < log.length && log[first]! <= floor) first++;
+    while (first < log.length && (log[first] ?? now) <= floor) first++;
     const used = log.length - first;
     // The newest unit decides when the key is empty again (the unit about to be added is at now).
-    const newest = used > 0 ? log[log.length - 1]! : now;
-    if (used + cost <= limit!) {
+    const newest = used > 0 ? (log[log.length - 1] ?? now) : now;
+    if (used + cost <= limit) {
       const after = used + cost;
       const last = cost > 0 ? Math.max(newest, now) : newest;
       const result = {
         allowed: true,
-        remaining: limit! - after,
-        resetAfter: after > 0 ? last + window! - now : 0,
+        remaining: limit - after,
+        resetAfter: after > 0 ? last + window - now : 0,
         retryAfter: 0,
         delay: 0,
       };
       if (cost === 0) return result;
       const next = log.slice(first);
-      const outOfOrder = next.length > 0 && next[next.length - 1]! > now;
+      const outOfOrder = (next[next.length - 1] ?? now) > now;
       for (let i = 0; i < cost; i++) next.push(now);
       // Only a clock that stepped back can put `now` before a logged unit.
       if (outOfOrder) next.sort((a, b) => a - b);
       return { ...result, next, ttl: result.resetAfter };
     }
-    const resetAfter = used > 0 ? newest + window! - now : 0;
-    if (cost > limit!)
-      return { allowed: false, remaining: limit! - used, resetAfter, retryAfter: -1, delay: 0 };
-    const oldest = log[first + used + cost - limit! - 1]!;
+    const resetAfter = used > 0 ? newest + window - now : 0;
+    if (cost > limit)
+      return { allowed: false, remaining: limit - used, resetAfter, retryAfter: -1, delay: 0 };
+    // The (used + cost − limit)-th oldest unit in the window must leave first (it exists:
+    // used + cost > limit and cost <= limit).
+    const oldest = log[first + used + cost - limit - 1] ?? now;
     return {
       allowed: false,
-      remaining: limit! - used,
+      remaining: limit - used,
       resetAfter,
-      retryAfter: oldest + window! - now,
+      retryAfter: oldest + window - now,
       delay: 0,
     };
   },

@@ -56,7 +56,7 @@ export function slidingWindow(options: SlidingWindowOptions): Policy {
     windowUs,
     capacity: limit,
     options: { limit, window: windowUs / 1000, buckets },
-    params: [limit, size, buckets],
+    params: [limit, size, buckets] satisfies SlidingWindowParams,
   });
 }
 
@@ -67,39 +67,43 @@ interface SlidingWindowState {
   counts: readonly number[];
 }
 
+/** The ARGV lua/sliding-window.lua reads after the algorithm name (µs for times). */
+export type SlidingWindowParams = readonly [limit: number, size: number, buckets: number];
+
 /** Twin of lua/sliding-window.lua. */
-export const slidingWindowAlgorithm: Algorithm<SlidingWindowState> = {
+export const slidingWindowAlgorithm: Algorithm<SlidingWindowState, SlidingWindowParams> = {
   kind: 'sliding-window',
   check(state, now, cost, [limit, size, buckets]) {
-    let current = Math.floor(now / size!);
+    let current = Math.floor(now / size);
     // counts[i] is sub-window current − i (0-based; missing is 0); only i < buckets counts.
-    const counts: number[] = new Array(buckets!).fill(0);
+    const counts: number[] = new Array(buckets).fill(0);
     let used = 0;
     if (state !== undefined) {
       // A clock that stepped back leaves the stored sub-window ahead: count from there.
       if (state.index > current) current = state.index;
       const shift = current - state.index;
-      for (let j = 0; j < state.counts.length && shift + j < buckets!; j++) {
-        counts[shift + j] = state.counts[j]!;
-        used += state.counts[j]!;
+      for (let j = 0; j < state.counts.length && shift + j < buckets; j++) {
+        const count = state.counts[j] ?? 0;
+        counts[shift + j] = count;
+        used += count;
       }
     }
     // The count in position i leaves the window when sub-window current − i + buckets starts.
-    const leaves = (i: number): number => (current - i + buckets!) * size! - now;
+    const leaves = (i: number): number => (current - i + buckets) * size - now;
     const newest = counts.findIndex((c) => c > 0);
-    if (used + cost <= limit!) {
+    if (used + cost <= limit) {
       const after = used + cost;
       const last = cost > 0 ? 0 : newest;
       const result = {
         allowed: true,
-        remaining: limit! - after,
+        remaining: limit - after,
         resetAfter: last >= 0 ? leaves(last) : 0,
         retryAfter: 0,
         delay: 0,
       };
       if (cost === 0) return result;
-      counts[0]! += cost;
-      let end = buckets!;
+      counts[0] = (counts[0] ?? 0) + cost;
+      let end = buckets;
       while (counts[end - 1] === 0) end--;
       return {
         ...result,
@@ -108,20 +112,20 @@ export const slidingWindowAlgorithm: Algorithm<SlidingWindowState> = {
       };
     }
     const resetAfter = newest >= 0 ? leaves(newest) : 0;
-    if (cost > limit!) {
-      return { allowed: false, remaining: limit! - used, resetAfter, retryAfter: -1, delay: 0 };
+    if (cost > limit) {
+      return { allowed: false, remaining: limit - used, resetAfter, retryAfter: -1, delay: 0 };
     }
     // Oldest first, free counts until used + cost − freed <= limit.
-    const need = used + cost - limit!;
+    const need = used + cost - limit;
     let freed = 0;
     let retryAfter = 0;
-    for (let i = buckets! - 1; i >= 0; i--) {
-      freed += counts[i]!;
+    for (let i = buckets - 1; i >= 0; i--) {
+      freed += counts[i] ?? 0;
       if (freed >= need) {
         retryAfter = leaves(i);
         break;
       }
     }
-    return { allowed: false, remaining: limit! - used, resetAfter, retryAfter, delay: 0 };
+    return { allowed: false, remaining: limit - used, resetAfter, retryAfter, delay: 0 };
   },
 };

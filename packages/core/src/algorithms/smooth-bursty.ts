@@ -74,7 +74,7 @@ export function smoothBursty(options: SmoothBurstyOptions): Policy {
     windowUs,
     capacity: limit,
     options: { limit, window: windowUs / 1000, maxBurst: maxBurstUs / 1000 },
-    params: [unit, rate, maxStored, retention, maxCost],
+    params: [unit, rate, maxStored, retention, maxCost] satisfies SmoothBurstyParams,
   });
 }
 
@@ -85,15 +85,24 @@ interface SmoothBurstyState {
   stored: number;
 }
 
+/** The ARGV lua/smooth-bursty.lua reads after the algorithm name (µs for times). */
+export type SmoothBurstyParams = readonly [
+  unit: number,
+  rate: number,
+  maxStored: number,
+  retention: number,
+  maxCost: number,
+];
+
 /** Twin of lua/smooth-bursty.lua. */
-export const smoothBurstyAlgorithm: Algorithm<SmoothBurstyState> = {
+export const smoothBurstyAlgorithm: Algorithm<SmoothBurstyState, SmoothBurstyParams> = {
   kind: 'smooth-bursty',
   check(state, now, cost, [unit, rate, maxStored, retention, maxCost], slack = 0) {
     let nextFree = now;
     let stored = 0;
     if (
       state !== undefined &&
-      now < state.nextFree + Math.ceil((maxStored! - state.stored) / rate!) + retention!
+      now < state.nextFree + Math.ceil((maxStored - state.stored) / rate) + retention
     ) {
       nextFree = state.nextFree;
       stored = state.stored;
@@ -101,9 +110,9 @@ export const smoothBurstyAlgorithm: Algorithm<SmoothBurstyState> = {
     // Guava resync: time past next-free stores permits, up to maxStored.
     if (now > nextFree) {
       stored =
-        now - nextFree >= Math.ceil((maxStored! - stored) / rate!)
-          ? maxStored!
-          : stored + (now - nextFree) * rate!;
+        now - nextFree >= Math.ceil((maxStored - stored) / rate)
+          ? maxStored
+          : stored + (now - nextFree) * rate;
       nextFree = now;
     }
     const ahead = nextFree - now;
@@ -111,7 +120,7 @@ export const smoothBurstyAlgorithm: Algorithm<SmoothBurstyState> = {
       return {
         allowed: false,
         remaining: 0,
-        resetAfter: ahead + Math.ceil((maxStored! - stored) / rate!),
+        resetAfter: ahead + Math.ceil((maxStored - stored) / rate),
         retryAfter: ahead,
         delay: 0,
       };
@@ -119,15 +128,15 @@ export const smoothBurstyAlgorithm: Algorithm<SmoothBurstyState> = {
     // Guava reserveEarliestAvailable: stored permits are free, fresh ones cost unit/rate µs.
     let wait = SATURATED_WAIT_US;
     let left = 0;
-    if (cost <= maxCost!) {
-      const need = cost * unit!;
+    if (cost <= maxCost) {
+      const need = cost * unit;
       const spend = Math.min(need, stored);
-      wait = Math.min(Math.ceil((need - spend) / rate!), SATURATED_WAIT_US);
+      wait = Math.min(Math.ceil((need - spend) / rate), SATURATED_WAIT_US);
       left = stored - spend;
     }
     const after = nextFree + wait;
-    const remaining = after <= now ? Math.floor(left / unit!) + 1 : 0;
-    const resetAfter = after - now + Math.ceil((maxStored! - left) / rate!);
+    const remaining = after <= now ? Math.floor(left / unit) + 1 : 0;
+    const resetAfter = after - now + Math.ceil((maxStored - left) / rate);
     return {
       allowed: true,
       remaining,
@@ -135,7 +144,7 @@ export const smoothBurstyAlgorithm: Algorithm<SmoothBurstyState> = {
       retryAfter: 0,
       delay: cost > 0 ? ahead : 0,
       next: { nextFree: after, stored: left },
-      ttl: resetAfter + retention!,
+      ttl: resetAfter + retention,
     };
   },
 };

@@ -91,7 +91,7 @@ export function smoothWarmingUp(options: SmoothWarmingUpOptions): Policy {
     windowUs,
     capacity: limit,
     options: { limit, window: windowUs / 1000, warmup: warmupUs / 1000, coldFactor },
-    params: [limit, windowUs, warmupUs, c, d, maxCost],
+    params: [limit, windowUs, warmupUs, c, d, maxCost] satisfies SmoothWarmingUpParams,
   });
 }
 
@@ -102,14 +102,24 @@ interface SmoothWarmingUpState {
   stored: number;
 }
 
+/** The ARGV lua/smooth-warming-up.lua reads after the algorithm name (µs for times). */
+export type SmoothWarmingUpParams = readonly [
+  limit: number,
+  window: number,
+  warmup: number,
+  c: number,
+  d: number,
+  maxCost: number,
+];
+
 /** Twin of lua/smooth-warming-up.lua (the trapezoid's exact division uses BigInt here). */
-export const smoothWarmingUpAlgorithm: Algorithm<SmoothWarmingUpState> = {
+export const smoothWarmingUpAlgorithm: Algorithm<SmoothWarmingUpState, SmoothWarmingUpParams> = {
   kind: 'smooth-warming-up',
   check(state, now, cost, [limit, window, warmup, c, d, maxCost], slack = 0) {
-    const span = 2 * (d! + c!);
-    const refill = 5 * d! + c!;
-    const threshold = warmup! * (d! + c!);
-    const maxStored = warmup! * refill;
+    const span = 2 * (d + c);
+    const refill = 5 * d + c;
+    const threshold = warmup * (d + c);
+    const maxStored = warmup * refill;
     let nextFree = now;
     let stored = maxStored;
     if (state !== undefined) {
@@ -138,16 +148,16 @@ export const smoothWarmingUpAlgorithm: Algorithm<SmoothWarmingUpState> = {
     // plus the trapezoid over the threshold; wait = ceil((need·h + extra) / (span·h)).
     let wait = SATURATED_WAIT_US;
     let left = 0;
-    if (cost <= maxCost!) {
-      const need = Math.ceil((cost * window! * span) / limit!);
+    if (cost <= maxCost) {
+      const need = Math.ceil((cost * window * span) / limit);
       const spend = Math.min(need, stored);
       const above = Math.max(stored - threshold, 0);
       const steep = Math.min(above, spend);
-      const h = 8 * warmup! * d! * d!;
+      const h = 8 * warmup * d * d;
       let q = Math.floor(need / span);
       let rest = 0n;
-      if (steep > 0 && c! > d!) {
-        const area = BigInt((c! - d!) * steep) * BigInt(2 * above - steep);
+      if (steep > 0 && c > d) {
+        const area = BigInt((c - d) * steep) * BigInt(2 * above - steep);
         const divisor = BigInt(span * h);
         q += Number(area / divisor);
         rest = area % divisor;

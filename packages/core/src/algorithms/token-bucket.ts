@@ -49,7 +49,7 @@ export function tokenBucket(options: TokenBucketOptions): Policy {
     windowUs,
     capacity: burst,
     options: { limit, window: windowUs / 1000, burst },
-    params: [unit, rate, burst],
+    params: [unit, rate, burst] satisfies TokenBucketParams,
   });
 }
 
@@ -59,11 +59,14 @@ interface TokenBucketState {
   since: number;
 }
 
+/** The ARGV lua/token-bucket.lua reads after the algorithm name (µs for times). */
+export type TokenBucketParams = readonly [unit: number, rate: number, burst: number];
+
 /** Twin of lua/token-bucket.lua. */
-export const tokenBucketAlgorithm: Algorithm<TokenBucketState> = {
+export const tokenBucketAlgorithm: Algorithm<TokenBucketState, TokenBucketParams> = {
   kind: 'token-bucket',
   check(state, now, cost, [unit, rate, burst]) {
-    const capacity = burst! * unit!;
+    const capacity = burst * unit;
     let units = capacity;
     let since = now;
     if (state !== undefined) {
@@ -71,19 +74,19 @@ export const tokenBucketAlgorithm: Algorithm<TokenBucketState> = {
       since = state.since;
       if (now > since) {
         units =
-          now - since >= Math.ceil((capacity - units) / rate!)
+          now - since >= Math.ceil((capacity - units) / rate)
             ? capacity
-            : units + (now - since) * rate!;
+            : units + (now - since) * rate;
         since = now;
       }
     }
-    const need = cost * unit!;
-    if (cost <= burst! && units >= need) {
+    const need = cost * unit;
+    if (cost <= burst && units >= need) {
       const left = units - need;
-      const resetAfter = Math.ceil((capacity - left) / rate!);
+      const resetAfter = Math.ceil((capacity - left) / rate);
       return {
         allowed: true,
-        remaining: Math.floor(left / unit!),
+        remaining: Math.floor(left / unit),
         resetAfter,
         retryAfter: 0,
         delay: 0,
@@ -93,9 +96,9 @@ export const tokenBucketAlgorithm: Algorithm<TokenBucketState> = {
     }
     return {
       allowed: false,
-      remaining: Math.floor(units / unit!),
-      resetAfter: Math.ceil((capacity - units) / rate!),
-      retryAfter: cost > burst! ? -1 : Math.ceil((need - units) / rate!),
+      remaining: Math.floor(units / unit),
+      resetAfter: Math.ceil((capacity - units) / rate),
+      retryAfter: cost > burst ? -1 : Math.ceil((need - units) / rate),
       delay: 0,
     };
   },

@@ -2,8 +2,12 @@
  * HTTP helpers shared by the framework adapters (@floodgate/express, @floodgate/koa,
  * @floodgate/nestjs): key resolution, IP normalisation, headers, problem bodies and the
  * shared option parsing. Framework-free.
+ *
+ * Published as the `@floodgate/core/http` subpath: for adapter authors, not application code.
  */
 
+// Option parsing for adapters: one error shape (field, value, stable code) everywhere.
+export { configError, readOptions } from '../options.js';
 export {
   DEFAULT_UNKNOWN_APP_KEY,
   type UnknownAppKeyAction,
