@@ -13,8 +13,8 @@ export interface TestAppOptions {
    * the count of trusted proxy hops, `true` trusts every hop.
    */
   trustProxy?: boolean | number;
-  /** Express only: called with the app before it listens (extra routes). */
-  setup?: (app: unknown) => void;
+  /** Builds each limiter inside a handler, per request (the mistake a diagnostic reports). */
+  perRequest?: boolean;
   /** Called by the `/hold` route with a function that finishes the response. */
   onHold?: (finish: () => void, req: unknown) => void;
   /** Called by every other route when the request reaches the handler. */

@@ -24,7 +24,11 @@ async function serveWith(factory: typeof express, options: TestAppOptions): Prom
     if (token) (req as { user?: unknown }).user = { id: token };
     next();
   });
-  for (const limiter of options.limiters) app.use(rateLimit(limiter as never));
+  for (const limiter of options.limiters) {
+    if (options.perRequest)
+      app.use((req, res, next) => rateLimit(limiter as never)(req, res, next));
+    else app.use(rateLimit(limiter as never));
+  }
   app.get('/hold', (req, res) => {
     options.onHold?.(() => res.json({ rateLimit: req.rateLimit ?? null }), req);
   });
@@ -49,7 +53,6 @@ async function serveWith(factory: typeof express, options: TestAppOptions): Prom
       });
     },
   );
-  options.setup?.(app);
   const server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   return {

@@ -42,7 +42,10 @@ async function serveWith(Framework: typeof Koa, options: TestAppOptions): Promis
     if (token) ctx.state.user = { id: token };
     await next();
   });
-  for (const limiter of options.limiters) app.use(rateLimit(limiter as never));
+  for (const limiter of options.limiters) {
+    if (options.perRequest) app.use((ctx, next) => rateLimit(limiter as never)(ctx, next));
+    else app.use(rateLimit(limiter as never));
+  }
   app.use(async (ctx) => {
     if (ctx.path === '/hold') {
       await new Promise<void>((release) => options.onHold?.(release, ctx));

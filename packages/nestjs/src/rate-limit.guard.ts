@@ -10,9 +10,16 @@ import {
   type HttpRequestView,
   resolveCost,
   resolveKey,
+  UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
-import { type CanActivate, type ExecutionContext, Injectable, Optional } from '@nestjs/common';
+import {
+  type CanActivate,
+  type ExecutionContext,
+  ForbiddenException,
+  Injectable,
+  Optional,
+} from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { RATE_LIMIT_GUARD_MARK } from './rate-limit.constants.js';
 import { DECISION_PROPERTY } from './rate-limit.decorator.js';
@@ -62,7 +69,7 @@ export class RateLimitGuard implements CanActivate {
 
     const request = context.switchToHttp().getRequest<RequestLike>();
     // A subclass's getKey may come back empty: such requests share the fallback bucket.
-    const identity = (await this.getKey(context)) || route.keys.fallbackKey;
+    const identity = (await this.getKeyOrRefuse(context)) || route.keys.fallbackKey;
     const key = `${route.route}|${identity}`;
     if (!(request[CHARGED] instanceof Set)) request[CHARGED] = new Set<string>();
     const charged = request[CHARGED] as Set<string>;
@@ -99,6 +106,16 @@ export class RateLimitGuard implements CanActivate {
     context: ExecutionContext,
   ): readonly Policy[] | undefined | Promise<readonly Policy[] | undefined> {
     return this.routeOf(context).policies;
+  }
+
+  /** getKey; an app key refused by `unknownAppKey: 'refuse'` becomes a 403. */
+  private async getKeyOrRefuse(context: ExecutionContext): Promise<string> {
+    try {
+      return await this.getKey(context);
+    } catch (error) {
+      if (error instanceof UnknownAppKeyError) throw new ForbiddenException(error.problem);
+      throw error;
+    }
   }
 
   /** Throws the 429. Override to throw your own HttpException (the headers are already set). */
