@@ -21,6 +21,8 @@ const config: Config = {
     '<rootDir>/packages/*/test/**/*.test.ts',
     '<rootDir>/packages/*/src/**/*.test.ts',
     '<rootDir>/examples/*/test/**/*.test.ts',
+    // Smoke tests of the packed packages, installed as a user gets them (test/harness/packed.ts).
+    '<rootDir>/test/packed/**/*.test.ts',
   ],
   transform: { '^.+\\.(t|j)sx?$': swc as unknown as [string, Record<string, unknown>] },
   transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(fast-check|pure-rand))'],

@@ -19,6 +19,7 @@ import {
 } from './generated/scripts.js';
 import { encodeKey } from './keys.js';
 import { configError, positiveInteger, readOptions } from './options.js';
+import { readCost } from './rate-limiter-options.js';
 import { MemoryStore } from './stores/memory.js';
 import { RedisStore } from './stores/redis.js';
 import type { Store } from './stores/store.js';
@@ -54,6 +55,9 @@ export interface Lease {
 export interface ConcurrencyDecision extends Decision {
   readonly lease?: Lease;
 }
+
+/** `acquire` takes no call options yet; any name given is a mistake and is reported. */
+export type ConcurrencyAcquireOptions = Record<string, never>;
 
 /** Where the leases live: the Redis scripts or the in-process table. */
 interface LeaseBackend {
@@ -107,7 +111,8 @@ export class ConcurrencyLimiter {
    * admitted and carries the lease. Otherwise it is denied, with `retryAfter` the time until
    * enough leases expire (a release may free a slot sooner). A denial writes nothing.
    */
-  async acquire(key: string): Promise<ConcurrencyDecision> {
+  async acquire(key: string, options?: ConcurrencyAcquireOptions): Promise<ConcurrencyDecision> {
+    readCost(options, []);
     const storageKey = this.storageKey(key);
     const id = randomUUID();
     const [allowed, remaining, resetAfter, retryAfter, full] = await this.backend.acquire(
@@ -120,6 +125,7 @@ export class ConcurrencyLimiter {
       name: this.name,
       allowed: allowed === 1,
       limit: this.limit,
+      quota: this.limit,
       remaining: remaining!,
       resetAfter: resetAfter! / 1000,
       retryAfter: retryAfter! / 1000,

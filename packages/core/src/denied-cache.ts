@@ -7,16 +7,28 @@
  * It never admits anything and never denies what the store would admit: a denial for cost c
  * implies a denial for every cost ≥ c until retryAfter (every algorithm's state only recovers
  * with time), and the countdown starts when the request was *sent*, so the cached window ends
- * no later than the store's. What it cannot see is another process calling `reset(key)`: this
- * process keeps denying until the cached retryAfter (a `reset` through this limiter clears it).
+ * no later than the store's. What it cannot see is another process calling `reset(key)`: so no
+ * denial is kept longer than `maxAge` (default 1 s), and a `reset` through this limiter clears it.
+ * It is bounded by bytes as well as by keys: keys are caller input and can be long.
  */
 import type { Clock } from './clock.js';
 import type { Decision, PolicyDecision } from './decision.js';
+import { type Duration, parseDuration } from './duration.js';
 import { configError, positiveInteger, readOptions } from './options.js';
 
 export interface DeniedCacheOptions {
   /** Most keys remembered at once; the oldest entry makes room for a new one. @default 10_000 */
   maxKeys?: number;
+  /**
+   * Most bytes held at once, counting each key (2 bytes per UTF-16 unit) and a fixed overhead per
+   * entry; the oldest entries make room. @default 4 MiB
+   */
+  maxBytes?: number;
+  /**
+   * Longest time a denial is answered from the cache, however long its retryAfter: the bound on
+   * how long a `reset(key)` made in another process goes unseen here. @default '1s'
+   */
+  maxAge?: Duration;
   /**
    * Milliseconds (fractions allowed) used to count down cached denials. Only tests and
    * simulations need it: give it the same clock as the store's. @default the process clock
@@ -26,6 +38,12 @@ export interface DeniedCacheOptions {
 
 /** @default 10 000 keys */
 export const DEFAULT_DENIED_CACHE_KEYS = 10_000;
+/** @default 4 MiB */
+export const DEFAULT_DENIED_CACHE_BYTES = 4 * 1024 * 1024;
+/** @default 1000 ms */
+export const DEFAULT_DENIED_CACHE_MAX_AGE_MS = 1000;
+/** Bytes counted per entry besides its key: the entry, the decision and its policy views. */
+const ENTRY_OVERHEAD_BYTES = 512;
 
 interface Entry {
   /** Smallest cost the store denied; larger costs are denied too until `until`. */
@@ -35,21 +53,40 @@ interface Entry {
   /** Clock time (ms) the request was sent: the denial's times count down from here. */
   readonly since: number;
   readonly decision: Decision;
+  /** What this entry counts against `maxBytes`. */
+  readonly bytes: number;
 }
 
 const monotonic: Clock = () => performance.now();
 
 export class DeniedCache {
   readonly maxKeys: number;
+  readonly maxBytes: number;
+  /** Milliseconds. */
+  readonly maxAge: number;
   private readonly clock: Clock;
   private readonly entries = new Map<string, Entry>();
+  private held = 0;
 
   constructor(options: DeniedCacheOptions = {}) {
-    const o = readOptions(options, 'RateLimiter.deniedCache', ['maxKeys', 'clock']);
+    const o = readOptions(options, 'RateLimiter.deniedCache', [
+      'maxKeys',
+      'maxBytes',
+      'maxAge',
+      'clock',
+    ]);
     this.maxKeys =
       o.maxKeys === undefined
         ? DEFAULT_DENIED_CACHE_KEYS
         : positiveInteger(o.maxKeys, 'RateLimiter.deniedCache.maxKeys');
+    this.maxBytes =
+      o.maxBytes === undefined
+        ? DEFAULT_DENIED_CACHE_BYTES
+        : positiveInteger(o.maxBytes, 'RateLimiter.deniedCache.maxBytes', ENTRY_OVERHEAD_BYTES);
+    this.maxAge =
+      o.maxAge === undefined
+        ? DEFAULT_DENIED_CACHE_MAX_AGE_MS
+        : parseDuration(o.maxAge, 'RateLimiter.deniedCache.maxAge') / 1000;
     if (o.clock !== undefined && typeof o.clock !== 'function') {
       throw configError(
         'RateLimiter.deniedCache.clock',
@@ -65,6 +102,11 @@ export class DeniedCache {
     return this.entries.size;
   }
 
+  /** Bytes currently counted against `maxBytes`. */
+  get bytes(): number {
+    return this.held;
+  }
+
   /** The time to pass to `remember` for a request about to be sent. */
   now(): number {
     return this.clock();
@@ -76,7 +118,7 @@ export class DeniedCache {
     if (entry === undefined || cost < entry.cost) return undefined;
     const now = this.clock();
     if (now >= entry.until) {
-      this.entries.delete(key);
+      this.delete(key, entry);
       return undefined;
     }
     return countDown(entry.decision, now - entry.since);
@@ -86,23 +128,36 @@ export class DeniedCache {
   remember(key: string, cost: number, decision: Decision, sentAt: number): void {
     // −1 (never admissible) and 0 carry no window to wait out.
     if (decision.allowed || !(decision.retryAfter > 0) || decision.reason !== undefined) return;
+    const bytes = key.length * 2 + ENTRY_OVERHEAD_BYTES;
+    // A key too large for the whole budget is not worth remembering.
+    if (bytes > this.maxBytes) return;
     const entries = this.entries;
     const previous = entries.get(key);
-    if (previous !== undefined) entries.delete(key);
-    else if (entries.size >= this.maxKeys) {
-      // Oldest first: Map keeps insertion order.
-      entries.delete(entries.keys().next().value as string);
+    if (previous !== undefined) this.delete(key, previous);
+    // Oldest first (Map keeps insertion order) until both bounds hold.
+    while (entries.size >= this.maxKeys || this.held + bytes > this.maxBytes) {
+      const [oldest, entry] = entries.entries().next().value as [string, Entry];
+      this.delete(oldest, entry);
     }
-    entries.set(key, { cost, until: sentAt + decision.retryAfter, since: sentAt, decision });
+    const until = sentAt + Math.min(decision.retryAfter, this.maxAge);
+    entries.set(key, { cost, until, since: sentAt, decision, bytes });
+    this.held += bytes;
   }
 
   /** Forgets `key` (after a reset through this limiter). */
   forget(key: string): void {
-    this.entries.delete(key);
+    const entry = this.entries.get(key);
+    if (entry !== undefined) this.delete(key, entry);
   }
 
   clear(): void {
     this.entries.clear();
+    this.held = 0;
+  }
+
+  private delete(key: string, entry: Entry): void {
+    this.entries.delete(key);
+    this.held -= entry.bytes;
   }
 }
 

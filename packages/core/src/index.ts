@@ -42,12 +42,12 @@ export type {
   StoreFailure,
 } from './failure-policy.js';
 export type { Policy } from './policy.js';
-export {
-  type AcquireOptions,
-  type ConsumeOptions,
-  RateLimiter,
-  type RateLimiterOptions,
-} from './rate-limiter.js';
+export { RateLimiter } from './rate-limiter.js';
+export type {
+  AcquireOptions,
+  ConsumeOptions,
+  RateLimiterOptions,
+} from './rate-limiter-options.js';
 export { type MemoryStoreOptions, memoryStore } from './stores/memory.js';
 export { type RedisStoreOptions, redisStore } from './stores/redis.js';
 export type { Store } from './stores/store.js';

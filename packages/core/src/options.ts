@@ -22,26 +22,56 @@ export function configError(field: string, value: unknown, expected: string): Ra
   );
 }
 
-/** Checks that `options` is a plain object holding only `known` names. */
+/** Objects whose contents are not own properties: a `new Map()` is never an options object. */
+const BUILT_INS: ReadonlyArray<abstract new (...args: never[]) => unknown> = [
+  Map,
+  Set,
+  WeakMap,
+  WeakSet,
+  Promise,
+  Date,
+  RegExp,
+  Error,
+  ArrayBuffer,
+];
+
+/**
+ * Checks that `options` is a plain object holding only `known` names, and returns a copy of its
+ * own properties on an object without a prototype: an option that was not given reads as
+ * `undefined` even when `Object.prototype` has been polluted (`Object.prototype.burst = 1e9`).
+ */
 export function readOptions(
   options: unknown,
   where: string,
   known: readonly string[],
 ): Record<string, unknown> {
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+  if (
+    options === null ||
+    typeof options !== 'object' ||
+    Array.isArray(options) ||
+    BUILT_INS.some((kind) => options instanceof kind)
+  ) {
     throw configError(where, options, 'an options object');
   }
+  const own: Record<string, unknown> = Object.create(null);
   for (const name of Object.keys(options)) {
+    const value = (options as Record<string, unknown>)[name];
     if (!known.includes(name)) {
       throw new RateLimitConfigError(
         'FLOODGATE_UNKNOWN_OPTION',
         `${where}.${name}`,
-        (options as Record<string, unknown>)[name],
+        value,
         `${where}.${name} is not an option (known: ${known.join(', ')})`,
       );
     }
+    own[name] = value;
   }
-  return options as Record<string, unknown>;
+  return own;
+}
+
+/** `object[name]` when `object` has it as an own property, else undefined (never inherited). */
+export function ownValue(object: object, name: string): unknown {
+  return Object.hasOwn(object, name) ? (object as Record<string, unknown>)[name] : undefined;
 }
 
 export function positiveInteger(value: unknown, field: string, min = 1): number {

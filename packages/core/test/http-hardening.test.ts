@@ -263,7 +263,11 @@ describe.each(frameworks)('%s', (_framework, serve) => {
           .get('/hold')
           .then((res) => res);
         await inHandler;
-        return { url, release: async () => (finish!(), await held) };
+        const release = async () => {
+          finish!();
+          return held;
+        };
+        return { url, release };
       };
 
       it('refused for concurrency first: the rate budget is untouched', async () => {

@@ -7,12 +7,12 @@ import { type Decision } from '@floodgate/core';
 import {
   applyCheckHeaders,
   checkHttpRequest,
+  deniedProblem,
   type HttpCheck,
   type HttpRateLimitOptions,
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
-  quotaExceededProblem,
   releaseWhenDone,
   UnknownAppKeyError,
   waitForDelay,
@@ -98,8 +98,9 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     if (!decision.allowed) {
       if (config.onLimited) await config.onLimited(req, res, next, decision);
       else {
-        res.status(429).setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
-        res.end(JSON.stringify(quotaExceededProblem(decision)));
+        const problem = deniedProblem(decision);
+        res.status(problem.status).setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
+        res.end(JSON.stringify(problem));
       }
       return false;
     }

@@ -7,12 +7,12 @@ import { type Decision } from '@floodgate/core';
 import {
   applyCheckHeaders,
   checkHttpRequest,
+  deniedProblem,
   type HttpCheck,
   type HttpRateLimitOptions,
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
-  quotaExceededProblem,
   releaseWhenDone,
   UnknownAppKeyError,
   waitForDelay,
@@ -74,9 +74,10 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     );
     if (!decision.allowed) {
       if (config.onLimited) return config.onLimited(ctx, next, decision);
-      ctx.status = 429;
+      const problem = deniedProblem(decision);
+      ctx.status = problem.status;
       ctx.type = PROBLEM_CONTENT_TYPE;
-      ctx.body = JSON.stringify(quotaExceededProblem(decision));
+      ctx.body = JSON.stringify(problem);
       return;
     }
     await waitForDelay(decision);

@@ -25,6 +25,8 @@ export interface SmoothWarmingUpOptions {
 export const DEFAULT_COLD_FACTOR = 3;
 /** coldFactor is read as c/d with d dividing this (two decimals), so the maths stays exact. */
 const COLD_FACTOR_SCALE = 100;
+/** The largest coldFactor accepted (Guava's is 3): keeps c/d and every product below exact limits. */
+export const MAX_COLD_FACTOR = 1_000_000;
 /** Every divisor of the warm-up maths stays below this, so partial sums stay below 2^53. */
 const MAX_DIVISOR = 2 ** 51;
 
@@ -52,12 +54,14 @@ export function smoothWarmingUp(options: SmoothWarmingUpOptions): Policy {
     typeof coldFactor !== 'number' ||
     !Number.isFinite(coldFactor) ||
     coldFactor < 1 ||
+    // Bounded first: a huge factor (1e307) scales to Infinity, and gcd() of it never returns.
+    coldFactor > MAX_COLD_FACTOR ||
     Math.abs(scaled - coldFactor * COLD_FACTOR_SCALE) > 1e-9 * scaled
   ) {
     throw configError(
       'smoothWarmingUp.coldFactor',
       coldFactor,
-      'a number >= 1 (1 disables the warm-up, as in Guava) with at most two decimals',
+      `a number from 1 (1 disables the warm-up, as in Guava) to ${MAX_COLD_FACTOR} with at most two decimals`,
     );
   }
   const g = gcd(scaled, COLD_FACTOR_SCALE);

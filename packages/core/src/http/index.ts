@@ -16,6 +16,13 @@ export {
   type VerifyAppKey,
 } from './app-key.js';
 export {
+  applyCheckHeaders,
+  checkHttpRequest,
+  type HttpCheck,
+  resolveCost,
+  waitForDelay,
+} from './check-request.js';
+export {
   DEFAULT_LEASE_TTL,
   type HttpConcurrencyOptions,
   parseConcurrencyOption,
@@ -29,19 +36,27 @@ export {
   type ValidateOption,
 } from './diagnostics.js';
 export {
+  DEFAULT_HEADER_CONFIG,
+  HEADER_DRAFTS,
+  parseHeaderOptions,
+  type RateLimitHeaderConfig,
+  type RateLimitHeaderDraft,
+  type RateLimitHeaderOptions,
+} from './header-options.js';
+export {
   appendHeaderValue,
   applyRateLimitHeaders,
   ceilSeconds,
-  DEFAULT_HEADER_CONFIG,
   formatRateLimit,
   formatRateLimitPolicy,
+  formatUnnamedRateLimitPolicy,
+  type HeaderContext,
   type HeaderTarget,
-  parseHeaderOptions,
+  partitionKey,
   policyResetSeconds,
-  type RateLimitHeaderConfig,
-  type RateLimitHeaderOptions,
   retryAfterSeconds,
   serializeSfString,
+  storeDecided,
 } from './headers.js';
 export {
   DEFAULT_IPV6_SUBNET,
@@ -67,19 +82,18 @@ export {
   resolveKey,
 } from './keys.js';
 export {
-  applyCheckHeaders,
-  checkHttpRequest,
   HTTP_OPTION_NAMES,
-  type HttpCheck,
   type HttpRateLimitConfig,
   type HttpRateLimitOptions,
   parseHttpRateLimitOptions,
-  resolveCost,
-  waitForDelay,
 } from './options.js';
 export {
+  deniedProblem,
   PROBLEM_CONTENT_TYPE,
   QUOTA_EXCEEDED_TYPE,
   type QuotaExceededProblem,
   quotaExceededProblem,
+  STORE_UNAVAILABLE_TYPE,
+  type StoreUnavailableProblem,
+  storeUnavailableProblem,
 } from './problem.js';

@@ -1,34 +1,26 @@
 /**
- * The options every HTTP adapter shares, parsed once into a fully defined config, and the
- * per-request steps they all run (skip → key → cost → consume). Adapters add only what their
- * framework needs: reading the request into an HttpRequestView, writing headers and the 429.
+ * The options every HTTP adapter shares, parsed once into a fully defined config. The
+ * per-request steps they all run (skip → key → cost → consume) are in check-request.ts.
+ * Adapters add only what their framework needs: reading the request into an HttpRequestView,
+ * writing headers and the 429.
  */
 
 import type { Clock } from '../clock.js';
-import type { ConcurrencyDecision, ConcurrencyLimiter, Lease } from '../concurrency-limiter.js';
-import type { Decision } from '../decision.js';
-import { describeValue, RateLimitArgumentError, RateLimitConfigError } from '../errors.js';
+import type { ConcurrencyLimiter } from '../concurrency-limiter.js';
+import { RateLimitConfigError } from '../errors.js';
 import { configError } from '../options.js';
-import { RateLimiter, type RateLimiterOptions } from '../rate-limiter.js';
+import { RateLimiter } from '../rate-limiter.js';
+import type { RateLimiterOptions } from '../rate-limiter-options.js';
 import { memoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
-import { budgetOf, FirstRequestWatch, noteBudget, noteCharge } from './budget.js';
+import { budgetOf, FirstRequestWatch, noteBudget } from './budget.js';
 import { type HttpConcurrencyOptions, parseConcurrencyOption } from './concurrency.js';
 import {
-  applyRateLimitHeaders,
-  type HeaderTarget,
   parseHeaderOptions,
   type RateLimitHeaderConfig,
   type RateLimitHeaderOptions,
-} from './headers.js';
-import {
-  type HttpRequestView,
-  KEY_OPTION_NAMES,
-  type KeyConfig,
-  type KeyOptions,
-  parseKeyOptions,
-  resolveKey,
-} from './keys.js';
+} from './header-options.js';
+import { KEY_OPTION_NAMES, type KeyConfig, type KeyOptions, parseKeyOptions } from './keys.js';
 import { ownOptions } from './own-options.js';
 
 /**
@@ -93,6 +85,19 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
   where: string,
   extraNames: readonly string[] = [],
 ): HttpRateLimitConfig<Req, OnLimited> {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw configError(where, options, 'an options object');
+  }
+  const passed = requestKind(options);
+  if (passed !== undefined) {
+    // `app.use(rateLimit)`: the framework calls the factory itself with each request.
+    throw new RateLimitConfigError(
+      'FLOODGATE_INVALID_OPTION',
+      where,
+      undefined,
+      `${where}() was called with ${passed} instead of options: it was mounted without being called. Write app.use(${where}({ policies: … })), not app.use(${where})`,
+    );
+  }
   const o = ownOptions(options, where);
   const own: readonly string[] = [...HTTP_OPTION_NAMES, ...extraNames];
   const limiterOptions: Record<string, unknown> = {};
@@ -173,6 +178,17 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
   };
 }
 
+/** `an HTTP request` / `a Koa context` when `value` is one (a factory mounted uncalled). */
+function requestKind(value: object): string | undefined {
+  const v = value as { method?: unknown; headers?: unknown; socket?: unknown; req?: unknown };
+  const isRequest = (r: typeof v | undefined) =>
+    r !== undefined && typeof r.method === 'string' && typeof r.headers === 'object' && !!r.socket;
+  // A Koa context delegates method, headers and socket to its request: test it first.
+  if (typeof v.req === 'object' && isRequest(v.req as typeof v)) return 'a Koa context';
+  if (isRequest(v)) return 'an HTTP request';
+  return undefined;
+}
+
 /** RateLimiter reports its own field names; report them as the adapter's options instead. */
 function renameLimiterError(error: unknown, where: string, own: readonly string[]): unknown {
   if (!(error instanceof RateLimitConfigError) || !error.field.startsWith('RateLimiter'))
@@ -184,100 +200,6 @@ function renameLimiterError(error: unknown, where: string, own: readonly string[
       ? `${field} is not an option (adapter options: ${own.join(', ')}; limiter options: ${limiterNames})`
       : error.message.split('RateLimiter.').join(`${where}.`);
   return new RateLimitConfigError(error.code, field, error.value, message, { cause: error });
-}
-
-/**
- * The cost of a request: the configured number, or the cost function's result, which must be
- * a non-negative integer (otherwise RateLimitArgumentError, which adapters pass to the
- * framework's error handling).
- */
-export async function resolveCost<Req>(
-  config: Pick<HttpRateLimitConfig<Req>, 'cost'>,
-  req: Req,
-): Promise<number> {
-  if (typeof config.cost === 'number') return config.cost;
-  const cost = await config.cost(req);
-  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-    throw new RateLimitArgumentError(
-      'cost',
-      cost,
-      `the cost function returned ${describeValue(cost)}; expected a non-negative integer`,
-    );
-  }
-  return cost;
-}
-
-/** The outcome of checking one request. */
-export interface HttpCheck {
-  readonly key: string;
-  readonly cost: number;
-  /** The decision to expose and act on: a denial if there was one, else the rate decision. */
-  readonly decision: Decision;
-  /** The rate limiter's decision (undefined with `concurrency` only). */
-  readonly rate: Decision | undefined;
-  /** The concurrency decision (undefined without `concurrency`, or after a rate denial). */
-  readonly concurrency: ConcurrencyDecision | undefined;
-  /** The slot to release when the response ends (admitted with `concurrency`). */
-  readonly lease: Lease | undefined;
-}
-
-/**
- * Runs the shared per-request steps: `skip` (→ undefined), key, cost, then, with `concurrency`,
- * one `acquire` first, and one `consume` only when a slot was granted: a request refused for
- * concurrency is never charged to the rate policies (their headers then come from a `peek`),
- * and a slot taken by a request the rate policies refuse is given back at once. Errors from
- * user functions and the store propagate to the adapter (after any slot is given back).
- * `message` is Node's request object (for the double-count diagnostic).
- */
-export async function checkHttpRequest<Req>(
-  config: HttpRateLimitConfig<Req, unknown>,
-  view: HttpRequestView,
-  req: Req,
-  message?: object,
-): Promise<HttpCheck | undefined> {
-  config.firstRequest.check(config.diagnostics);
-  if (config.skip !== undefined && (await config.skip(req))) return undefined;
-  const key = await resolveKey(config, view, req);
-  const cost = await resolveCost(config, req);
-  const concurrency = config.concurrency ? await config.concurrency.acquire(key) : undefined;
-  if (concurrency !== undefined && !concurrency.allowed) {
-    const rate = config.limiter ? await config.limiter.peek(key, { cost: 0 }) : undefined;
-    return { key, cost, decision: concurrency, rate, concurrency, lease: undefined };
-  }
-  const lease = concurrency?.lease;
-  let rate: Decision | undefined;
-  try {
-    if (config.limiter) {
-      if (config.budget !== undefined) noteCharge(config.diagnostics, message, config.budget);
-      rate = await config.limiter.consume(key, { cost });
-    }
-  } catch (error) {
-    await lease?.release().catch(() => undefined);
-    throw error;
-  }
-  if (rate !== undefined && !rate.allowed) {
-    await lease?.release().catch(() => undefined);
-    return { key, cost, decision: rate, rate, concurrency: undefined, lease: undefined };
-  }
-  return { key, cost, decision: rate ?? concurrency!, rate, concurrency, lease };
-}
-
-/** Sets the headers of every decision in `check` (the concurrency one as concurrent-requests). */
-export function applyCheckHeaders(
-  target: HeaderTarget,
-  check: HttpCheck,
-  config: RateLimitHeaderConfig,
-): void {
-  if (check.rate) applyRateLimitHeaders(target, check.rate, config);
-  if (check.concurrency) {
-    applyRateLimitHeaders(target, check.concurrency, config, Date.now(), 'concurrent-requests');
-  }
-}
-
-/** Waits for an admitted decision's shaping `delay` (resolves at once when there is none). */
-export function waitForDelay(decision: Decision): Promise<void> {
-  if (!(decision.delay > 0)) return Promise.resolve();
-  return new Promise((resolve) => setTimeout(resolve, Math.ceil(decision.delay)));
 }
 
 /**

@@ -3,7 +3,7 @@
  * same all-or-nothing rule, so a single instance gets the same answers Redis would give.
  */
 import { ALGORITHMS, type Algorithm, type CheckResult } from '../algorithms/index.js';
-import { type Clock, processClock, readMicros } from '../clock.js';
+import { type Clock, processClock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { configError, positiveInteger, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
@@ -51,10 +51,7 @@ export class MemoryStore implements Store {
 
   constructor(options: MemoryStoreOptions = {}) {
     const o = readOptions(options, 'memoryStore', ['clock', 'maxKeys']);
-    if (o.clock !== undefined && typeof o.clock !== 'function') {
-      throw configError('memoryStore.clock', o.clock, 'a function returning epoch milliseconds');
-    }
-    this.clock = (o.clock as Clock | undefined) ?? processClock;
+    this.clock = readClockOption(o.clock, 'memoryStore.clock') ?? processClock;
     this.maxKeys =
       o.maxKeys === undefined
         ? DEFAULT_MAX_KEYS
@@ -164,7 +161,7 @@ export class MemoryStore implements Store {
     }
     if (admitted) {
       if (!peek && cost > 0) {
-        if (missing > 0 && !this.makeRoom(missing, now)) {
+        if (missing > 0 && !this.makeRoom(missing, now, found)) {
           return this.full(algorithms, params, states, now);
         }
         for (let i = 0; i < n; i++) {
@@ -224,12 +221,22 @@ export class MemoryStore implements Store {
     return { admitted: true, results: [r] };
   }
 
-  /** Whether every key can be stored, sweeping expired keys (at most once a second) if not. */
-  private makeRoom(missing: number, now: number): boolean {
+  /**
+   * Whether every key can be stored, sweeping expired keys (at most once a second) if not. The
+   * entries of the decision being made (`keep`) stay, expired or not: they are about to be
+   * written in place, and a dropped one would lose that write.
+   */
+  private makeRoom(
+    missing: number,
+    now: number,
+    keep: readonly (Entry | undefined)[] = [],
+  ): boolean {
     if (this.entries.size + missing <= this.maxKeys) return true;
     if (now - this.lastFullSweep < FULL_SWEEP_SPACING_US) return false;
     this.lastFullSweep = now;
-    for (const [key, entry] of this.entries) if (entry.expiresAt <= now) this.drop(key, entry);
+    for (const [key, entry] of this.entries) {
+      if (entry.expiresAt <= now && !keep.includes(entry)) this.drop(key, entry);
+    }
     return this.entries.size + missing <= this.maxKeys;
   }
 

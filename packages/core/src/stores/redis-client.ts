@@ -8,6 +8,8 @@ import { describeValue, RateLimitConfigError } from '../errors.js';
 export interface ScriptClient {
   /** e.g. `ioredis Redis`, `node-redis cluster`. */
   readonly description: string;
+  /** A cluster client: every call's keys must share a slot (batches are made per slot). */
+  readonly cluster?: boolean;
   evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
   eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
   /**
@@ -50,12 +52,22 @@ function isNodeRedis(client: object): client is NodeRedisLike {
   return typeof c.evalSha === 'function' && typeof c.eval === 'function';
 }
 
+/** `ioredis Redis`, `node-redis client`, …: what kind of supported client `value` is, if any. */
+export function clientKind(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  if (isIoredis(value)) return value.isCluster ? 'ioredis Cluster' : 'ioredis Redis';
+  if (isNodeRedis(value))
+    return value.masters !== undefined ? 'node-redis cluster' : 'node-redis client';
+  return undefined;
+}
+
 /** Adapts a supported Redis client, or throws RateLimitConfigError naming what it received. */
 export function toScriptClient(client: unknown, field = 'redisStore.client'): ScriptClient {
   if (client !== null && typeof client === 'object') {
     if (isIoredis(client)) {
       const shim: ScriptClient = {
         description: client.isCluster ? 'ioredis Cluster' : 'ioredis Redis',
+        cluster: client.isCluster === true,
         evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args),
         eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args),
       };
@@ -67,6 +79,7 @@ export function toScriptClient(client: unknown, field = 'redisStore.client'): Sc
     if (isNodeRedis(client)) {
       return {
         description: client.masters !== undefined ? 'node-redis cluster' : 'node-redis client',
+        cluster: client.masters !== undefined,
         evalsha: (sha1, keys, args) => client.evalSha(sha1, { keys, arguments: args }),
         eval: (script, keys, args) => client.eval(script, { keys, arguments: args }),
       };

@@ -82,12 +82,14 @@ afterAll(async () => {
   if (core) rmSync(dirname(core), { recursive: true, force: true });
 });
 
-test.each(['fixedWindow', 'slidingLog', 'tokenBucket', 'gcra', 'concurrency'])(
-  `%s: ${OFFSETS.length} processes with skewed clocks admit exactly the limit on one key`,
-  async (kind) => {
-    const prefix = `procs${process.pid}${kind}`;
+const KINDS = ['fixedWindow', 'slidingLog', 'tokenBucket', 'gcra', 'concurrency'];
+// Batched: each process's decisions go out as batch scripts (redisStore's default) of 64.
+test.each(KINDS.flatMap((kind) => [true, false].map((batch) => [kind, batch] as const)))(
+  `%s (batch: %s): ${OFFSETS.length} processes with skewed clocks admit exactly the limit on one key`,
+  async (kind, batch) => {
+    const prefix = `procs${process.pid}${kind}${batch}`;
     const replies = await Promise.all(
-      children.map((child) => ask(child, { kind, prefix, requests: REQUESTS_PER_PROCESS })),
+      children.map((child) => ask(child, { kind, prefix, requests: REQUESTS_PER_PROCESS, batch })),
     );
     // The skew really is in place: each child's Date.now is off by its offset.
     const realNow = Date.now();
