@@ -3,7 +3,7 @@
  * turns the outcome into data (`GuardedOutcome`) for the failure policy to answer. Nothing here
  * ever throws into the caller or leaves a rejection unhandled.
  */
-import { RateLimitStoreError } from './errors.js';
+import { emitWarning, RateLimitStoreError } from './errors.js';
 import {
   type CallContext,
   type CircuitState,
@@ -130,9 +130,9 @@ export class StoreGuard {
     } catch (error) {
       if (this.warned) return;
       this.warned = true;
-      process.emitWarning(
+      emitWarning(
+        'FLOODGATE_HOOK_ERROR',
         `RateLimiter hooks.${name} threw (further hook errors are ignored): ${(error as Error)?.message ?? error}`,
-        { code: 'FLOODGATE_HOOK_ERROR' },
       );
     }
   }

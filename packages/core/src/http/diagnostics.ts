@@ -5,6 +5,7 @@
  * all off; `validate: { FLOODGATE_DOUBLE_COUNT: false }` turns off one. The README's
  * Troubleshooting section has a line per code.
  */
+import { emitWarning } from '../errors.js';
 import { configError } from '../options.js';
 
 /** Every diagnostic code, with what it reports. */
@@ -57,9 +58,7 @@ export class Diagnostics {
     if (!this.pending(code)) return;
     this.warned.add(code);
     if (PER_PROCESS.includes(code)) warnedInProcess.add(code);
-    process.emitWarning(`${message} (${code}; turn off with validate: { ${code}: false })`, {
-      code,
-    });
+    emitWarning(code, `${message} (turn off with validate: { ${code}: false })`);
   }
 }
 

@@ -7,7 +7,7 @@
  * appKey can never collide with an address. A function's result is used as it is.
  */
 import { describeValue, RateLimitArgumentError } from '../errors.js';
-import { configError } from '../options.js';
+import { configError, optionNames } from '../options.js';
 import {
   demoteUnverifiedAppKey,
   parseUnknownAppKey,
@@ -96,18 +96,19 @@ export const DEFAULT_FALLBACK_KEY = 'fallback:unidentified';
 export const DEFAULT_APP_KEY_HEADER = 'x-app-key';
 /** @default 'appKey' */
 export const DEFAULT_APP_KEY_QUERY = 'appKey';
-export const KEY_OPTION_NAMES = [
-  'key',
-  'fallbackKey',
-  'appKeyHeader',
-  'appKeyQuery',
-  'clientId',
-  'ipv6Subnet',
-  'verifyAppKey',
-  'unknownAppKey',
-  'ipHeader',
-  'validate',
-] as const;
+/** Every key option name, checked against KeyOptions. */
+export const KEY_OPTION_NAMES = optionNames<KeyOptions<unknown>>({
+  key: true,
+  fallbackKey: true,
+  appKeyHeader: true,
+  appKeyQuery: true,
+  clientId: true,
+  ipv6Subnet: true,
+  verifyAppKey: true,
+  unknownAppKey: true,
+  ipHeader: true,
+  validate: true,
+});
 
 /** Parsed key options; resolve a key with `resolveKey(config, view, req)`. */
 export interface KeyConfig<Req> {

@@ -9,7 +9,7 @@ import { type Clock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
-import { configError, positiveInteger, readOptions } from '../options.js';
+import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
 import { Batcher, type BatchLimits, DEFAULT_BATCH_LIMITS } from './redis-batch.js';
 import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
@@ -54,6 +54,19 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   return new RedisStore(options);
 }
 
+/** Every option name of RedisStoreOptions, checked against the type. */
+const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>({
+  client: true,
+  clock: true,
+  batch: true,
+});
+
+/** Every option name of `batch` as an object, checked against the type. */
+const BATCH_OPTION_NAMES = optionNames<Exclude<RedisStoreOptions['batch'], boolean | undefined>>({
+  maxDecisions: true,
+  maxBytes: true,
+});
+
 export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly client: ScriptClient;
@@ -76,7 +89,7 @@ export class RedisStore implements Store {
         `redisStore() takes an options object, and was given ${/^[aeiou]/.test(passed) ? 'an' : 'a'} ${passed} itself: write redisStore({ client })`,
       );
     }
-    const o = readOptions(options, 'redisStore', ['client', 'clock', 'batch']);
+    const o = readOptions(options, 'redisStore', REDIS_STORE_OPTION_NAMES);
     this.client = toScriptClient(o.client);
     this.clock = readClockOption(o.clock, 'redisStore.clock');
     this.ttlSlack = this.clock ? String(INJECTED_CLOCK_TTL_SLACK_MS) : '0';
@@ -240,7 +253,7 @@ function readBatch(value: unknown): BatchLimits | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw configError('redisStore.batch', value, 'true, false or { maxDecisions?, maxBytes? }');
   }
-  const o = readOptions(value, 'redisStore.batch', ['maxDecisions', 'maxBytes']);
+  const o = readOptions(value, 'redisStore.batch', BATCH_OPTION_NAMES);
   return Object.freeze({
     maxDecisions:
       o.maxDecisions === undefined
