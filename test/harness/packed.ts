@@ -48,6 +48,7 @@ const LINKS: Record<string, string> = {
   '@nestjs/testing': 'packages/nestjs/node_modules/@nestjs/testing',
   'reflect-metadata': 'packages/nestjs/node_modules/reflect-metadata',
   rxjs: 'packages/nestjs/node_modules/rxjs',
+  '@opentelemetry/api': 'packages/opentelemetry/node_modules/@opentelemetry/api',
   typescript: 'node_modules/typescript',
   jest: 'node_modules/jest',
   'ts-jest': 'node_modules/ts-jest',
