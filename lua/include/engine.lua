@@ -21,7 +21,6 @@
 --   commit(key, o, cost, reset_after, e1, e2, e3, e4) writes the new state with a TTL.
 --   clear(key, o) deletes the state (nil: DEL key).
 --   nargs: how many ARGV the algorithm takes after its name.
-read_call()
 local n = #KEYS
 local o = FIRST_ARG
 

@@ -3,8 +3,8 @@
  * longer would pass `maxWait` (Guava `tryAcquire(timeout)`).
  */
 import type { Decision } from './decision.js';
-import { parseDuration } from './duration.js';
-import { RateLimitArgumentError } from './errors.js';
+import { durationMicros } from './duration.js';
+import { describeValue, RateLimitArgumentError } from './errors.js';
 import { ownValue } from './options.js';
 import { ACQUIRE_OPTIONS, type AcquireOptions, readCost } from './rate-limiter-options.js';
 
@@ -27,11 +27,15 @@ export async function waitForAdmission(
   const maxWait = options === undefined ? undefined : ownValue(options, 'maxWait');
   let budget = Number.POSITIVE_INFINITY;
   if (maxWait !== undefined) {
-    try {
-      budget = parseDuration(maxWait, 'maxWait', true) / 1000;
-    } catch (error) {
-      throw new RateLimitArgumentError('maxWait', maxWait, (error as Error).message);
+    const micros = durationMicros(maxWait, true);
+    if (typeof micros === 'string') {
+      throw new RateLimitArgumentError(
+        'maxWait',
+        maxWait,
+        `maxWait must be ${micros}, got ${describeValue(maxWait)}`,
+      );
     }
+    budget = micros / 1000;
   }
   const started = performance.now();
   for (;;) {

@@ -18,7 +18,7 @@ import {
   type LeaseScript,
 } from './generated/scripts.js';
 import { encodeKey } from './keys.js';
-import { configError, positiveInteger, readOptions } from './options.js';
+import { configError, fieldPathOf, optionNames, positiveInteger, readOptions } from './options.js';
 import { readCost } from './rate-limiter-options.js';
 import { MemoryStore } from './stores/memory.js';
 import { RedisStore } from './stores/redis.js';
@@ -68,6 +68,14 @@ interface LeaseBackend {
   reset(key: string): Promise<void>;
 }
 
+/** Every option name of ConcurrencyLimiterOptions, checked against the type. */
+const CONCURRENCY_LIMITER_OPTION_NAMES = optionNames<ConcurrencyLimiterOptions>({
+  store: true,
+  limit: true,
+  leaseTtl: true,
+  prefix: true,
+});
+
 export class ConcurrencyLimiter {
   readonly store: Store;
   readonly limit: number;
@@ -80,26 +88,23 @@ export class ConcurrencyLimiter {
   private readonly backend: LeaseBackend;
 
   constructor(options: ConcurrencyLimiterOptions) {
-    const o = readOptions(options, 'ConcurrencyLimiter', ['store', 'limit', 'leaseTtl', 'prefix']);
+    const where = fieldPathOf(options, 'ConcurrencyLimiter');
+    const o = readOptions(options, where, CONCURRENCY_LIMITER_OPTION_NAMES);
     const store = o.store;
     if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
       throw configError(
-        'ConcurrencyLimiter.store',
+        `${where}.store`,
         store,
         'a store: memoryStore() or redisStore({ client })',
       );
     }
     this.store = store;
-    this.limit = positiveInteger(o.limit, 'ConcurrencyLimiter.limit');
-    this.leaseTtlUs = parseDuration(o.leaseTtl, 'ConcurrencyLimiter.leaseTtl');
+    this.limit = positiveInteger(o.limit, `${where}.limit`);
+    this.leaseTtlUs = parseDuration(o.leaseTtl, `${where}.leaseTtl`);
     this.leaseTtl = this.leaseTtlUs / 1000;
     const prefix = o.prefix === undefined ? 'rl' : o.prefix;
     if (typeof prefix !== 'string' || prefix === '' || /[{}]/.test(prefix)) {
-      throw configError(
-        'ConcurrencyLimiter.prefix',
-        prefix,
-        'a non-empty string without "{" or "}"',
-      );
+      throw configError(`${where}.prefix`, prefix, 'a non-empty string without "{" or "}"');
     }
     this.prefix = prefix;
     this.name = `concurrency-${this.limit}`;

@@ -14,7 +14,7 @@
 import type { Clock } from './clock.js';
 import type { Decision, PolicyDecision } from './decision.js';
 import { type Duration, parseDuration } from './duration.js';
-import { configError, positiveInteger, readOptions } from './options.js';
+import { configError, optionNames, positiveInteger, readOptions } from './options.js';
 
 export interface DeniedCacheOptions {
   /** Most keys remembered at once; the oldest entry makes room for a new one. @default 10_000 */
@@ -59,6 +59,14 @@ interface Entry {
 
 const monotonic: Clock = () => performance.now();
 
+/** Every option name of DeniedCacheOptions, checked against the type. */
+const DENIED_CACHE_OPTION_NAMES = optionNames<DeniedCacheOptions>({
+  maxKeys: true,
+  maxBytes: true,
+  maxAge: true,
+  clock: true,
+});
+
 export class DeniedCache {
   readonly maxKeys: number;
   readonly maxBytes: number;
@@ -68,31 +76,23 @@ export class DeniedCache {
   private readonly entries = new Map<string, Entry>();
   private held = 0;
 
-  constructor(options: DeniedCacheOptions = {}) {
-    const o = readOptions(options, 'RateLimiter.deniedCache', [
-      'maxKeys',
-      'maxBytes',
-      'maxAge',
-      'clock',
-    ]);
+  /** `where` names these options in errors. */
+  constructor(options: DeniedCacheOptions = {}, where = 'RateLimiter.deniedCache') {
+    const o = readOptions(options, where, DENIED_CACHE_OPTION_NAMES);
     this.maxKeys =
       o.maxKeys === undefined
         ? DEFAULT_DENIED_CACHE_KEYS
-        : positiveInteger(o.maxKeys, 'RateLimiter.deniedCache.maxKeys');
+        : positiveInteger(o.maxKeys, `${where}.maxKeys`);
     this.maxBytes =
       o.maxBytes === undefined
         ? DEFAULT_DENIED_CACHE_BYTES
-        : positiveInteger(o.maxBytes, 'RateLimiter.deniedCache.maxBytes', ENTRY_OVERHEAD_BYTES);
+        : positiveInteger(o.maxBytes, `${where}.maxBytes`, ENTRY_OVERHEAD_BYTES);
     this.maxAge =
       o.maxAge === undefined
         ? DEFAULT_DENIED_CACHE_MAX_AGE_MS
-        : parseDuration(o.maxAge, 'RateLimiter.deniedCache.maxAge') / 1000;
+        : parseDuration(o.maxAge, `${where}.maxAge`) / 1000;
     if (o.clock !== undefined && typeof o.clock !== 'function') {
-      throw configError(
-        'RateLimiter.deniedCache.clock',
-        o.clock,
-        'a function returning milliseconds',
-      );
+      throw configError(`${where}.clock`, o.clock, 'a function returning milliseconds');
     }
     this.clock = (o.clock as Clock | undefined) ?? monotonic;
   }

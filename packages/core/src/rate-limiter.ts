@@ -7,22 +7,28 @@
 import { waitForAdmission } from './acquire.js';
 import { type Decision, type StoreDecision, toDecision } from './decision.js';
 import type { DeniedCache } from './denied-cache.js';
-import { type CallContext, FailureAnswer, readFailureOptions } from './failure-policy.js';
+import { type CallContext, FailureAnswer } from './failure-policy.js';
 import { encodeKey } from './keys.js';
-import { readOptions } from './options.js';
+import { fieldPathOf, readAs } from './options.js';
 import type { Policy } from './policy.js';
 import {
   type AcquireOptions,
   type ConsumeOptions,
   type RateLimiterOptions,
   readCost,
-  readDeniedCache,
-  readPolicies,
-  readPrefix,
-  readStore,
+  readRateLimiterOptions,
 } from './rate-limiter-options.js';
 import { StoreGuard } from './store-guard.js';
 import type { PreparedPolicies, Store } from './stores/store.js';
+
+/**
+ * `new RateLimiter(options)` whose configuration errors name fields under `where`, the
+ * adapter's own name for these options (e.g. `rateLimit.policies[0]`, not
+ * `RateLimiter.policies[0]`). For adapters, via `@floodgate/core/http`.
+ */
+export function createRateLimiter(options: RateLimiterOptions, where: string): RateLimiter {
+  return readAs(options, where, () => new RateLimiter(options));
+}
 
 export class RateLimiter {
   readonly store: Store;
@@ -42,28 +48,17 @@ export class RateLimiter {
   readonly deniedCache: DeniedCache | undefined;
 
   constructor(options: RateLimiterOptions) {
-    const o = readOptions(options, 'RateLimiter', [
-      'store',
-      'policies',
-      'prefix',
-      'onStoreError',
-      'timeout',
-      'circuitBreaker',
-      'hooks',
-      'deniedCache',
-    ]);
-    const store = readStore(o.store);
-    this.policies = readPolicies(o.policies);
-    const prefix = readPrefix(o.prefix);
+    const config = readRateLimiterOptions(options, fieldPathOf(options, 'RateLimiter'));
+    const { store, prefix } = config;
+    this.policies = config.policies;
     this.prefix = prefix;
     this.store = store;
     this.prepared = store.prepare(this.policies);
     this.head = `${prefix}:{`;
     this.tails = this.policies.map((p) => `}:${p.id}`);
-    this.deniedCache = readDeniedCache(o.deniedCache);
-    const failure = readFailureOptions(o);
-    this.guard = new StoreGuard(failure);
-    this.failure = new FailureAnswer(this.policies, failure.onStoreError);
+    this.deniedCache = config.deniedCache;
+    this.guard = new StoreGuard(config.failure);
+    this.failure = new FailureAnswer(this.policies, config.failure.onStoreError);
   }
 
   /** The circuit breaker's state: `closed` (store in use), `open`, or `half-open` (probing). */

@@ -6,6 +6,7 @@
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { useTestRedis } from '../../../test/harness/redis';
+import { helpUrl } from '../src/errors';
 import {
   fixedWindow,
   memoryStore,
@@ -32,7 +33,7 @@ describe('redisStore(client) instead of redisStore({ client })', () => {
     expect(error).toBeInstanceOf(RateLimitConfigError);
     expect(error).toMatchObject({ code: 'FLOODGATE_INVALID_OPTION', field: 'redisStore' });
     expect((error as Error).message).toBe(
-      `redisStore() takes an options object, and was given ${kind} itself: write redisStore({ client })`,
+      `redisStore() takes an options object, and was given ${kind} itself: write redisStore({ client }) (help: ${helpUrl('FLOODGATE_INVALID_OPTION')})`,
     );
     if (client instanceof Redis) client.disconnect();
   });

@@ -1,5 +1,6 @@
 /** `app.use(rateLimit)` — the factory mounted without being called — is reported clearly. */
 import type { AddressInfo } from 'node:net';
+import { helpUrl } from '@floodgate/core/http';
 import { rateLimit } from '@floodgate/koa';
 import Koa from 'koa';
 import request from 'supertest';
@@ -28,7 +29,7 @@ it('app.use(rateLimit) answers every request with an error saying what to write'
     );
     expect(res.status).toBe(500);
     expect(res.text).toBe(
-      'rateLimit() was called with a Koa context instead of options: it was mounted without being called. Write app.use(rateLimit({ policies: … })), not app.use(rateLimit)',
+      `rateLimit() was called with a Koa context instead of options: it was mounted without being called. Write app.use(rateLimit({ policies: … })), not app.use(rateLimit) (help: ${helpUrl('FLOODGATE_INVALID_OPTION')})`,
     );
     expect(reported).toMatchObject({
       name: 'RateLimitConfigError',

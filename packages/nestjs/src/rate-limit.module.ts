@@ -4,11 +4,12 @@
  * is global, so `@UseGuards(RateLimitGuard)` works in every module once it is imported.
  */
 import { RateLimitConfigError } from '@floodgate/core';
-import { configError, readOptions } from '@floodgate/core/http';
+import { configError, optionNames, readOptions } from '@floodgate/core/http';
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
-import { APP_GUARD, DiscoveryModule } from '@nestjs/core';
+import { APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { RATE_LIMIT_GLOBAL, RATE_LIMIT_OPTIONS, RateLimitStore } from './rate-limit.constants.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
+import { RateLimitInterceptor } from './rate-limit.interceptor.js';
 import type {
   RateLimitModuleAsyncOptions,
   RateLimitModuleOptions,
@@ -17,15 +18,27 @@ import type {
 import { parseModuleOptions, type RateLimitConfig } from './rate-limit.options.js';
 import { RATE_LIMIT_CONFIG, RateLimitService } from './rate-limit.service.js';
 
+/** Every option name of `forRootAsync`, checked against RateLimitModuleAsyncOptions. */
+const ASYNC_OPTION_NAMES = optionNames<RateLimitModuleAsyncOptions>({
+  imports: true,
+  inject: true,
+  useFactory: true,
+  useClass: true,
+  useExisting: true,
+  global: true,
+  mode: true,
+});
+
 @Module({})
 // biome-ignore lint/complexity/noStaticOnlyClass: Nest modules are classes with static forRoot().
 export class RateLimitModule {
   /** Configures rate limiting with options known up front. */
-  static forRoot(options: RateLimitModuleOptions): DynamicModule {
+  static forRoot(options: RateLimitModuleOptions = {}): DynamicModule {
     const where = 'RateLimitModule.forRoot';
     if (options === null || typeof options !== 'object')
       throw configError(where, options, 'an options object');
     const global = readGlobal(options.global, where);
+    const mode = readMode(options.mode, where);
     return RateLimitModule.build(
       [
         { provide: RATE_LIMIT_OPTIONS, useValue: options },
@@ -36,20 +49,14 @@ export class RateLimitModule {
       ],
       [],
       global,
+      mode,
     );
   }
 
   /** Configures rate limiting with options made by a factory, a class, or an existing provider. */
   static forRootAsync(options: RateLimitModuleAsyncOptions): DynamicModule {
     const where = 'RateLimitModule.forRootAsync';
-    const o = readOptions(options, where, [
-      'imports',
-      'inject',
-      'useFactory',
-      'useClass',
-      'useExisting',
-      'global',
-    ]);
+    const o = readOptions(options, where, ASYNC_OPTION_NAMES);
     const ways = (['useFactory', 'useClass', 'useExisting'] as const).filter(
       (n) => o[n] !== undefined,
     );
@@ -90,13 +97,19 @@ export class RateLimitModule {
       useFactory: (made: unknown): RateLimitConfig => parseModuleOptions(made, factoryWhere, false),
       inject: [RATE_LIMIT_OPTIONS],
     });
-    return RateLimitModule.build(providers, options.imports ?? [], readGlobal(o.global, where));
+    return RateLimitModule.build(
+      providers,
+      options.imports ?? [],
+      readGlobal(o.global, where),
+      readMode(o.mode, where),
+    );
   }
 
   private static build(
     providers: Provider[],
     imports: NonNullable<DynamicModule['imports']>,
     global: boolean,
+    mode: 'guard' | 'interceptor',
   ): DynamicModule {
     return {
       module: RateLimitModule,
@@ -107,14 +120,27 @@ export class RateLimitModule {
         { provide: RATE_LIMIT_GLOBAL, useValue: global },
         RateLimitService,
         RateLimitGuard,
+        RateLimitInterceptor,
         {
           provide: RateLimitStore,
           useFactory: (config: RateLimitConfig) => config.store,
           inject: [RATE_LIMIT_CONFIG],
         },
-        ...(global ? [{ provide: APP_GUARD, useExisting: RateLimitGuard }] : []),
+        ...(global
+          ? [
+              mode === 'guard'
+                ? { provide: APP_GUARD, useExisting: RateLimitGuard }
+                : { provide: APP_INTERCEPTOR, useExisting: RateLimitInterceptor },
+            ]
+          : []),
       ],
-      exports: [RATE_LIMIT_OPTIONS, RateLimitStore, RateLimitService, RateLimitGuard],
+      exports: [
+        RATE_LIMIT_OPTIONS,
+        RateLimitStore,
+        RateLimitService,
+        RateLimitGuard,
+        RateLimitInterceptor,
+      ],
     };
   }
 }
@@ -122,5 +148,13 @@ export class RateLimitModule {
 function readGlobal(value: unknown, where: string): boolean {
   if (value === undefined) return false;
   if (typeof value !== 'boolean') throw configError(`${where}.global`, value, 'a boolean');
+  return value;
+}
+
+function readMode(value: unknown, where: string): 'guard' | 'interceptor' {
+  if (value === undefined) return 'guard';
+  if (value !== 'guard' && value !== 'interceptor') {
+    throw configError(`${where}.mode`, value, "'guard' or 'interceptor'");
+  }
   return value;
 }

@@ -1,6 +1,6 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
-import { configError, positiveInteger, readOptions } from '../options.js';
+import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
@@ -11,6 +11,13 @@ export interface SlidingLogOptions {
   /** @default `sliding-log-<limit>-per-<window>` */
   name?: string;
 }
+
+/** Every option name of SlidingLogOptions, checked against the type. */
+const SLIDING_LOG_OPTION_NAMES = optionNames<SlidingLogOptions>({
+  limit: true,
+  window: true,
+  name: true,
+});
 
 /**
  * The largest slidingLog `limit`. A decision's work (Redis ZADD of every admitted unit, the
@@ -25,7 +32,7 @@ export const MAX_SLIDING_LOG_LIMIT = 1_000;
  * admitted unit, so memory per key grows with `limit`.
  */
 export function slidingLog(options: SlidingLogOptions): Policy {
-  const o = readOptions(options, 'slidingLog', ['limit', 'window', 'name']);
+  const o = readOptions(options, 'slidingLog', SLIDING_LOG_OPTION_NAMES);
   const limit = positiveInteger(o.limit, 'slidingLog.limit');
   if (limit > MAX_SLIDING_LOG_LIMIT) {
     throw configError(

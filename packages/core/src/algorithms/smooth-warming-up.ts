@@ -1,6 +1,6 @@
 import type { Duration } from '../duration.js';
 import { formatDuration, parseDuration } from '../duration.js';
-import { configError, positiveInteger, readOptions } from '../options.js';
+import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 import { gcd, SATURATED_WAIT_US } from './smooth-bursty.js';
@@ -30,6 +30,15 @@ export const MAX_COLD_FACTOR = 1_000_000;
 /** Every divisor of the warm-up maths stays below this, so partial sums stay below 2^53. */
 const MAX_DIVISOR = 2 ** 51;
 
+/** Every option name of SmoothWarmingUpOptions, checked against the type. */
+const SMOOTH_WARMING_UP_OPTION_NAMES = optionNames<SmoothWarmingUpOptions>({
+  limit: true,
+  window: true,
+  warmup: true,
+  coldFactor: true,
+  name: true,
+});
+
 /**
  * Guava's SmoothWarmingUp RateLimiter per key: as smoothBursty, a request is admitted when the
  * next-free time has come and pays afterwards, but stored permits (accumulated while idle) cost
@@ -38,13 +47,7 @@ const MAX_DIVISOR = 2 ** 51;
  * A new key is cold.
  */
 export function smoothWarmingUp(options: SmoothWarmingUpOptions): Policy {
-  const o = readOptions(options, 'smoothWarmingUp', [
-    'limit',
-    'window',
-    'warmup',
-    'coldFactor',
-    'name',
-  ]);
+  const o = readOptions(options, 'smoothWarmingUp', SMOOTH_WARMING_UP_OPTION_NAMES);
   const limit = positiveInteger(o.limit, 'smoothWarmingUp.limit');
   const windowUs = parseDuration(o.window, 'smoothWarmingUp.window');
   const warmupUs = parseDuration(o.warmup, 'smoothWarmingUp.warmup');

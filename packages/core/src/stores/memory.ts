@@ -5,7 +5,7 @@
 import { ALGORITHMS, type Algorithm, type CheckResult } from '../algorithms/index.js';
 import { type Clock, processClock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
-import { configError, positiveInteger, readOptions } from '../options.js';
+import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
 import type { PreparedPolicies, Store } from './store.js';
 
@@ -40,6 +40,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   return new MemoryStore(options);
 }
 
+/** Every option name of MemoryStoreOptions, checked against the type. */
+const MEMORY_STORE_OPTION_NAMES = optionNames<MemoryStoreOptions>({ clock: true, maxKeys: true });
+
 export class MemoryStore implements Store {
   readonly kind = 'memory';
   readonly maxKeys: number;
@@ -50,7 +53,7 @@ export class MemoryStore implements Store {
   private lastFullSweep = Number.NEGATIVE_INFINITY;
 
   constructor(options: MemoryStoreOptions = {}) {
-    const o = readOptions(options, 'memoryStore', ['clock', 'maxKeys']);
+    const o = readOptions(options, 'memoryStore', MEMORY_STORE_OPTION_NAMES);
     this.clock = readClockOption(o.clock, 'memoryStore.clock') ?? processClock;
     this.maxKeys =
       o.maxKeys === undefined
