@@ -111,11 +111,14 @@ export class StoreGuard {
       this.observe();
     }
     const timeoutMs = this.config.timeoutMs;
+    // Timed only when someone listens (hooks.onStoreCall): the hot path stays as it was.
+    const startedAt = this.config.hooks.onStoreCall ? performance.now() : 0;
     return new Promise((resolve) => {
       let settled = false;
       const fail = (failure: 'store-error' | 'timeout', error: RateLimitStoreError): void => {
         settled = true;
         this.failed();
+        if (startedAt) this.timed(context, failure, startedAt);
         this.notify('onStoreError', { ...context, failure, error });
         resolve(
           this.unavailable({
@@ -146,6 +149,7 @@ export class StoreGuard {
           settled = true;
           clearTimeout(timer);
           this.succeeded();
+          if (startedAt) this.timed(context, 'ok', startedAt);
           resolve({ ok: true, value });
         },
         (error: unknown) => {
@@ -188,6 +192,14 @@ export class StoreGuard {
     } catch (error) {
       this.hookFailed(name, error);
     }
+  }
+
+  private timed(
+    context: CallContext,
+    outcome: 'ok' | 'store-error' | 'timeout',
+    startedAt: number,
+  ): void {
+    this.notify('onStoreCall', { ...context, outcome, durationMs: performance.now() - startedAt });
   }
 
   private hookFailed(name: string, error: unknown): void {
