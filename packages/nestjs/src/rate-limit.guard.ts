@@ -13,9 +13,16 @@ import {
   resolveCost,
   resolveKey,
   storeDecided,
+  UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
-import { type CanActivate, type ExecutionContext, Injectable, Optional } from '@nestjs/common';
+import {
+  type CanActivate,
+  type ExecutionContext,
+  ForbiddenException,
+  Injectable,
+  Optional,
+} from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { RATE_LIMIT_GUARD_MARK } from './rate-limit.constants.js';
 import {
@@ -153,7 +160,10 @@ export class RateLimitGuard implements CanActivate {
     if (!this.afterGuards && this.rateLimit.config.onMissingPrincipal === 'error') {
       await this.checkPrincipal(context, config, view.user, view.headers);
     }
-    return resolveKey(config, view, context);
+    // `unknownAppKey: 'refuse'`: an app key verifyAppKey rejected is a 403.
+    return resolveKey(config, view, context).catch((error: unknown) => {
+      throw error instanceof UnknownAppKeyError ? new ForbiddenException(error.problem) : error;
+    });
   }
 
   /**
