@@ -25,7 +25,8 @@ const base = {
     '/node_modules/(?!(\\.pnpm/)?(fast-check|pure-rand|@nestjs|content-disposition|mercurius|quick-lru))',
   ],
   moduleNameMapper: {
-    '^@floodgate/(core|express|fastify|koa|nestjs)$': '<rootDir>/packages/$1/src/index.ts',
+    '^@floodgate/(core|express|fastify|koa|nestjs|opentelemetry)$':
+      '<rootDir>/packages/$1/src/index.ts',
     '^@floodgate/core/http$': '<rootDir>/packages/core/src/http/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
