@@ -18,7 +18,7 @@ import {
   readCost,
   readRateLimiterOptions,
 } from './rate-limiter-options.js';
-import { StoreGuard } from './store-guard.js';
+import { breakerOf, StoreGuard } from './store-guard.js';
 import type { PreparedPolicies, Store } from './stores/store.js';
 
 /**
@@ -30,6 +30,24 @@ export function createRateLimiter(options: RateLimiterOptions, where: string): R
   return readAs(options, where, () => new RateLimiter(options));
 }
 
+/**
+ * A store plus one or more policies. Every call is one store round trip that checks every
+ * policy and charges all of them or none; the answer is a Decision (data, never an exception).
+ * When the store fails, `onStoreError` answers (default: admit), within `timeout`.
+ *
+ * @example
+ * ```ts
+ * import { fixedWindow, RateLimiter, redisStore } from '@floodgate/core';
+ * import { Redis } from 'ioredis';
+ *
+ * const limiter = new RateLimiter({
+ *   store: redisStore({ client: new Redis() }),
+ *   policies: [fixedWindow({ limit: 1, window: '1s' }), fixedWindow({ limit: 5, window: '1m' })],
+ * });
+ * const d = await limiter.consume('userA:APIX');
+ * if (!d.allowed) console.log(`limited by ${d.policy}, retry in ${d.retryAfter} ms`);
+ * ```
+ */
 export class RateLimiter {
   readonly store: Store;
   readonly policies: readonly Policy[];
@@ -57,13 +75,30 @@ export class RateLimiter {
     this.head = `${prefix}:{`;
     this.tails = this.policies.map((p) => `}:${p.id}`);
     this.deniedCache = config.deniedCache;
-    this.guard = new StoreGuard(config.failure);
-    this.failure = new FailureAnswer(this.policies, config.failure.onStoreError);
+    this.guard = new StoreGuard(
+      config.failure,
+      breakerOf(store),
+      `RateLimiter (prefix "${prefix}", ${this.policies.map((p) => p.name).join(', ')})`,
+    );
+    this.failure = new FailureAnswer(
+      this.policies,
+      config.failure.onStoreError,
+      config.failure.timeoutMs,
+    );
   }
 
   /** The circuit breaker's state: `closed` (store in use), `open`, or `half-open` (probing). */
   get circuit(): 'closed' | 'open' | 'half-open' {
     return this.guard.circuit;
+  }
+
+  /**
+   * Milliseconds until the store's circuit breaker lets the next probe through: 0 while it is
+   * closed. Every limiter on one store connection shares the breaker. An HTTP 503 answered for
+   * a store outage sends this as `Retry-After`.
+   */
+  nextProbeIn(): number {
+    return this.guard.nextProbeIn();
   }
 
   /** Charges `cost` (default 1) against every policy, or nothing if any policy denies. */
