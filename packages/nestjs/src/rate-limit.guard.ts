@@ -148,7 +148,10 @@ export class RateLimitGuard implements CanActivate {
     const decision = await this.charge(charges, cost);
     requestOf(context)[DECISION_PROPERTY] = decision;
     const target = headerTarget(context, this.adapterHost);
-    if (target) applyRateLimitHeaders(target, decision, this.rateLimit.headers);
+    // The first key names the client for draft 8's partition key (`pk`).
+    if (target) {
+      applyRateLimitHeaders(target, decision, this.rateLimit.headers, { key: charges[0]?.key });
+    }
     if (!decision.allowed) {
       await this.throwRateLimitException(context, decision);
       // An override that returned instead of throwing still denies.
