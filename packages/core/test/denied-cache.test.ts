@@ -28,21 +28,26 @@ afterAll(() => redis.quit());
  * the script cache at any time) is not counted, the EVAL that follows it is.
  */
 function countingClient() {
-  const counted = (run: Promise<unknown>) =>
-    run.then((reply) => {
-      counter.calls++;
-      return reply;
-    });
-  const counter = {
-    calls: 0,
-    client: {
-      evalsha: (...args: unknown[]) =>
-        counted((redis.evalsha as (...a: unknown[]) => Promise<unknown>)(...args)),
-      eval: (...args: unknown[]) =>
-        counted((redis.eval as (...a: unknown[]) => Promise<unknown>)(...args)),
-      defineCommand: () => undefined,
+  const counter = { calls: 0, client: redis };
+  type Command = { name: string; promise: Promise<unknown> };
+  // Every method runs on the real client through this proxy; sendCommand (which the ioredis
+  // shim sends each script command with) is wrapped to count the scripts that ran.
+  counter.client = new Proxy(redis, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (prop !== 'sendCommand') return value;
+      return (command: Command, ...rest: unknown[]) => {
+        const sent = (value as (...a: unknown[]) => unknown).call(target, command, ...rest);
+        if (/^eval/i.test(command.name)) {
+          command.promise.then(
+            () => counter.calls++,
+            () => undefined,
+          );
+        }
+        return sent;
+      };
     },
-  };
+  });
   return counter;
 }
 
