@@ -15,15 +15,15 @@ const out = join(root, 'packages/core/src/generated/scripts.ts');
 const read = (file) => readFileSync(join(luaDir, file), 'utf8').trimEnd();
 const prelude = read('include/prelude.lua');
 const engine = read('include/engine.lua');
-// Every algorithm file ends with `register('<name>', check, commit, clear|nil, nargs)`. That
+// Every algorithm file ends with `register('<name>', check, commit, clear|nil, refund, nargs)`. That
 // line is not Lua the script runs: it is replaced here, so that no table or closure is made on
 // each call to bind an algorithm (a script body runs on every EVALSHA).
-//   one-algorithm script: local CHECK, COMMIT, CLEAR, NARGS, ALG = check, commit, clear, nargs, nil
-//   mixed script:         ALG['<name>'] = { check, commit, clear, nargs }, between
-//                         `local ALG = {}` and `local CHECK, COMMIT, CLEAR, NARGS` (all nil)
-const REGISTER = /^register\('([a-z-]+)', (\w+), (\w+), (\w+), (\d+)\)$/m;
+//   one-algorithm script: local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = check, commit, clear, refund, nargs, nil
+//   mixed script:         ALG['<name>'] = { check, commit, clear, refund, nargs }, between
+//                         `local ALG = {}` and `local CHECK, COMMIT, CLEAR, REFUND, NARGS` (all nil)
+const REGISTER = /^register\('([a-z-]+)', (\w+), (\w+), (\w+), (\w+), (\d+)\)$/m;
 const MIXED_HEADER = 'local ALG = {}';
-const MIXED_FOOTER = 'local CHECK, COMMIT, CLEAR, NARGS';
+const MIXED_FOOTER = 'local CHECK, COMMIT, CLEAR, REFUND, NARGS';
 const algorithms = readdirSync(luaDir)
   .filter((f) => f.endsWith('.lua'))
   .sort()
@@ -33,17 +33,17 @@ const algorithms = readdirSync(luaDir)
     const match = REGISTER.exec(source);
     if (!match || match[1] !== name) {
       throw new Error(
-        `lua/${file} must end with register('${name}', check, commit, clear or nil, nargs) (the file name is the algorithm name)`,
+        `lua/${file} must end with register('${name}', check, commit, clear or nil, refund, nargs) (the file name is the algorithm name)`,
       );
     }
-    const [line, , check, commit, clear, nargs] = match;
+    const [line, , check, commit, clear, refund, nargs] = match;
     return {
       name,
       solo: source.replace(
         line,
-        `local CHECK, COMMIT, CLEAR, NARGS, ALG = ${check}, ${commit}, ${clear}, ${nargs}, nil`,
+        `local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = ${check}, ${commit}, ${clear}, ${refund}, ${nargs}, nil`,
       ),
-      mixed: source.replace(line, `ALG['${name}'] = { ${check}, ${commit}, ${clear}, ${nargs} }`),
+      mixed: source.replace(line, `ALG['${name}'] = { ${check}, ${commit}, ${clear}, ${refund}, ${nargs} }`),
     };
   });
 

@@ -24,6 +24,12 @@ export interface DeniedCacheOptions {
   clock?: Clock;
 }
 
+/**
+ * How long a block for ever is answered from the cache before the store is asked again (ms):
+ * an unblock in another process then reaches this one within this time. @default 1000
+ */
+export const FOREVER_BLOCK_RECHECK_MS = 1000;
+
 /** @default 10 000 keys */
 export const DEFAULT_DENIED_CACHE_KEYS = 10_000;
 
@@ -84,8 +90,18 @@ export class DeniedCache {
 
   /** Remembers a denial answered by the store for a request sent at `sentAt` (from `now()`). */
   remember(key: string, cost: number, decision: Decision, sentAt: number): void {
+    if (decision.reason === 'blocked') {
+      // A block denies every cost, 0 included, until it ends (a block for ever: recheck soon).
+      const left = decision.retryAfter < 0 ? FOREVER_BLOCK_RECHECK_MS : decision.retryAfter;
+      this.store(key, { cost: 0, until: sentAt + left, since: sentAt, decision });
+      return;
+    }
     // −1 (never admissible) and 0 carry no window to wait out.
     if (decision.allowed || !(decision.retryAfter > 0) || decision.reason !== undefined) return;
+    this.store(key, { cost, until: sentAt + decision.retryAfter, since: sentAt, decision });
+  }
+
+  private store(key: string, entry: Entry): void {
     const entries = this.entries;
     const previous = entries.get(key);
     if (previous !== undefined) entries.delete(key);
@@ -93,10 +109,10 @@ export class DeniedCache {
       // Oldest first: Map keeps insertion order.
       entries.delete(entries.keys().next().value as string);
     }
-    entries.set(key, { cost, until: sentAt + decision.retryAfter, since: sentAt, decision });
+    entries.set(key, entry);
   }
 
-  /** Forgets `key` (after a reset through this limiter). */
+  /** Forgets `key` (after a reset, refund, block or unblock through this limiter). */
   forget(key: string): void {
     this.entries.delete(key);
   }
@@ -112,14 +128,14 @@ function countDown(d: Decision, elapsed: number): Decision {
     const p = d.policies[i]!;
     policies[i] = {
       ...p,
-      resetAfter: Math.max(0, p.resetAfter - elapsed),
+      resetAfter: p.resetAfter < 0 ? p.resetAfter : Math.max(0, p.resetAfter - elapsed),
       retryAfter: p.retryAfter > 0 ? Math.max(0, p.retryAfter - elapsed) : p.retryAfter,
     };
   }
   return {
     ...d,
-    resetAfter: Math.max(0, d.resetAfter - elapsed),
-    retryAfter: d.retryAfter - elapsed,
+    resetAfter: d.resetAfter < 0 ? d.resetAfter : Math.max(0, d.resetAfter - elapsed),
+    retryAfter: d.retryAfter < 0 ? d.retryAfter : d.retryAfter - elapsed,
     policies,
   };
 }

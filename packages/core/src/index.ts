@@ -77,7 +77,7 @@ export * from './http/index.js';
 export { encodeKey, MAX_RAW_KEY_LENGTH } from './keys.js';
 // Option parsing for adapters: one error shape (field, value, stable code) everywhere.
 export { configError, readOptions } from './options.js';
-export type { Policy } from './policy.js';
+export type { BlockDuration, Policy } from './policy.js';
 export {
   type AcquireOptions,
   type ConsumeOptions,

@@ -2,6 +2,7 @@
  * RateLimiter: a store plus one or more policies. Each call is one store round trip that
  * checks every policy and charges all of them or none.
  */
+import { createHash } from 'node:crypto';
 import { type Decision, type StoreDecision, toDecision } from './decision.js';
 import { DeniedCache, type DeniedCacheOptions } from './denied-cache.js';
 import { type Duration, parseDuration } from './duration.js';
@@ -110,7 +111,7 @@ export class RateLimiter {
     this.store = store;
     this.prepared = store.prepare(this.policies);
     this.head = `${prefix}:{`;
-    this.tails = this.policies.map((p) => `}:${p.id}`);
+    this.tails = [...this.policies.map((p) => `}:${p.id}`), `}:${blockId(this.policies)}`];
     this.deniedCache = readDeniedCache(o.deniedCache);
     const failure = readFailureOptions(o);
     this.guard = new StoreGuard(failure);
@@ -135,6 +136,52 @@ export class RateLimiter {
   /** What `consume(key, options)` would answer now, without writing anything. */
   peek(key: string, options?: ConsumeOptions): Promise<Decision> {
     return this.decide(key, options, true);
+  }
+
+  /**
+   * Gives back up to `cost` units (default 1) to every policy at once, in one atomic store
+   * call, and answers the decision as it then stands (a read: `peek` with cost 0). Never above
+   * capacity and never creating state; per algorithm (current window only, newest log entries,
+   * never before now, …): docs/algorithms.md#refunds. For outcome-based counting, or when the
+   * real cost is known after the work (consume an estimate, refund the difference).
+   */
+  async refund(key: string, options?: ConsumeOptions): Promise<Decision> {
+    const cost = readCost(options);
+    const keys = this.storageKeys(key);
+    this.deniedCache?.forget(key);
+    const context: CallContext = { key, cost: 0, peek: true };
+    if (this.fallbackStore) await this.fallbackStore.refund(keys, cost).catch(() => undefined);
+    const outcome = await this.guard.call(() => this.prepared.refund(keys, cost), context);
+    if (outcome.ok) return toDecision(outcome.value, this.policies);
+    return this.withoutStore(keys, context, outcome);
+  }
+
+  /**
+   * Blocks `key` for `duration`, or for ever with `'forever'` (the one state kept without a
+   * TTL): every consume, acquire and peek is denied with `reason: 'blocked'` (retryAfter −1
+   * for ever) until it ends or `unblock(key)`. Nothing is charged while blocked.
+   */
+  async block(key: string, duration: Duration | 'forever'): Promise<void> {
+    let micros = 0;
+    if (duration !== 'forever') {
+      try {
+        micros = parseDuration(duration, 'duration');
+      } catch (error) {
+        throw new RateLimitArgumentError('duration', duration, (error as Error).message);
+      }
+    }
+    const keys = this.storageKeys(key);
+    this.deniedCache?.forget(key);
+    if (this.fallbackStore) await this.fallbackStore.block(keys, micros);
+    await this.guard.bounded(() => this.prepared.block(keys, micros));
+  }
+
+  /** Lifts a block on `key` (by hand or a lockout) and forgets its lockouts in a row. */
+  async unblock(key: string): Promise<void> {
+    const keys = this.storageKeys(key);
+    this.deniedCache?.forget(key);
+    if (this.fallbackStore) await this.fallbackStore.unblock(keys);
+    await this.guard.bounded(() => this.prepared.unblock(keys));
   }
 
   /** Forgets everything stored for `key`: it is back to full capacity under every policy. */
@@ -176,7 +223,7 @@ export class RateLimiter {
         if (decision.delay > 0) await sleep(decision.delay);
         return decision;
       }
-      if (decision.retryAfter < 0) return decision;
+      if (decision.retryAfter < 0 || decision.reason === 'blocked') return decision;
       if (performance.now() - started + decision.retryAfter > budget) return decision;
       await sleep(decision.retryAfter);
     }
@@ -194,7 +241,10 @@ export class RateLimiter {
     return decision;
   }
 
-  /** Storage keys of `key`, one per policy: `<prefix>:{<key>}:<policy id>`. */
+  /**
+   * Storage keys of `key`: one per policy, `<prefix>:{<key>}:<policy id>`, then the key's block
+   * state, `<prefix>:{<key>}:bk<digest of the policy ids>` (this limiter's lockouts and blocks).
+   */
   storageKeys(key: string): string[] {
     const tag = this.head + encodeKey(key);
     return this.tails.map((tail) => tag + tail);
@@ -365,6 +415,14 @@ function failureDecision(
 interface KeyMemo {
   readonly keys: readonly string[];
   readonly slots: unknown[];
+}
+
+/** The block state's key suffix: one per set of policies, so limiters never share lockouts. */
+function blockId(policies: readonly Policy[]): string {
+  const digest = createHash('sha1')
+    .update(policies.map((p) => p.id).join(','))
+    .digest('base64url');
+  return `bk${digest.slice(0, 8)}`;
 }
 
 /** Keys whose storage keys a limiter remembers; past it the memo starts over (amortised O(1)). */

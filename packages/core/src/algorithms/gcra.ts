@@ -1,7 +1,7 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, positiveInteger, readOptions } from '../options.js';
-import { definePolicy, type Policy, rateName } from '../policy.js';
+import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
 export interface GcraOptions {
@@ -12,6 +12,11 @@ export interface GcraOptions {
   burst?: number;
   /** @default `gcra-<limit>-per-<window>[-burst-<burst>]` */
   name?: string;
+  /**
+   * Lock the key out for this long once this policy denies it (a cost it could admit);
+   * progressive with `{ initial, multiplier, max, forgetAfter }`. docs/algorithms.md#blocks
+   */
+  blockDuration?: BlockDuration;
 }
 
 /** The longest allowance (burst × interval) accepted: 100 years keeps TAT far below 2^53 µs. */
@@ -23,7 +28,7 @@ const MAX_TOLERANCE_US = 100 * 365 * 86_400_000_000;
  * it never admits faster than configured; the capacity is exactly `burst`.
  */
 export function gcra(options: GcraOptions): Policy {
-  const o = readOptions(options, 'gcra', ['limit', 'window', 'burst', 'name']);
+  const o = readOptions(options, 'gcra', ['limit', 'window', 'burst', 'name', 'blockDuration']);
   const limit = positiveInteger(o.limit, 'gcra.limit');
   const windowUs = parseDuration(o.window, 'gcra.window');
   const burst = o.burst === undefined ? limit : positiveInteger(o.burst, 'gcra.burst');
@@ -46,6 +51,7 @@ export function gcra(options: GcraOptions): Policy {
     capacity: burst,
     options: { limit, window: windowUs / 1000, burst },
     params: [interval, burst] satisfies GcraParams,
+    blockDuration: o.blockDuration,
   });
 }
 
@@ -77,6 +83,12 @@ export const gcraAlgorithm: Algorithm<number, GcraParams> = {
       retryAfter: cost > burst ? -1 : newTat - now - tolerance,
       delay: 0,
     };
+  },
+  refund(tat, now, cost, [interval]) {
+    if (tat === undefined || tat <= now) return undefined;
+    if (cost >= Math.ceil((tat - now) / interval)) return 'delete';
+    const next = tat - cost * interval;
+    return { next, ttl: next - now };
   },
   unpack(reply, cost, [interval, burst]) {
     // reset_after when allowed, -reset_after - 1 when denied (lua/gcra.lua `pack`).

@@ -1,7 +1,7 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { positiveInteger, readOptions } from '../options.js';
-import { definePolicy, type Policy, rateName } from '../policy.js';
+import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
 export interface SlidingLogOptions {
@@ -10,6 +10,11 @@ export interface SlidingLogOptions {
   window: Duration;
   /** @default `sliding-log-<limit>-per-<window>` */
   name?: string;
+  /**
+   * Lock the key out for this long once this policy denies it (a cost it could admit);
+   * progressive with `{ initial, multiplier, max, forgetAfter }`. docs/algorithms.md#blocks
+   */
+  blockDuration?: BlockDuration;
 }
 
 /**
@@ -17,7 +22,7 @@ export interface SlidingLogOptions {
  * admitted unit, so memory per key grows with `limit`.
  */
 export function slidingLog(options: SlidingLogOptions): Policy {
-  const o = readOptions(options, 'slidingLog', ['limit', 'window', 'name']);
+  const o = readOptions(options, 'slidingLog', ['limit', 'window', 'name', 'blockDuration']);
   const limit = positiveInteger(o.limit, 'slidingLog.limit');
   const windowUs = parseDuration(o.window, 'slidingLog.window');
   return definePolicy({
@@ -31,6 +36,7 @@ export function slidingLog(options: SlidingLogOptions): Policy {
     capacity: limit,
     options: { limit, window: windowUs / 1000 },
     params: [limit, windowUs] satisfies SlidingLogParams,
+    blockDuration: o.blockDuration,
   });
 }
 
@@ -83,5 +89,17 @@ export const slidingLogAlgorithm: Algorithm<SlidingLogState, SlidingLogParams> =
       retryAfter: oldest + window - now,
       delay: 0,
     };
+  },
+  refund(log, now, cost, [, window]) {
+    if (log === undefined) return undefined;
+    const floor = now - window;
+    let first = 0;
+    while (first < log.length && (log[first] ?? now) <= floor) first++;
+    const used = log.length - first;
+    if (used === 0) return undefined;
+    if (cost >= used) return 'delete';
+    // The newest units leave; older ones that left the window stay until the TTL drops them.
+    const next = log.slice(0, log.length - cost);
+    return { next, ttl: (next[next.length - 1] ?? now) + window - now };
   },
 };

@@ -1,7 +1,7 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, positiveInteger, readOptions } from '../options.js';
-import { definePolicy, type Policy, rateName } from '../policy.js';
+import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
 export interface SlidingWindowOptions {
@@ -15,6 +15,11 @@ export interface SlidingWindowOptions {
   buckets?: number;
   /** @default `sliding-window-<limit>-per-<window>[-buckets-<buckets>]` */
   name?: string;
+  /**
+   * Lock the key out for this long once this policy denies it (a cost it could admit);
+   * progressive with `{ initial, multiplier, max, forgetAfter }`. docs/algorithms.md#blocks
+   */
+  blockDuration?: BlockDuration;
 }
 
 /** @default 10 sub-windows per window */
@@ -31,7 +36,13 @@ export const MAX_SLIDING_WINDOW_BUCKETS = 1000;
  * limit/buckets more for evenly spread traffic). O(buckets) state per key.
  */
 export function slidingWindow(options: SlidingWindowOptions): Policy {
-  const o = readOptions(options, 'slidingWindow', ['limit', 'window', 'buckets', 'name']);
+  const o = readOptions(options, 'slidingWindow', [
+    'limit',
+    'window',
+    'buckets',
+    'name',
+    'blockDuration',
+  ]);
   const limit = positiveInteger(o.limit, 'slidingWindow.limit');
   const windowUs = parseDuration(o.window, 'slidingWindow.window');
   const buckets =
@@ -57,6 +68,7 @@ export function slidingWindow(options: SlidingWindowOptions): Policy {
     capacity: limit,
     options: { limit, window: windowUs / 1000, buckets },
     params: [limit, size, buckets] satisfies SlidingWindowParams,
+    blockDuration: o.blockDuration,
   });
 }
 
@@ -127,5 +139,20 @@ export const slidingWindowAlgorithm: Algorithm<SlidingWindowState, SlidingWindow
       }
     }
     return { allowed: false, remaining: limit - used, resetAfter, retryAfter, delay: 0 };
+  },
+  refund(state, now, cost, [, size, buckets]) {
+    // The current sub-window's count only: the stored newest one, when it is current.
+    if (state === undefined || state.index < Math.floor(now / size)) return undefined;
+    const current = state.counts[0] ?? 0;
+    if (current === 0) return undefined;
+    const counts = [current - Math.min(cost, current), ...state.counts.slice(1)];
+    const newest = counts.findIndex((c) => c > 0);
+    if (newest < 0) return 'delete';
+    let end = counts.length;
+    while (counts[end - 1] === 0) end--;
+    return {
+      next: { index: state.index, counts: counts.slice(0, end) },
+      ttl: (state.index - newest + buckets) * size - now,
+    };
   },
 };

@@ -1,7 +1,7 @@
 import type { Duration } from '../duration.js';
 import { formatDuration, parseDuration } from '../duration.js';
 import { configError, positiveInteger, readOptions } from '../options.js';
-import { definePolicy, type Policy, rateName } from '../policy.js';
+import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
 export interface SmoothBurstyOptions {
@@ -15,6 +15,11 @@ export interface SmoothBurstyOptions {
   maxBurst?: Duration;
   /** @default `smooth-bursty-<limit>-per-<window>[-max-burst-<maxBurst>]` */
   name?: string;
+  /**
+   * Lock the key out for this long once this policy denies it (a cost it could admit);
+   * progressive with `{ initial, multiplier, max, forgetAfter }`. docs/algorithms.md#blocks
+   */
+  blockDuration?: BlockDuration;
 }
 
 /**
@@ -43,7 +48,13 @@ export function gcd(a: number, b: number): number {
  * `tryAcquire(cost)`; `limiter.acquire` is `acquire(cost)` / `tryAcquire(cost, maxWait)`.
  */
 export function smoothBursty(options: SmoothBurstyOptions): Policy {
-  const o = readOptions(options, 'smoothBursty', ['limit', 'window', 'maxBurst', 'name']);
+  const o = readOptions(options, 'smoothBursty', [
+    'limit',
+    'window',
+    'maxBurst',
+    'name',
+    'blockDuration',
+  ]);
   const limit = positiveInteger(o.limit, 'smoothBursty.limit');
   const windowUs = parseDuration(o.window, 'smoothBursty.window');
   const maxBurstUs =
@@ -75,6 +86,7 @@ export function smoothBursty(options: SmoothBurstyOptions): Policy {
     capacity: limit,
     options: { limit, window: windowUs / 1000, maxBurst: maxBurstUs / 1000 },
     params: [unit, rate, maxStored, retention, maxCost] satisfies SmoothBurstyParams,
+    blockDuration: o.blockDuration,
   });
 }
 
@@ -145,6 +157,18 @@ export const smoothBurstyAlgorithm: Algorithm<SmoothBurstyState, SmoothBurstyPar
       delay: cost > 0 ? ahead : 0,
       next: { nextFree: after, stored: left },
       ttl: resetAfter + retention,
+    };
+  },
+  refund(state, now, cost, [unit, rate, maxStored, retention, maxCost]) {
+    // Next-free moves back by the cost's fresh-permit time, never before now.
+    if (state === undefined || state.nextFree <= now) return undefined;
+    let back = state.nextFree - now;
+    if (cost <= maxCost) back = Math.min(back, Math.floor((cost * unit) / rate));
+    if (back === 0) return undefined;
+    const nextFree = state.nextFree - back;
+    return {
+      next: { nextFree, stored: state.stored },
+      ttl: nextFree - now + Math.ceil((maxStored - state.stored) / rate) + retention,
     };
   },
 };

@@ -6,7 +6,7 @@ import { ALGORITHMS, type Algorithm, type CheckResult } from '../algorithms/inde
 import { type Clock, processClock, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { configError, positiveInteger, readOptions } from '../options.js';
-import type { Policy } from '../policy.js';
+import { type Lockout, lockoutLength, type Policy } from '../policy.js';
 import type { PreparedPolicies, Store } from './store.js';
 
 export interface MemoryStoreOptions {
@@ -36,6 +36,19 @@ interface Entry {
   dropped?: true;
 }
 
+/** A key's block: the twin of the block string in lua/include/engine.lua. */
+interface BlockEntry {
+  /** Blocked until (µs); 0: for ever. */
+  until: number;
+  /** The blocking policy's index + 1; 0: by hand. */
+  by: number;
+  /** Lockouts in a row; forgotten at `forgetAt`. */
+  level: number;
+  forgetAt: number;
+  /** max(until, forgetAt); Infinity for ever. */
+  expiresAt: number;
+}
+
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   return new MemoryStore(options);
 }
@@ -46,6 +59,8 @@ export class MemoryStore implements Store {
   /** The store's time source (ConcurrencyLimiter reads it too). */
   readonly clock: Clock;
   private readonly entries = new Map<string, Entry>();
+  /** Block states by block key (looked up only while there is one). */
+  private readonly blocks = new Map<string, BlockEntry>();
   private sweeper: NodeJS.Timeout | undefined;
   private lastFullSweep = Number.NEGATIVE_INFINITY;
 
@@ -74,32 +89,127 @@ export class MemoryStore implements Store {
       return algorithm;
     });
     const params = policies.map((p) => p.params);
-    const decideNow: NonNullable<PreparedPolicies['decideNow']> =
-      algorithms.length === 1
-        ? (keys, cost, peek, slots) =>
-            this.decideOne(
-              algorithms[0]!,
-              params[0]!,
-              keys[0]!,
-              cost,
-              peek,
-              0,
-              readMicros(this.clock),
-              slots,
-            )
-        : (keys, cost, peek, slots) => this.decide(algorithms, params, keys, cost, peek, 0, slots);
+    const lockouts = policies.map((p) => p.lockout);
+    const n = policies.length;
+    const decideNow: NonNullable<PreparedPolicies['decideNow']> = (keys, cost, peek, slots) => {
+      const now = readMicros(this.clock);
+      if (this.blocks.size > 0) {
+        const blocked = this.blockedAnswer(keys[n]!, now);
+        if (blocked !== undefined) return blocked;
+      }
+      return n === 1
+        ? this.decideOne(algorithms[0]!, params[0]!, lockouts, keys, cost, peek, 0, now, slots)
+        : this.decide(algorithms, params, lockouts, keys, cost, peek, 0, now, slots);
+    };
     return {
       decide: async (keys, cost, peek) => decideNow(keys, cost, peek),
       decideNow,
-      reserve: async (keys, cost, slack) =>
-        this.decide(algorithms, params, keys, cost, false, slack),
+      reserve: async (keys, cost, slack) => {
+        const now = readMicros(this.clock);
+        const blocked = this.blockedAnswer(keys[n]!, now);
+        if (blocked !== undefined) return blocked;
+        return this.decide(algorithms, params, lockouts, keys, cost, false, slack, now);
+      },
       reset: async (keys) => {
-        for (const key of keys) {
+        for (const key of keys.slice(0, n)) {
           const entry = this.entries.get(key);
           if (entry !== undefined) this.drop(key, entry);
         }
+        this.blocks.delete(keys[n]!);
+      },
+      refund: async (keys, cost) => {
+        const now = readMicros(this.clock);
+        if (cost > 0) {
+          for (let i = 0; i < n; i++) {
+            const key = keys[i]!;
+            const entry = this.entries.get(key);
+            const state = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
+            const refunded = algorithms[i]!.refund(state, now, cost, params[i]!);
+            if (refunded === undefined || entry === undefined) continue;
+            if (refunded === 'delete') this.drop(key, entry);
+            else {
+              entry.state = refunded.next;
+              entry.expiresAt = now + refunded.ttl;
+            }
+          }
+        }
+        return decideNow(keys, 0, true);
+      },
+      block: async (keys, micros) => {
+        const now = readMicros(this.clock);
+        const previous = this.blockOf(keys[n]!, now);
+        const level = previous === undefined || now >= previous.forgetAt ? 0 : previous.level;
+        this.writeBlock(
+          keys[n]!,
+          micros === 0 ? 0 : now + micros,
+          0,
+          level,
+          previous?.forgetAt ?? 0,
+        );
+      },
+      unblock: async (keys) => {
+        this.blocks.delete(keys[n]!);
       },
     };
+  }
+
+  /** The live block at `key`, if any (an expired one is dropped). */
+  private blockOf(key: string, now: number): BlockEntry | undefined {
+    const block = this.blocks.get(key);
+    if (block !== undefined && block.expiresAt <= now) {
+      this.blocks.delete(key);
+      return undefined;
+    }
+    return block;
+  }
+
+  /** The answer for a blocked key, or undefined when it is not blocked. */
+  private blockedAnswer(key: string, now: number): StoreDecision | undefined {
+    const block = this.blockOf(key, now);
+    if (block === undefined || (block.until !== 0 && block.until <= now)) return undefined;
+    return {
+      admitted: false,
+      results: [],
+      blocked: { by: block.by - 1, left: block.until === 0 ? -1 : block.until - now },
+    };
+  }
+
+  private writeBlock(
+    key: string,
+    until: number,
+    by: number,
+    level: number,
+    forgetAt: number,
+  ): void {
+    const expiresAt = until === 0 ? Number.POSITIVE_INFINITY : Math.max(until, forgetAt);
+    this.blocks.set(key, { until, by, level, forgetAt, expiresAt });
+    this.startSweeper();
+  }
+
+  /**
+   * Policy `i` denied a cost it could admit and has a lockout: block the key (the k-th block
+   * in a row lasts longer when progressive) and forget that policy's state, so it starts
+   * fresh when the block ends.
+   */
+  private lockOut(
+    keys: readonly string[],
+    i: number,
+    lockout: Lockout,
+    level: number,
+    now: number,
+  ): StoreDecision {
+    const length = lockoutLength(lockout, level);
+    const until = now + length;
+    this.writeBlock(keys[keys.length - 1]!, until, i + 1, level + 1, until + lockout.forgetAfter);
+    const entry = this.entries.get(keys[i]!);
+    if (entry !== undefined) this.drop(keys[i]!, entry);
+    return { admitted: false, results: [], blocked: { by: i, left: length } };
+  }
+
+  /** Lockouts in a row so far for the block key (0 when forgotten or none). */
+  private lockoutLevel(keys: readonly string[], now: number): number {
+    const block = this.blockOf(keys[keys.length - 1]!, now);
+    return block === undefined || now >= block.forgetAt ? 0 : block.level;
   }
 
   /** Drops every expired key now. */
@@ -109,6 +219,12 @@ export class MemoryStore implements Store {
     for (const [key, entry] of this.entries) {
       if (entry.expiresAt <= now) {
         this.drop(key, entry);
+        dropped++;
+      }
+    }
+    for (const [key, block] of this.blocks) {
+      if (block.expiresAt <= now) {
+        this.blocks.delete(key);
         dropped++;
       }
     }
@@ -136,16 +252,27 @@ export class MemoryStore implements Store {
   private decide(
     algorithms: readonly Algorithm[],
     params: readonly (readonly number[])[],
+    lockouts: readonly (Lockout | undefined)[],
     keys: readonly string[],
     cost: number,
     peek: boolean,
-    slack = 0,
+    slack: number,
+    now: number,
     slots?: unknown[],
   ): StoreDecision {
-    const now = readMicros(this.clock);
     const n = algorithms.length;
     if (n === 1)
-      return this.decideOne(algorithms[0]!, params[0]!, keys[0]!, cost, peek, slack, now, slots);
+      return this.decideOne(
+        algorithms[0]!,
+        params[0]!,
+        lockouts,
+        keys,
+        cost,
+        peek,
+        slack,
+        now,
+        slots,
+      );
     const states: unknown[] = new Array(n);
     const results: CheckResult<unknown>[] = new Array(n);
     // Entries are updated in place on admission: one hash lookup per key and decision at most.
@@ -183,6 +310,23 @@ export class MemoryStore implements Store {
       }
       return { admitted, results };
     }
+    if (!peek) {
+      // The longest lockout among the policies that denied a cost they could admit.
+      let by = -1;
+      let longest = -1;
+      const level = this.lockoutLevel(keys, now);
+      for (let i = 0; i < n; i++) {
+        const r = results[i]!;
+        const lockout = lockouts[i];
+        if (r.allowed || r.retryAfter < 0 || lockout === undefined) continue;
+        const length = lockoutLength(lockout, level);
+        if (length > longest) {
+          by = i;
+          longest = length;
+        }
+      }
+      if (by >= 0) return this.lockOut(keys, by, lockouts[by]!, level, now);
+    }
     if (cost > 0) {
       // Nothing was taken: policies that would have admitted describe their key as it stands.
       for (let i = 0; i < n; i++) {
@@ -196,19 +340,27 @@ export class MemoryStore implements Store {
   private decideOne(
     algorithm: Algorithm,
     params: readonly number[],
-    key: string,
+    lockouts: readonly (Lockout | undefined)[],
+    keys: readonly string[],
     cost: number,
     peek: boolean,
     slack: number,
     now: number,
     slots?: unknown[],
   ): StoreDecision {
+    const key = keys[0]!;
     const entry = this.entryOf(key, slots?.[0]);
     if (slots !== undefined) slots[0] = entry;
     const state = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
     const r = algorithm.check(state, now, cost, params, slack);
-    // Denied: with one policy there is no other key to describe as it stands.
-    if (!r.allowed) return { admitted: false, results: [r] };
+    if (!r.allowed) {
+      const lockout = lockouts[0];
+      if (!peek && r.retryAfter >= 0 && lockout !== undefined) {
+        return this.lockOut(keys, 0, lockout, this.lockoutLevel(keys, now), now);
+      }
+      // With one policy there is no other key to describe as it stands.
+      return { admitted: false, results: [r] };
+    }
     if (!peek && cost > 0) {
       if (entry !== undefined) {
         entry.state = r.next;

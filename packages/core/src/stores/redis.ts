@@ -35,6 +35,11 @@ const MODE_CONSUME = '0';
 const MODE_PEEK = '1';
 const MODE_RESET = '2';
 const MODE_RESERVE = '3';
+const MODE_BLOCK = '4';
+const MODE_UNBLOCK = '5';
+const MODE_REFUND = '6';
+/** The first integer of a blocked reply: { 2, by (0: by hand), left µs (−1: for ever) }. */
+const BLOCKED = 2;
 const FIELDS_PER_POLICY = 5;
 
 export function redisStore(options: RedisStoreOptions): RedisStore {
@@ -70,6 +75,13 @@ export class RedisStore implements Store {
     // Everything after ARGV[4] never changes for this limiter: encode it once.
     const policyArgs: string[] = [];
     for (const p of policies) policyArgs.push(p.kind, ...p.params.map((v) => String(v)));
+    // The last n ARGV: each policy's lockout (lua/include/engine.lua).
+    for (const p of policies) {
+      const l = p.lockout;
+      policyArgs.push(
+        l === undefined ? '' : `${l.initial}:${String(l.multiplier)}:${l.max}:${l.forgetAfter}`,
+      );
+    }
     const n = policies.length;
     // With Redis TIME and cost 1 (nearly every call) the whole ARGV is constant: build it once.
     const consumeOne = [MODE_CONSUME, '', '1', this.ttlSlack, ...policyArgs];
@@ -98,6 +110,8 @@ export class RedisStore implements Store {
     const forCost = (cost: number): Handlers =>
       cost === 1 ? costOne : { decode: decodeFor(cost), wrap };
     const asReset: Handlers = { decode: () => NO_DECISION, wrap };
+    const asRead: Handlers = { decode: decodeFor(0), wrap };
+    const now = (): string => (this.clock ? String(readMicros(this.clock)) : '');
     return {
       decide: (keys, cost, peek) => {
         if (cost === 1 && !this.clock) {
@@ -121,8 +135,35 @@ export class RedisStore implements Store {
         );
       },
       reset: async (keys) => {
-        const now = this.clock ? String(readMicros(this.clock)) : '';
-        await this.run(script, keys, [MODE_RESET, now, '0', this.ttlSlack, ...policyArgs], asReset);
+        await this.run(
+          script,
+          keys,
+          [MODE_RESET, now(), '0', this.ttlSlack, ...policyArgs],
+          asReset,
+        );
+      },
+      refund: (keys, cost) =>
+        this.run(
+          script,
+          keys,
+          [MODE_REFUND, now(), String(cost), this.ttlSlack, ...policyArgs],
+          asRead,
+        ),
+      block: async (keys, micros) => {
+        await this.run(
+          script,
+          keys,
+          [MODE_BLOCK, now(), String(micros), this.ttlSlack, ...policyArgs],
+          asReset,
+        );
+      },
+      unblock: async (keys) => {
+        await this.run(
+          script,
+          keys,
+          [MODE_UNBLOCK, now(), '0', this.ttlSlack, ...policyArgs],
+          asReset,
+        );
       },
     };
   }
@@ -160,6 +201,13 @@ interface Handlers {
 const NO_DECISION: StoreDecision = Object.freeze({ admitted: true, results: [] });
 
 function decodeDecision(reply: unknown, n: number): StoreDecision {
+  if (Array.isArray(reply) && reply[0] === BLOCKED && reply.length === 3) {
+    return {
+      admitted: false,
+      results: [],
+      blocked: { by: Number(reply[1]) - 1, left: Number(reply[2]) },
+    };
+  }
   if (!Array.isArray(reply) || reply.length !== 1 + FIELDS_PER_POLICY * n) {
     throw new RateLimitStoreError(
       `unexpected reply from the rate-limit script: ${JSON.stringify(reply)}`,

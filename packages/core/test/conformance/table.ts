@@ -4,7 +4,13 @@
  * the memory store, the Redis store and every client/cluster variant face the same table.
  */
 import fc from 'fast-check';
-import { type Decision, type Policy, RateLimiter, type Store } from '../../src/index';
+import {
+  type Decision,
+  type Duration,
+  type Policy,
+  RateLimiter,
+  type Store,
+} from '../../src/index';
 
 /** A day boundary: every window length used in the table is aligned to it. */
 export const T0 = 1_699_977_600_000;
@@ -32,8 +38,13 @@ export interface Expectation {
 export interface Step {
   /** Milliseconds after T0 (fractions allowed); steps run in order. */
   at: number;
-  /** @default 'consume' */
-  op?: 'consume' | 'peek' | 'reset';
+  /**
+   * `refund` gives back `cost` and answers the decision as it then stands; `block` blocks the
+   * key for `duration`; `unblock` lifts it. @default 'consume'
+   */
+  op?: 'consume' | 'peek' | 'reset' | 'refund' | 'block' | 'unblock';
+  /** For `block`. */
+  duration?: Duration | 'forever';
   /** @default 'user' */
   key?: string;
   /** @default 1 (omitted from the call) */
@@ -112,10 +123,20 @@ export function describeConformance(
             await limiter.reset(key);
             continue;
           }
+          if (step.op === 'block') {
+            await limiter.block(key, step.duration ?? 'forever');
+            continue;
+          }
+          if (step.op === 'unblock') {
+            await limiter.unblock(key);
+            continue;
+          }
           const decision =
             step.op === 'peek'
               ? await limiter.peek(key, options)
-              : await limiter.consume(key, options);
+              : step.op === 'refund'
+                ? await limiter.refund(key, options)
+                : await limiter.consume(key, options);
           if (step.expect) {
             const where = `step ${index} (at ${step.at}ms${step.times ? `, call ${i + 1}` : ''})`;
             expect({ where, ...pick(decision, step.expect) }).toEqual({ where, ...step.expect });

@@ -14,6 +14,14 @@ import {
   testRedisUrl,
   workerDb,
 } from '../../../../test/harness/redis.js';
+import {
+  fixedWindow,
+  gcra,
+  RateLimiter,
+  redisStore,
+  slidingLog,
+  tokenBucket,
+} from '../../src/index';
 import { buildCoreForChildren } from './build-core.js';
 
 jest.setTimeout(45_000);
@@ -25,6 +33,7 @@ const LIMIT = 50;
 
 interface Reply {
   admitted: number;
+  refunded: number;
   reasons: string[];
   now: number;
 }
@@ -100,5 +109,37 @@ test.each(['fixedWindow', 'slidingLog', 'tokenBucket', 'gcra', 'concurrency'])(
     const keys = (await keysWithTtl(redis)).filter((k) => k.key.startsWith(prefix));
     expect(keys.length).toBeGreaterThan(0);
     for (const k of keys) expect(k.pttl).toBeGreaterThan(0);
+  },
+);
+
+test.each([
+  ['fixedWindow', () => fixedWindow({ limit: 50, window: '1d' })],
+  ['slidingLog', () => slidingLog({ limit: 50, window: '1d' })],
+  ['tokenBucket', () => tokenBucket({ limit: 50, window: '1d' })],
+  ['gcra', () => gcra({ limit: 50, window: '1d' })],
+] as const)(
+  `%s: ${OFFSETS.length} processes consuming and refunding at once lose no refund and never over-admit`,
+  async (kind, policy) => {
+    const prefix = `refunds${process.pid}${kind}`;
+    const replies = await Promise.all(
+      children.map((child) =>
+        ask(child, { kind, prefix, requests: REQUESTS_PER_PROCESS, refundEvery: 2 }),
+      ),
+    );
+    expect(replies.flatMap((r) => r.reasons)).toEqual([]);
+    const admitted = replies.reduce((sum, r) => sum + r.admitted, 0);
+    const refunded = replies.reduce((sum, r) => sum + r.refunded, 0);
+    // Refunds made room: more than the limit was admitted in all, never more than it at once.
+    expect(refunded).toBeGreaterThan(0);
+    expect(admitted).toBeGreaterThan(LIMIT);
+    expect(admitted - refunded).toBeLessThanOrEqual(LIMIT);
+    // Every unit is accounted for: what is left is the limit minus what was kept.
+    const limiter = new RateLimiter({
+      store: redisStore({ client: redis }),
+      policies: policy(),
+      prefix,
+    });
+    const now = await limiter.peek('shared', { cost: 0 });
+    expect(now.remaining).toBe(LIMIT - (admitted - refunded));
   },
 );

@@ -7,6 +7,7 @@ import { fixedWindowCases } from './fixed-window.cases';
 import { gcraCases } from './gcra.cases';
 import { leakyBucketCases } from './leaky-bucket.cases';
 import { multiPolicyScenarios } from './multi.cases';
+import { lockoutScenarios, mixedProtectionScenarios, refundScenarios } from './protection.cases';
 import { slidingLogCases } from './sliding-log.cases';
 import { slidingWindowCases } from './sliding-window.cases';
 import { smoothBurstyCases } from './smooth-bursty.cases';
@@ -27,4 +28,7 @@ export const ALGORITHM_CASES: AlgorithmCases[] = [
 export const SCENARIOS: Scenario[] = [
   ...ALGORITHM_CASES.flatMap((c) => c.scenarios),
   ...multiPolicyScenarios,
+  ...refundScenarios,
+  ...lockoutScenarios,
+  ...mixedProtectionScenarios,
 ];
