@@ -21,11 +21,14 @@ const config: Config = {
     '<rootDir>/packages/*/test/**/*.test.ts',
     '<rootDir>/packages/*/src/**/*.test.ts',
     '<rootDir>/examples/*/test/**/*.test.ts',
+    // Smoke tests of the packed packages, installed as a user gets them (test/harness/packed.ts).
+    '<rootDir>/test/packed/**/*.test.ts',
   ],
   transform: { '^.+\\.(t|j)sx?$': swc as unknown as [string, Record<string, unknown>] },
   transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(fast-check|pure-rand))'],
   moduleNameMapper: {
     '^@floodgate/(core|express|koa|nestjs)$': '<rootDir>/packages/$1/src/index.ts',
+    '^@floodgate/core/http$': '<rootDir>/packages/core/src/http/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   globalSetup: '<rootDir>/test/harness/global-setup.ts',

@@ -14,6 +14,7 @@ import * as core from '@floodgate/core';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { callgrindAvailable, instructionsPerCall } from './callgrind.js';
+import { ENGINE_SCRIPT, scriptFor } from './engine-scripts.js';
 import { floodgateExpress, HTTP_MODES } from './http-server.js';
 import { median, rotate, SCALE } from './measure.js';
 import { startRedis } from './redis-server.js';
@@ -44,7 +45,7 @@ async function worker<T>(section: string, args: object): Promise<T> {
 /** The commands the ceiling and the instruction counts compare: our scripts, INCR, rlf's. */
 function commandSubjects() {
   const scriptArgs = (policies: core.Policy[]) => {
-    const script = core.scriptFor(policies.map((p) => p.kind));
+    const script = scriptFor(policies.map((p) => p.kind));
     // The policies' keys, then the key's block state; after the policies' ARGV, one (empty)
     // lockout per policy (lua/include/engine.lua).
     const keys = [
@@ -163,7 +164,7 @@ async function memoryPerKey(client: Redis) {
         ? { limit: 100, window: '1m', warmup: '10s' }
         : { limit: 100, window: '1m' };
     const policy = factory(options);
-    if (core.ENGINE_SCRIPT.algorithms.includes(policy.kind)) algorithms.push([name, policy]);
+    if (ENGINE_SCRIPT.algorithms.includes(policy.kind)) algorithms.push([name, policy]);
   }
   for (const [name, policy] of algorithms) {
     rows.push(await measure(`floodgate ${name}`, () => ours(policy).consume(key)));

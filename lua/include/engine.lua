@@ -32,42 +32,11 @@
 --   clear(key, o) deletes the state (nil: DEL key).
 --   refund(key, o, cost) gives back up to `cost` units; never creates a key.
 --   nargs: how many ARGV the algorithm takes after its name.
+-- The steps on blocks (include/blocks.lua) are defined before this part, once per script call.
+read_call()
 local n = #KEYS - 1
 local block_key = KEYS[n + 1]
 local o = FIRST_ARG
-
--- The algorithm of the policy whose group starts at ARGV[o].
-local function algorithm(o)
-  if CHECK then return CHECK, COMMIT, CLEAR, REFUND, NARGS end
-  local a = ALG[ARGV[o]]
-  return a[1], a[2], a[3], a[4], a[5]
-end
-
--- A policy's state is gone: DEL, or the algorithm's own clear.
-local function clear_policy(i, o)
-  local _, _, clear = algorithm(o)
-  if clear then clear(KEYS[i], o + 1) else redis.call('DEL', KEYS[i]) end
-end
-
--- The stored block: until, by, level (0 once forgotten), forget_at; nil when there is none.
-local function read_block()
-  local block = redis.call('GET', block_key)
-  if not block then return nil end
-  local u, b, l, f = string.match(block, '^(%d+):(%d+):(%d+):(%d+)$')
-  u, f = tonumber(u), tonumber(f)
-  local level = 0
-  if now < f then level = tonumber(l) end
-  return u, tonumber(b), level, f
-end
-
-local function write_block(until_us, by, level, forget_at)
-  local value = string.format('%d:%d:%d:%d', until_us, by, level, forget_at)
-  if until_us == 0 then
-    redis.call('SET', block_key, value)
-  else
-    redis.call('SET', block_key, value, 'PX', ttl_ms(math.max(until_us, forget_at) - now))
-  end
-end
 
 if MODE == '2' or MODE == '6' then
   -- Reset deletes every policy's state and the block; refund gives back to every policy.
@@ -88,11 +57,11 @@ if MODE == '2' or MODE == '6' then
   MODE, COST, o = '1', 0, FIRST_ARG
 elseif MODE == '4' then
   -- Block by hand for COST µs (0: for ever); a lockout level in course is kept.
-  local _, _, level, forget_at = read_block()
+  local _, _, level, forget_at = read_block(block_key)
   if not level then level, forget_at = 0, 0 end
   local until_us = 0
   if COST > 0 then until_us = now + COST end
-  write_block(until_us, 0, level, forget_at)
+  write_block(block_key, until_us, 0, level, forget_at)
   return 1
 elseif MODE == '5' then
   redis.call('DEL', block_key)
@@ -100,34 +69,10 @@ elseif MODE == '5' then
 end
 
 -- A block answers before any policy is read: nothing is charged while blocked.
-local blocked_until, blocked_by, level, forget_at = read_block()
+local blocked_until, blocked_by, level = read_block(block_key)
 if blocked_until then
   if blocked_until == 0 then return { 2, blocked_by, -1 } end
   if blocked_until > now then return { 2, blocked_by, blocked_until - now } end
-end
-
--- Policy i (its group at ARGV[o]) denied a cost it could admit (retry_after >= 0): the
--- length of its lockout in µs, or nil when it has none. The k-th lockout in a row (level
--- k - 1 before it) lasts initial · multiplier^(k-1), capped at max.
-local function lockout_us(i)
-  local spec = ARGV[#ARGV - n + i]
-  if spec == '' then return nil end
-  local initial, multiplier, max, forget = string.match(spec, '^(%d+):([%d.]+):(%d+):(%d+)$')
-  local d, m, cap = tonumber(initial), tonumber(multiplier), tonumber(max)
-  for _ = 1, level or 0 do
-    if d >= cap then break end
-    d = math.min(math.floor(d * m), cap)
-  end
-  return d, tonumber(forget)
-end
-
--- Blocks the key for policy i's lockout and clears that policy's state (it starts fresh when
--- the block ends).
-local function lock_out(i, policy_o, d, forget)
-  local until_us = now + d
-  write_block(until_us, i, (level or 0) + 1, until_us + forget)
-  clear_policy(i, policy_o - 1)
-  return { 2, i, d }
 end
 
 -- One policy (the common case): no bookkeeping tables, and a packed reply where there is one.
@@ -137,8 +82,8 @@ if n == 1 then
   if allowed == 1 then
     if MODE ~= '1' and COST > 0 then commit(KEYS[1], o + 1, COST, reset, e1, e2, e3, e4) end
   elseif MODE ~= '1' and retry >= 0 then
-    local d, forget = lockout_us(1)
-    if d then return lock_out(1, o + 1, d, forget) end
+    local d, forget = lockout_us(n, 1, level)
+    if d then return lock_out(block_key, 1, o + 1, d, forget, level) end
   end
   if packed then return packed end
   return { allowed, allowed, remaining, reset, retry, delay }
@@ -161,11 +106,11 @@ if admitted == 0 and MODE ~= '1' then
   for i = 1, n do
     local r = checks[i]
     if r[1] == 0 and r[4] >= 0 then
-      local d, forget = lockout_us(i)
+      local d, forget = lockout_us(n, i, level)
       if d and d > longest then by, longest, forget_by = i, d, forget end
     end
   end
-  if by then return lock_out(by, offsets[by], longest, forget_by) end
+  if by then return lock_out(block_key, by, offsets[by], longest, forget_by, level) end
 end
 
 local reply = { admitted }

@@ -18,19 +18,26 @@
 -- Every tonumber() costs Redis about as much as a GET (measured with callgrind: see
 -- docs/benchmarks.md), so the common values are compared as strings: MODE stays a string, and
 -- cost '1' and TTL pad '0' are not parsed.
-local MODE = ARGV[1]
-local now = tonumber(ARGV[2])
-if not now then
+-- The call's values, set by read_call(): engine.lua calls it first, once per script call, and a
+-- batch script (include/batch.lua) once per decision, with that decision's ARGV.
+local MODE, now, COST, TTL_PAD, SLACK, FIRST_ARG
+-- Redis TIME in integer microseconds.
+local function redis_now()
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local COST = 1
-if ARGV[3] ~= '1' then COST = tonumber(ARGV[3]) end
-local TTL_PAD = 0
-if ARGV[4] ~= '0' then TTL_PAD = tonumber(ARGV[4]) end
--- The longest wait a reservation may be admitted with (µs); the first policy argument.
-local SLACK, FIRST_ARG = 0, 5
-if MODE == '3' then SLACK, FIRST_ARG = tonumber(ARGV[5]), 6 end
+local function read_call()
+  MODE = ARGV[1]
+  -- A batch puts its one TIME here as a number, which tonumber() returns as it is.
+  now = tonumber(ARGV[2]) or redis_now()
+  COST = 1
+  if ARGV[3] ~= '1' then COST = tonumber(ARGV[3]) end
+  TTL_PAD = 0
+  if ARGV[4] ~= '0' then TTL_PAD = tonumber(ARGV[4]) end
+  -- The longest wait a reservation may be admitted with (µs); the first policy argument.
+  SLACK, FIRST_ARG = 0, 5
+  if MODE == '3' then SLACK, FIRST_ARG = tonumber(ARGV[5]), 6 end
+end
 -- Waits beyond exact arithmetic are charged as 1000 days (Guava saturates at Long.MAX_VALUE).
 local SATURATED_WAIT_US = 86400000000000
 

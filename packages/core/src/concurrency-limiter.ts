@@ -120,6 +120,7 @@ export class ConcurrencyLimiter {
       name: this.name,
       allowed: allowed === 1,
       limit: this.limit,
+      quota: this.limit,
       remaining: remaining!,
       resetAfter: resetAfter! / 1000,
       retryAfter: retryAfter! / 1000,

@@ -31,6 +31,12 @@ export interface PolicyDecision {
   readonly allowed: boolean;
   /** Capacity: cost-1 requests a fully idle key admits back to back. */
   readonly limit: number;
+  /**
+   * The policy's `limit` option: units per `window`, the sustained rate (what `RateLimit-Policy`
+   * advertises as `q`). Equals `limit` except where a burst sets the capacity (tokenBucket, gcra,
+   * leakyBucket).
+   */
+  readonly quota: number;
   /** Cost-1 requests that would still be admitted now. */
   readonly remaining: number;
   /** Milliseconds until the key is back to full capacity. */
@@ -96,6 +102,7 @@ function blockedDecision(block: Block, policies: readonly Policy[]): Decision {
     retryAfter: left,
     delay: 0,
     window: p.window,
+    quota: p.limit,
   }));
   const d = views[Math.max(block.by, 0)] ?? views[0]!;
   return {
@@ -106,6 +113,7 @@ function blockedDecision(block: Block, policies: readonly Policy[]): Decision {
     retryAfter: left,
     delay: 0,
     window: d.window,
+    quota: d.quota,
     policy: d.name,
     policies: views,
     reason: 'blocked',
@@ -125,6 +133,7 @@ export function toDecision(answer: StoreDecision, policies: readonly Policy[]): 
       name: p.name,
       allowed: r.allowed,
       limit: p.capacity,
+      quota: p.limit,
       remaining: r.remaining,
       resetAfter: r.resetAfter / 1000,
       retryAfter: r.retryAfter < 0 ? -1 : r.retryAfter / 1000,
@@ -139,6 +148,7 @@ export function toDecision(answer: StoreDecision, policies: readonly Policy[]): 
   return {
     allowed: answer.admitted,
     limit: d.limit,
+    quota: d.quota,
     remaining: d.remaining,
     resetAfter: d.resetAfter,
     retryAfter: answer.admitted ? 0 : d.retryAfter,
@@ -164,6 +174,7 @@ function toSingleDecision(answer: StoreDecision, p: Policy): Decision {
     name: p.name,
     allowed: r.allowed,
     limit: p.capacity,
+    quota: p.limit,
     remaining: r.remaining,
     resetAfter,
     retryAfter,
@@ -173,6 +184,7 @@ function toSingleDecision(answer: StoreDecision, p: Policy): Decision {
   const decision: Decision = {
     allowed,
     limit: p.capacity,
+    quota: p.limit,
     remaining: r.remaining,
     resetAfter,
     retryAfter: allowed ? 0 : retryAfter,

@@ -1,15 +1,17 @@
 /**
  * What a RateLimiter does when its store cannot answer: every call is bounded by a timeout, a
- * circuit breaker stops asking a store that keeps failing, and the failure policy (`open`,
- * `closed`, or a fallback store/limiter) answers instead. Outcomes stay data: the decision's
- * `reason` says what happened and hooks let operators count it. Nothing here ever throws into
- * the caller or leaves a rejection unhandled.
+ * circuit breaker stops asking a store that keeps failing (both run by StoreGuard,
+ * store-guard.ts), and the failure policy (`open`, `closed`, or a fallback store/limiter)
+ * answers instead (FailureAnswer, here). Outcomes stay data: the decision's `reason` says what
+ * happened and hooks let operators count it.
  */
-import type { Decision } from './decision.js';
+import { type Decision, toDecision } from './decision.js';
 import { parseDuration } from './duration.js';
-import { RateLimitStoreError } from './errors.js';
+import type { RateLimitStoreError } from './errors.js';
 import { configError, positiveInteger, readOptions } from './options.js';
-import type { Store } from './stores/store.js';
+import type { Policy } from './policy.js';
+import type { GuardedOutcome } from './store-guard.js';
+import type { PreparedPolicies, Store } from './stores/store.js';
 
 /** Why the store did not answer a call. */
 export type StoreFailure = 'store-error' | 'timeout' | 'circuit-open';
@@ -67,16 +69,6 @@ export const DEFAULT_FAILURE_THRESHOLD = 5;
 export const DEFAULT_CIRCUIT_COOLDOWN_MS = 1000;
 /** setTimeout's largest delay (2^31 − 1 ms); longer ones fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
-
-export type GuardedOutcome<T> =
-  | { readonly ok: true; readonly value: T }
-  | {
-      readonly ok: false;
-      readonly failure: StoreFailure;
-      readonly error?: RateLimitStoreError;
-      /** For `closed`: ms until the circuit lets a probe through (or the cooldown). */
-      readonly retryAfter: number;
-    };
 
 export interface FailureConfig {
   readonly onStoreError: OnStoreError;
@@ -161,146 +153,106 @@ function readTimerDuration(value: unknown, field: string): number {
 }
 
 /**
- * Runs store calls under the timeout and the circuit breaker. Consecutive failures past the
- * threshold open the circuit for the cooldown; then one call probes the store (half-open) while
- * the others keep getting the failure policy; its success closes the circuit.
+ * The failure policy's answer to a call the store could not decide: the fallback store or
+ * limiter when one is configured (reason `fallback`), else `'open'` or `'closed'`.
  */
-export class StoreGuard {
-  private state: CircuitState = 'closed';
-  private failures = 0;
-  private reopensAt = 0;
-  private warned = false;
+export class FailureAnswer {
+  private readonly fallbackStore: PreparedPolicies | undefined;
+  private readonly fallbackLimiter: FallbackLimiter | undefined;
 
-  constructor(readonly config: FailureConfig) {}
-
-  /** Current circuit state. */
-  get circuit(): CircuitState {
-    return this.state;
-  }
-
-  call<T>(operation: () => Promise<T>, context: CallContext): Promise<GuardedOutcome<T>> {
-    const breaker = this.config.breaker;
-    if (breaker !== undefined && this.state !== 'closed') {
-      const now = performance.now();
-      if (this.state === 'half-open' || now < this.reopensAt) {
-        return Promise.resolve({
-          ok: false,
-          failure: 'circuit-open',
-          retryAfter: Math.max(0, this.reopensAt - now) || breaker.cooldownMs,
-        });
-      }
-      this.setState('half-open');
+  constructor(
+    private readonly policies: readonly Policy[],
+    private readonly onStoreError: OnStoreError,
+  ) {
+    if (typeof onStoreError === 'object' && 'prepare' in onStoreError) {
+      this.fallbackStore = onStoreError.prepare(policies);
+    } else if (typeof onStoreError === 'object') {
+      this.fallbackLimiter = onStoreError;
     }
-    const timeoutMs = this.config.timeoutMs;
-    return new Promise((resolve) => {
-      let settled = false;
-      const fail = (failure: 'store-error' | 'timeout', error: RateLimitStoreError): void => {
-        settled = true;
-        this.failed();
-        this.notify('onStoreError', { ...context, failure, error });
-        resolve({
-          ok: false,
-          failure,
-          error,
-          retryAfter: this.config.breaker?.cooldownMs ?? DEFAULT_CIRCUIT_COOLDOWN_MS,
-        });
-      };
-      const timer = setTimeout(() => {
-        if (settled) return;
-        fail('timeout', new RateLimitStoreError(`the store did not answer within ${timeoutMs} ms`));
-      }, timeoutMs);
-      let pending: Promise<T>;
-      try {
-        pending = operation();
-      } catch (error) {
-        pending = Promise.reject(error);
-      }
-      // Both handlers are always attached: a call that answers after its timeout is dropped,
-      // never left as an unhandled rejection.
-      pending.then(
-        (value) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          this.succeeded();
-          resolve({ ok: true, value });
-        },
-        (error: unknown) => {
-          if (settled) return;
-          clearTimeout(timer);
-          fail('store-error', asStoreError(error));
-        },
-      );
-    });
   }
 
-  /** Like `call`, for operations whose failure the caller must see (reset): throws on failure. */
-  async bounded<T>(operation: () => Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeoutMs = this.config.timeoutMs;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new RateLimitStoreError(`the store did not answer within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-    });
-    const pending = operation();
-    pending.catch(() => undefined);
+  /** Forgets `keys` in the fallback store too (a limiter's `reset`). */
+  async reset(keys: readonly string[]): Promise<void> {
+    if (this.fallbackStore) await this.fallbackStore.reset(keys);
+  }
+
+  /** Refunds, blocks and unblocks reach the fallback store too (it may answer later calls). */
+  async refund(keys: readonly string[], cost: number): Promise<void> {
+    if (this.fallbackStore) await this.fallbackStore.refund(keys, cost).catch(() => undefined);
+  }
+
+  async block(keys: readonly string[], micros: number): Promise<void> {
+    if (this.fallbackStore) await this.fallbackStore.block(keys, micros);
+  }
+
+  async unblock(keys: readonly string[]): Promise<void> {
+    if (this.fallbackStore) await this.fallbackStore.unblock(keys);
+  }
+
+  /** The decision for a call whose guarded store call did not succeed. */
+  async answer(
+    keys: readonly string[],
+    context: CallContext,
+    outcome: Exclude<GuardedOutcome<unknown>, { ok: true }>,
+  ): Promise<Decision> {
+    const { cost, peek } = context;
     try {
-      return await Promise.race([pending, timeout]);
-    } catch (error) {
-      throw asStoreError(error);
-    } finally {
-      clearTimeout(timer);
+      if (this.fallbackStore) {
+        const answer = await this.fallbackStore.decide(keys, cost, peek);
+        return { ...toDecision(answer, this.policies), reason: 'fallback' };
+      }
+      if (this.fallbackLimiter) {
+        const options = { cost };
+        const d = await (peek
+          ? this.fallbackLimiter.peek(context.key, options)
+          : this.fallbackLimiter.consume(context.key, options));
+        return { ...d, reason: 'fallback' };
+      }
+    } catch {
+      // A failing fallback leaves the default answer: open.
     }
-  }
-
-  /** Calls a hook; a hook that throws is reported once as a process warning, never rethrown. */
-  notify<K extends keyof RateLimiterHooks>(
-    name: K,
-    ...args: Parameters<NonNullable<RateLimiterHooks[K]>>
-  ): void {
-    const hook = this.config.hooks[name] as ((...a: unknown[]) => void) | undefined;
-    if (hook === undefined) return;
-    try {
-      hook(...args);
-    } catch (error) {
-      if (this.warned) return;
-      this.warned = true;
-      process.emitWarning(
-        `RateLimiter hooks.${name} threw (further hook errors are ignored): ${(error as Error)?.message ?? error}`,
-        { code: 'FLOODGATE_HOOK_ERROR' },
-      );
-    }
-  }
-
-  private succeeded(): void {
-    this.failures = 0;
-    if (this.state !== 'closed') this.setState('closed');
-  }
-
-  private failed(): void {
-    const breaker = this.config.breaker;
-    if (breaker === undefined) return;
-    this.failures++;
-    if (this.state === 'half-open' || this.failures >= breaker.failureThreshold) {
-      this.reopensAt = performance.now() + breaker.cooldownMs;
-      if (this.state !== 'open') this.setState('open');
-    }
-  }
-
-  private setState(state: CircuitState): void {
-    this.state = state;
-    this.notify('onCircuitChange', state);
+    return failureDecision(
+      this.policies,
+      this.onStoreError !== 'closed',
+      outcome.failure,
+      outcome.retryAfter,
+    );
   }
 }
 
-function asStoreError(error: unknown): RateLimitStoreError {
-  if (error instanceof RateLimitStoreError) return error;
-  return new RateLimitStoreError(
-    `the store failed: ${(error as Error)?.message ?? String(error)}`,
-    {
-      cause: error,
-    },
-  );
+/**
+ * The answer of `'open'` (admitted, nothing counted: remaining shows full capacity) or
+ * `'closed'` (denied, retry once the circuit would probe the store again).
+ */
+function failureDecision(
+  policies: readonly Policy[],
+  allowed: boolean,
+  reason: StoreFailure,
+  retryAfter: number,
+): Decision {
+  const views = policies.map((p) => ({
+    name: p.name,
+    allowed,
+    limit: p.capacity,
+    quota: p.limit,
+    remaining: allowed ? p.capacity : 0,
+    resetAfter: allowed ? 0 : retryAfter,
+    retryAfter: allowed ? 0 : retryAfter,
+    delay: 0,
+    window: p.window,
+  }));
+  const first = views[0]!;
+  return {
+    allowed,
+    limit: first.limit,
+    quota: first.quota,
+    remaining: first.remaining,
+    resetAfter: first.resetAfter,
+    retryAfter: first.retryAfter,
+    delay: 0,
+    window: first.window,
+    policy: first.name,
+    policies: views,
+    reason,
+  };
 }

@@ -14,6 +14,7 @@ import {
   testRedisUrl,
   workerDb,
 } from '../../../test/harness/redis';
+import { type StoreDecision } from '../src/decision';
 import {
   type Decision,
   fixedWindow,
@@ -24,7 +25,6 @@ import {
   RateLimiter,
   redisStore,
   type Store,
-  type StoreDecision,
   smoothBursty,
   smoothWarmingUp,
   tokenBucket,

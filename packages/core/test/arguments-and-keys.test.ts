@@ -2,7 +2,6 @@
 import calculateSlot from 'cluster-key-slot';
 import { useTestRedis } from '../../../test/harness/redis';
 import {
-  encodeKey,
   fixedWindow,
   gcra,
   memoryStore,
@@ -12,6 +11,7 @@ import {
   type Store,
   slidingLog,
 } from '../src/index';
+import { encodeKey } from '../src/keys';
 
 const testRedis = useTestRedis();
 

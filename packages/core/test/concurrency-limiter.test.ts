@@ -12,11 +12,11 @@ import {
   testRedisUrl,
   workerDb,
 } from '../../../test/harness/redis';
+import { LEASE_SCRIPTS } from '../src/generated/scripts';
 import {
   type ConcurrencyDecision,
   ConcurrencyLimiter,
   type Duration,
-  LEASE_SCRIPTS,
   memoryStore,
   RateLimitConfigError,
   redisStore,

@@ -6,9 +6,9 @@
  */
 import type { Redis } from 'ioredis';
 import { connectIoredis, flushRedis } from '../../../test/harness/redis';
+import { DeniedCache } from '../src/denied-cache';
 import {
   type Decision,
-  DeniedCache,
   fixedWindow,
   gcra,
   RateLimitConfigError,

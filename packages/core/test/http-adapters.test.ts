@@ -5,14 +5,8 @@
  */
 
 import http from 'node:http';
-import {
-  fixedWindow,
-  leakyBucket,
-  memoryStore,
-  QUOTA_EXCEEDED_TYPE,
-  redisStore,
-  type Store,
-} from '@floodgate/core';
+import { fixedWindow, leakyBucket, memoryStore, redisStore, type Store } from '@floodgate/core';
+import { QUOTA_EXCEEDED_TYPE, STORE_UNAVAILABLE_TYPE } from '@floodgate/core/http';
 import { Redis as IORedis, type Redis } from 'ioredis';
 import request from 'supertest';
 import { connectIoredis, flushRedis } from '../../../test/harness/redis';
@@ -255,8 +249,9 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       const res = await request(url).get('/');
       expect(res.status).toBe(429);
       expect(JSON.parse(res.text).detail).toBe(
-        'This request costs more than policy "per-minute" can ever admit.',
+        'Policy "per-minute" can never admit this request; retrying will not help.',
       );
+      expect(res.headers['retry-after']).toBeUndefined();
     });
 
     it('a custom onLimited handler replaces the 429 body; headers are already set', async () => {
@@ -411,13 +406,13 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       }
     });
 
-    it("'closed' denies with a 429", async () => {
+    it("'closed' denies with a 503 (the client did nothing wrong)", async () => {
       const url = await start({
         limiters: [{ store: deadRedis(), policies, onStoreError: 'closed' }],
       });
       const res = await request(url).get('/');
-      expect(res.status).toBe(429);
-      expect(JSON.parse(res.text)['violated-policies']).toEqual(['per-minute']);
+      expect(res.status).toBe(503);
+      expect(JSON.parse(res.text).type).toBe(STORE_UNAVAILABLE_TYPE);
       expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     });
 

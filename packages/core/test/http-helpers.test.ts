@@ -1,27 +1,25 @@
+import { type Decision, fixedWindow, memoryStore, RateLimiter } from '@floodgate/core';
 import {
   appendHeaderValue,
   applyRateLimitHeaders,
-  type Decision,
-  fixedWindow,
   formatRateLimit,
   formatRateLimitPolicy,
   type HeaderTarget,
-  memoryStore,
   normalizeIp,
   parseHeaderOptions,
   parseIpv6Subnet,
   QUOTA_EXCEEDED_TYPE,
   quotaExceededProblem,
-  RateLimiter,
   retryAfterSeconds,
   serializeSfString,
-} from '@floodgate/core';
+} from '@floodgate/core/http';
 
 function decision(partial: Partial<Decision> & Pick<Decision, 'policies'>): Decision {
   const first = partial.policies[0]!;
   return {
     allowed: true,
     limit: first.limit,
+    quota: first.quota,
     remaining: first.remaining,
     resetAfter: first.resetAfter,
     retryAfter: 0,
@@ -36,6 +34,7 @@ const policy = (over: Partial<Decision['policies'][number]> = {}) => ({
   name: 'burst',
   allowed: true,
   limit: 10,
+  quota: over.limit ?? 10,
   remaining: 9,
   resetAfter: 1000,
   retryAfter: 0,
@@ -171,7 +170,8 @@ describe('structured-field serialisation', () => {
       policies: [policy({ allowed: false, remaining: 10, resetAfter: 0, retryAfter: -1 })],
     });
     expect(formatRateLimit(d)).toBe('"burst";r=10;t=0');
-    expect(retryAfterSeconds(d)).toBe(1);
+    // Retrying cannot help: no Retry-After at all (a client honouring 1 s would retry forever).
+    expect(retryAfterSeconds(d)).toBeUndefined();
   });
 
   it('matches the draft grammar (sf-list of sf-string items with integer params)', () => {
@@ -252,13 +252,13 @@ describe('applyRateLimitHeaders', () => {
   it('legacy headers: limit, remaining, reset in epoch seconds; the tighter limiter wins', () => {
     const h = headerMap();
     const now = 1_700_000_000_250;
-    applyRateLimitHeaders(h, allowed, parseHeaderOptions({ legacy: true }, 'h'), now);
+    applyRateLimitHeaders(h, allowed, parseHeaderOptions({ legacy: true }, 'h'), { now });
     expect(h.all.get('x-ratelimit-limit')).toBe('10');
     expect(h.all.get('x-ratelimit-remaining')).toBe('4');
     expect(h.all.get('x-ratelimit-reset')).toBe(String(1_700_000_001 + 1));
-    applyRateLimitHeaders(h, denied, parseHeaderOptions({ legacy: true }, 'h'), now);
+    applyRateLimitHeaders(h, denied, parseHeaderOptions({ legacy: true }, 'h'), { now });
     expect(h.all.get('x-ratelimit-remaining')).toBe('0');
-    applyRateLimitHeaders(h, allowed, parseHeaderOptions({ legacy: true }, 'h'), now);
+    applyRateLimitHeaders(h, allowed, parseHeaderOptions({ legacy: true }, 'h'), { now });
     expect(h.all.get('x-ratelimit-remaining')).toBe('0');
   });
 

@@ -1,17 +1,19 @@
 import {
   ConcurrencyLimiter,
-  checkHttpRequest,
-  DEFAULT_FALLBACK_KEY,
   fixedWindow,
-  type HttpRequestView,
   memoryStore,
-  parseHttpRateLimitOptions,
-  parseKeyOptions,
   RateLimiter,
   redisStore,
+} from '@floodgate/core';
+import {
+  checkHttpRequest,
+  DEFAULT_FALLBACK_KEY,
+  type HttpRequestView,
+  parseHttpRateLimitOptions,
+  parseKeyOptions,
   resolveCost,
   resolveKey,
-} from '@floodgate/core';
+} from '@floodgate/core/http';
 import { useTestRedis } from '../../../test/harness/redis';
 
 type Req = { id?: string; headers?: Record<string, string> };
@@ -129,7 +131,7 @@ describe('parseHttpRateLimitOptions', () => {
   it('builds a limiter on the memory store by default', async () => {
     const config = parseHttpRateLimitOptions<Req>({ policies }, 'rateLimit');
     expect(config.limiter!.store.kind).toBe('memory');
-    expect(config.headers).toEqual({ standard: true, legacy: false, retryAfter: true });
+    expect(config.headers).toEqual({ standard: 'draft-10', legacy: false, retryAfter: true });
     expect(config.cost).toBe(1);
   });
 

@@ -13,20 +13,18 @@ import {
   workerDb,
 } from '../../../test/harness/redis';
 import { type RedisServerHandle, startRedisServer } from '../../../test/harness/redis-server';
-import { SCRIPT_PARTS } from '../src/generated/scripts';
+import { ENGINE_SCRIPT, SCRIPT_PARTS, SCRIPTS } from '../src/generated/scripts';
 import {
-  ENGINE_SCRIPT,
   fixedWindow,
   gcra,
-  INJECTED_CLOCK_TTL_SLACK_MS,
   RateLimiter,
   RateLimitStoreError,
   redisStore,
-  SCRIPTS,
-  scriptFor,
   slidingLog,
   tokenBucket,
 } from '../src/index';
+import { INJECTED_CLOCK_TTL_SLACK_MS } from '../src/stores/redis';
+import { scriptFor } from '../src/stores/scripts';
 
 const testRedis = useTestRedis();
 
@@ -56,7 +54,7 @@ test('a mixed limiter runs a script of just its algorithms, made exactly as the 
   expect(mixed.algorithms).toEqual(['fixed-window', 'gcra']);
   // The parts rebuild the generated engine, so a subset is made by the same recipe.
   const make = (names: readonly string[]) =>
-    `${[SCRIPT_PARTS.prelude, SCRIPT_PARTS.mixedHeader, ...names.map((n) => SCRIPT_PARTS.algorithms[n]), SCRIPT_PARTS.mixedFooter, SCRIPT_PARTS.engine].join('\n\n')}\n`;
+    `${[SCRIPT_PARTS.prelude, SCRIPT_PARTS.mixedHeader, ...names.map((n) => SCRIPT_PARTS.algorithms[n]), SCRIPT_PARTS.mixedFooter, SCRIPT_PARTS.blocks, SCRIPT_PARTS.engine].join('\n\n')}\n`;
   expect(make(ENGINE_SCRIPT.algorithms)).toBe(ENGINE_SCRIPT.source);
   expect(mixed.source).toBe(make(['fixed-window', 'gcra']));
   expect(await testRedis().script('LOAD', mixed.source)).toBe(mixed.sha1);

@@ -4,14 +4,8 @@
  * denied request, a peek or cost 0 writes nothing.
  */
 import { keysWithTtl, useTestRedis } from '../../../test/harness/redis';
-import {
-  INJECTED_CLOCK_TTL_SLACK_MS,
-  leakyBucket,
-  type Policy,
-  RateLimiter,
-  redisStore,
-  slidingWindow,
-} from '../src/index';
+import { leakyBucket, type Policy, RateLimiter, redisStore, slidingWindow } from '../src/index';
+import { INJECTED_CLOCK_TTL_SLACK_MS } from '../src/stores/redis';
 import { limiterAt, onlyKey, T0 } from './redis-state';
 
 const testRedis = useTestRedis();

@@ -4,8 +4,9 @@
  * documented rounding — each of our waits is rounded up to the µs where Guava truncates, so the
  * schedules may drift apart by at most 2 µs per request (for smoothBursty, ours never ahead).
  */
+
+import { ALGORITHMS } from '../src/algorithms/index';
 import {
-  ALGORITHMS,
   type Policy,
   type SmoothBurstyOptions,
   type SmoothWarmingUpOptions,

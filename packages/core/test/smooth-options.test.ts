@@ -1,5 +1,7 @@
 /** smoothBursty and smoothWarmingUp validate their options once, naming the field. */
-import { DEFAULT_COLD_FACTOR, smoothBursty, smoothWarmingUp } from '../src/index';
+
+import { DEFAULT_COLD_FACTOR } from '../src/algorithms/smooth-warming-up';
+import { smoothBursty, smoothWarmingUp } from '../src/index';
 import { configErrorOf } from './config-error';
 
 describe('smoothWarmingUp options', () => {

@@ -3,19 +3,19 @@
  * the core resolves keys, decides and formats headers and problem bodies; this file only reads
  * an Express request and writes an Express response.
  */
+import { type Decision } from '@floodgate/core';
 import {
   applyCheckHeaders,
   checkHttpRequest,
-  type Decision,
+  deniedProblem,
   type HttpCheck,
   type HttpRateLimitOptions,
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
-  quotaExceededProblem,
   releaseWhenDone,
   waitForDelay,
-} from '@floodgate/core';
+} from '@floodgate/core/http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 declare global {
@@ -76,8 +76,9 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     );
     if (!decision.allowed) {
       if (config.onLimited) return config.onLimited(req, res, next, decision);
-      res.status(429).setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
-      res.end(JSON.stringify(quotaExceededProblem(decision)));
+      const problem = deniedProblem(decision);
+      res.status(problem.status).setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
+      res.end(JSON.stringify(problem));
       return;
     }
     await waitForDelay(decision);

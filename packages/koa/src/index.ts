@@ -3,18 +3,18 @@
  * core resolves keys, decides and formats headers and problem bodies; this file only reads a
  * Koa context and writes its response.
  */
+import { type Decision } from '@floodgate/core';
 import {
   applyCheckHeaders,
   checkHttpRequest,
-  type Decision,
+  deniedProblem,
   type HttpRateLimitOptions,
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
-  quotaExceededProblem,
   releaseWhenDone,
   waitForDelay,
-} from '@floodgate/core';
+} from '@floodgate/core/http';
 import type { Context, Middleware, Next } from 'koa';
 
 /** Replaces the default 429 response; the rate-limit headers are already set. */
@@ -61,9 +61,10 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     );
     if (!decision.allowed) {
       if (config.onLimited) return config.onLimited(ctx, next, decision);
-      ctx.status = 429;
+      const problem = deniedProblem(decision);
+      ctx.status = problem.status;
       ctx.type = PROBLEM_CONTENT_TYPE;
-      ctx.body = JSON.stringify(quotaExceededProblem(decision));
+      ctx.body = JSON.stringify(problem);
       return;
     }
     await waitForDelay(decision);

@@ -3,7 +3,7 @@
  * Express and Koa adapters send. Without it Nest's default filter sends the same body as
  * `application/json` (it resets any other Content-Type on an error body).
  */
-import { PROBLEM_CONTENT_TYPE } from '@floodgate/core';
+import { PROBLEM_CONTENT_TYPE } from '@floodgate/core/http';
 import { type ArgumentsHost, Catch, type ExceptionFilter, Injectable } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { RateLimitException } from './rate-limit.exception.js';

@@ -3,17 +3,15 @@
  * platform adapter (Express or Fastify alike), and throws RateLimitException on a denial.
  * Subclass it and override `getKey`, `getPolicies` or `throwRateLimitException`.
  */
+import { type Decision, type Policy, RateLimitConfigError } from '@floodgate/core';
 import {
   applyRateLimitHeaders,
-  type Decision,
   type HeaderTarget,
   type HttpRequestView,
-  type Policy,
-  RateLimitConfigError,
   resolveCost,
   resolveKey,
   waitForDelay,
-} from '@floodgate/core';
+} from '@floodgate/core/http';
 import { type CanActivate, type ExecutionContext, Injectable, Optional } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { RATE_LIMIT_GUARD_MARK } from './rate-limit.constants.js';

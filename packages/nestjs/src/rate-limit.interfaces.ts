@@ -2,13 +2,8 @@
  * Option types of RateLimitModule and @RateLimit. Key names and header options are the ones
  * the Express and Koa adapters take; Nest key functions receive the ExecutionContext.
  */
-import type {
-  Duration,
-  Policy,
-  RateLimiterOptions,
-  RateLimitHeaderOptions,
-  Store,
-} from '@floodgate/core';
+import type { Duration, Policy, RateLimiterOptions, Store } from '@floodgate/core';
+import type { RateLimitHeaderOptions } from '@floodgate/core/http';
 import type { ExecutionContext, InjectionToken, ModuleMetadata, Type } from '@nestjs/common';
 
 /** A key function: the caller's identity for this request, or `undefined` to try the next. */

@@ -3,7 +3,8 @@
  * `forRootAsync({ useFactory | useClass | useExisting, inject, imports, global? })`. The module
  * is global, so `@UseGuards(RateLimitGuard)` works in every module once it is imported.
  */
-import { configError, RateLimitConfigError, readOptions } from '@floodgate/core';
+import { RateLimitConfigError } from '@floodgate/core';
+import { configError, readOptions } from '@floodgate/core/http';
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_GUARD, DiscoveryModule } from '@nestjs/core';
 import { RATE_LIMIT_GLOBAL, RATE_LIMIT_OPTIONS, RateLimitStore } from './rate-limit.constants.js';

@@ -3,20 +3,22 @@
  * the core's RateLimitConfigError; those about a decorator name the controller and handler.
  */
 import {
-  configError,
   fixedWindow,
-  KEY_OPTION_NAMES,
-  type KeyConfig,
   type Policy,
-  parseHeaderOptions,
-  parseKeyOptions,
   RateLimitConfigError,
   RateLimiter,
   type RateLimiterOptions,
-  type RateLimitHeaderConfig,
-  readOptions,
   type Store,
 } from '@floodgate/core';
+import {
+  configError,
+  KEY_OPTION_NAMES,
+  type KeyConfig,
+  parseHeaderOptions,
+  parseKeyOptions,
+  type RateLimitHeaderConfig,
+  readOptions,
+} from '@floodgate/core/http';
 import type { ExecutionContext } from '@nestjs/common';
 import type { RateLimitCost, RateLimitKey } from './rate-limit.interfaces.js';
 

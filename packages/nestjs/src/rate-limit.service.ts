@@ -3,14 +3,8 @@
  * (`GET /devices/:id`), the policies (handler over controller over module), the key sources
  * and the cost, and one RateLimiter per distinct policy set, shared by every request.
  */
-import {
-  type KeyConfig,
-  type Policy,
-  parseKeyOptions,
-  type RateLimiter,
-  type RateLimitHeaderConfig,
-  type Store,
-} from '@floodgate/core';
+import { type Policy, type RateLimiter, type Store } from '@floodgate/core';
+import { type KeyConfig, parseKeyOptions, type RateLimitHeaderConfig } from '@floodgate/core/http';
 import {
   type ExecutionContext,
   Inject,

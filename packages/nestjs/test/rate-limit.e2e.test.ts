@@ -3,7 +3,8 @@
  * and on Fastify, over the memory store and the harness Redis, driven by supertest.
  */
 import 'reflect-metadata';
-import { type Decision, fixedWindow, QUOTA_EXCEEDED_TYPE, type Store } from '@floodgate/core';
+import { type Decision, fixedWindow, type Store } from '@floodgate/core';
+import { QUOTA_EXCEEDED_TYPE } from '@floodgate/core/http';
 import {
   RATE_LIMIT_OPTIONS,
   RateLimit,

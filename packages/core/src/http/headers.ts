@@ -7,60 +7,15 @@
  * - the legacy `X-RateLimit-Limit / -Remaining / -Reset` (Reset in epoch seconds, as GitHub and
  *   express-rate-limit send it);
  * - `Retry-After` on a denial, in whole seconds rounded up, never earlier than the `t` of any
- *   policy that denied (draft §6).
+ *   policy that denied (draft §6); none when retrying cannot help (retryAfter −1).
+ * `headers.standard` may ask for the formats of drafts 8, 7 and 6 instead (as express-rate-limit
+ * sends them). A decision no store made (`onStoreError` answered) gets no quota headers.
  * Stacked limiters append their Items to the lists; the single-valued headers keep the most
  * restrictive value.
  */
+import { createHash } from 'node:crypto';
 import type { Decision, PolicyDecision } from '../decision.js';
-import { configError, readOptions } from '../options.js';
-
-/** Which header groups to send. */
-export interface RateLimitHeaderOptions {
-  /** `RateLimit-Policy` and `RateLimit` (IETF draft 10). @default true */
-  standard?: boolean;
-  /** `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset`. @default false */
-  legacy?: boolean;
-  /** `Retry-After` on denied responses. @default true */
-  retryAfter?: boolean;
-}
-
-/** The parsed header switches. */
-export interface RateLimitHeaderConfig {
-  readonly standard: boolean;
-  readonly legacy: boolean;
-  readonly retryAfter: boolean;
-}
-
-/** @default IETF headers and Retry-After on, legacy X-RateLimit-* off. */
-export const DEFAULT_HEADER_CONFIG: RateLimitHeaderConfig = Object.freeze({
-  standard: true,
-  legacy: false,
-  retryAfter: true,
-});
-
-/**
- * Reads a `headers` option: `true` (defaults), `false` (none), or an object switching groups;
- * a group left out keeps its default.
- */
-export function parseHeaderOptions(value: unknown, field: string): RateLimitHeaderConfig {
-  if (value === undefined || value === true) return DEFAULT_HEADER_CONFIG;
-  if (value === false) return Object.freeze({ standard: false, legacy: false, retryAfter: false });
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw configError(field, value, 'a boolean or { standard, legacy, retryAfter }');
-  }
-  const o = readOptions(value, field, ['standard', 'legacy', 'retryAfter']);
-  const flag = (name: keyof RateLimitHeaderConfig): boolean => {
-    const v = o[name];
-    if (v === undefined) return DEFAULT_HEADER_CONFIG[name];
-    if (typeof v !== 'boolean') throw configError(`${field}.${name}`, v, 'a boolean');
-    return v;
-  };
-  return Object.freeze({
-    standard: flag('standard'),
-    legacy: flag('legacy'),
-    retryAfter: flag('retryAfter'),
-  });
-}
+import { DEFAULT_HEADER_CONFIG, type RateLimitHeaderConfig } from './header-options.js';
 
 /** Where headers go: `res.getHeader/setHeader` in Express, `ctx.response.get/ctx.set` in Koa. */
 export interface HeaderTarget {
@@ -111,19 +66,52 @@ function policyResetMs(policy: PolicyDecision): number {
   return !policy.allowed && policy.retryAfter > 0 ? policy.retryAfter : policy.resetAfter;
 }
 
+/** Decisions the failure policy (`onStoreError: 'open' | 'closed'`) answered: no store decided. */
+const UNDECIDED: ReadonlySet<string> = new Set(['store-error', 'timeout', 'circuit-open']);
+
 /**
- * `RateLimit-Policy` items: `"name";q=<capacity>;w=<window seconds>`, one per policy. With a
- * `quotaUnit` (draft §3.1.2, e.g. `concurrent-requests`) the item says `qu` instead of `w`.
+ * Whether a store (the configured one, or a fallback) decided: false when `onStoreError:
+ * 'open'` or `'closed'` answered for a store that failed, timed out or whose circuit is open.
+ * Such a decision knows nothing about the client's quota, so no quota headers are sent for it.
  */
-export function formatRateLimitPolicy(decision: Decision, quotaUnit?: string): string {
+export function storeDecided(decision: Decision): boolean {
+  return decision.reason === undefined || !UNDECIDED.has(decision.reason);
+}
+
+/**
+ * The `pk` (partition key) parameter of draft 8: the first 12 bytes of the SHA-256 of the
+ * client's key, as a Byte Sequence, so a client can tell its partitions apart without learning
+ * the key itself.
+ */
+export function partitionKey(key: string): string {
+  return `:${createHash('sha256').update(key).digest().subarray(0, 12).toString('base64')}:`;
+}
+
+/**
+ * `RateLimit-Policy` items: `"name";q=<quota>;w=<window seconds>`, one per policy, where the
+ * quota is the policy's `limit` option, its sustained rate per window (a token bucket's or a
+ * GCRA's burst is not a quota per window, and draft 10 has no parameter for it). With a
+ * `quotaUnit` (draft §3.1.2, e.g. `concurrent-requests`) the item says `qu` instead of `w`;
+ * with a `key` (draft 8) it adds `pk`.
+ */
+export function formatRateLimitPolicy(
+  decision: Decision,
+  quotaUnit?: string,
+  key?: string,
+): string {
+  const pk = key === undefined ? '' : `;pk=${partitionKey(key)}`;
   return decision.policies
     .map((p) => {
-      const head = `${serializeSfString(p.name)};q=${sfInteger(p.limit)}`;
-      if (quotaUnit !== undefined) return `${head};qu=${serializeSfString(quotaUnit)}`;
-      // `w` is a non-zero Integer of seconds: a sub-second window is advertised as 1s.
-      return `${head};w=${sfInteger(Math.max(1, ceilSeconds(p.window)))}`;
+      const head = `${serializeSfString(p.name)};q=${sfInteger(p.quota)}`;
+      if (quotaUnit !== undefined) return `${head};qu=${serializeSfString(quotaUnit)}${pk}`;
+      return `${head};w=${windowSeconds(p)}${pk}`;
     })
     .join(', ');
+}
+
+/** `w`: a non-zero Integer of seconds (a sub-second window is advertised as 1 s). */
+function windowSeconds(p: PolicyDecision): string {
+  return sfInteger(Math.max(1, ceilSeconds(p.window)));
 }
 
 /** `RateLimit` items: `"name";r=<remaining>;t=<seconds>`, one per policy. */
@@ -136,15 +124,24 @@ export function formatRateLimit(decision: Decision): string {
     .join(', ');
 }
 
+/** Drafts 6 and 7: `RateLimit-Policy` items without names, `<quota>;w=<window seconds>`. */
+export function formatUnnamedRateLimitPolicy(decision: Decision): string {
+  return decision.policies.map((p) => `${sfInteger(p.quota)};w=${windowSeconds(p)}`).join(', ');
+}
+
 /**
  * `Retry-After` seconds for a denied decision: the latest `t` among the policies that denied,
- * at least 1. Undefined when the decision admitted the request.
+ * at least 1. Undefined when the decision admitted the request, and when retrying cannot help:
+ * a policy that denied can never admit this cost (retryAfter −1: too large a cost, a limit of
+ * 0, a block 'forever'), so a client that honours Retry-After would retry forever.
  */
 export function retryAfterSeconds(decision: Decision): number | undefined {
-  if (decision.allowed) return undefined;
+  if (decision.allowed || decision.retryAfter < 0) return undefined;
   let seconds = ceilSeconds(decision.retryAfter);
   for (const p of decision.policies) {
-    if (!p.allowed) seconds = Math.max(seconds, policyResetSeconds(p));
+    if (p.allowed) continue;
+    if (p.retryAfter < 0) return undefined;
+    seconds = Math.max(seconds, policyResetSeconds(p));
   }
   return Math.max(1, seconds);
 }
@@ -159,36 +156,44 @@ export function appendHeaderValue(
   return current === '' ? item : `${current}, ${item}`;
 }
 
+/** What `applyRateLimitHeaders` may need besides the decision. */
+export interface HeaderContext {
+  /** Epoch milliseconds, for the legacy `X-RateLimit-Reset`. @default Date.now() */
+  readonly now?: number;
+  /**
+   * A quota unit other than requests (`concurrent-requests`): named in `RateLimit-Policy`
+   * (drafts 8 and 10); drafts 6 and 7 and the legacy headers describe request rates only and
+   * leave such a decision out.
+   */
+  readonly quotaUnit?: string;
+  /** The client's key, for draft 8's `pk`. */
+  readonly key?: string;
+}
+
 /**
- * Sets every enabled header group for `decision` on `target`. A `quotaUnit` other than
- * requests (`concurrent-requests`) is named in `RateLimit-Policy` and leaves the legacy headers
- * alone (they describe request rates).
+ * Sets every enabled header group for `decision` on `target`. A decision the store did not
+ * make (`storeDecided`) gets no quota headers, only `Retry-After` when it denies.
  */
 export function applyRateLimitHeaders(
   target: HeaderTarget,
   decision: Decision,
   config: RateLimitHeaderConfig = DEFAULT_HEADER_CONFIG,
-  now: number = Date.now(),
-  quotaUnit?: string,
+  context: HeaderContext = {},
 ): void {
   if (decision.policies.length === 0) return;
-  if (config.standard) {
-    target.set(
-      'RateLimit-Policy',
-      appendHeaderValue(target.get('RateLimit-Policy'), formatRateLimitPolicy(decision, quotaUnit)),
-    );
-    target.set('RateLimit', appendHeaderValue(target.get('RateLimit'), formatRateLimit(decision)));
-  }
-  if (config.legacy && quotaUnit === undefined) {
-    // One value only: keep whichever stacked limiter leaves the fewest requests.
-    const current = Number(firstValue(target.get('X-RateLimit-Remaining')));
-    const remaining = Math.max(0, Math.floor(decision.remaining));
-    if (!(Number.isFinite(current) && current <= remaining)) {
-      const decider =
-        decision.policies.find((p) => p.name === decision.policy) ?? decision.policies[0]!;
-      target.set('X-RateLimit-Limit', sfInteger(decision.limit));
-      target.set('X-RateLimit-Remaining', sfInteger(remaining));
-      target.set('X-RateLimit-Reset', sfInteger(Math.ceil((now + policyResetMs(decider)) / 1000)));
+  const { quotaUnit } = context;
+  if (storeDecided(decision)) {
+    const draft = config.standard;
+    if (draft === 'draft-10' || draft === 'draft-8') {
+      const key = draft === 'draft-8' ? context.key : undefined;
+      appendTo(target, 'RateLimit-Policy', formatRateLimitPolicy(decision, quotaUnit, key));
+      appendTo(target, 'RateLimit', formatRateLimit(decision));
+    } else if (draft !== false && quotaUnit === undefined) {
+      appendTo(target, 'RateLimit-Policy', formatUnnamedRateLimitPolicy(decision));
+      setSingleValued(target, draft, decision);
+    }
+    if (config.legacy && quotaUnit === undefined) {
+      setSingleValued(target, 'legacy', decision, context.now ?? Date.now());
     }
   }
   if (config.retryAfter) {
@@ -201,6 +206,57 @@ export function applyRateLimitHeaders(
       );
     }
   }
+}
+
+function appendTo(target: HeaderTarget, name: string, items: string): void {
+  target.set(name, appendHeaderValue(target.get(name), items));
+}
+
+/**
+ * The single-valued headers (draft 6, draft 7's `RateLimit`, legacy X-RateLimit-*) describe one
+ * policy: the one that decided. Stacked limiters keep whichever leaves the fewest requests.
+ */
+function setSingleValued(
+  target: HeaderTarget,
+  format: 'draft-6' | 'draft-7' | 'legacy',
+  decision: Decision,
+  now = 0,
+): void {
+  const decider =
+    decision.policies.find((p) => p.name === decision.policy) ?? decision.policies[0]!;
+  const remaining = Math.max(0, Math.floor(decider.remaining));
+  const remainingHeader =
+    format === 'legacy'
+      ? 'X-RateLimit-Remaining'
+      : format === 'draft-6'
+        ? 'RateLimit-Remaining'
+        : undefined;
+  const current =
+    remainingHeader === undefined
+      ? draft7Remaining(firstValue(target.get('RateLimit')))
+      : Number(firstValue(target.get(remainingHeader)));
+  if (Number.isFinite(current) && current <= remaining) return;
+  const reset = policyResetSeconds(decider);
+  if (format === 'legacy') {
+    target.set('X-RateLimit-Limit', sfInteger(decision.limit));
+    target.set('X-RateLimit-Remaining', sfInteger(remaining));
+    target.set('X-RateLimit-Reset', sfInteger(Math.ceil((now + policyResetMs(decider)) / 1000)));
+  } else if (format === 'draft-6') {
+    target.set('RateLimit-Limit', sfInteger(decider.quota));
+    target.set('RateLimit-Remaining', sfInteger(remaining));
+    target.set('RateLimit-Reset', sfInteger(reset));
+  } else {
+    target.set(
+      'RateLimit',
+      `limit=${sfInteger(decider.quota)}, remaining=${sfInteger(remaining)}, reset=${sfInteger(reset)}`,
+    );
+  }
+}
+
+/** `remaining` of a draft-7 `RateLimit` Dictionary set by an earlier limiter (NaN if none). */
+function draft7Remaining(value: string | undefined): number {
+  const match = value === undefined ? null : /(?:^|,)\s*remaining=(\d+)/.exec(value);
+  return match ? Number(match[1]) : Number.NaN;
 }
 
 function firstValue(value: string | number | readonly string[] | undefined): string | undefined {

@@ -2,7 +2,19 @@
  * HTTP helpers shared by the framework adapters (@floodgate/express, @floodgate/koa,
  * @floodgate/nestjs): key resolution, IP normalisation, headers, problem bodies and the
  * shared option parsing. Framework-free.
+ *
+ * Published as the `@floodgate/core/http` subpath: for adapter authors, not application code.
  */
+
+// Option parsing for adapters: one error shape (field, value, stable code) everywhere.
+export { configError, readOptions } from '../options.js';
+export {
+  applyCheckHeaders,
+  checkHttpRequest,
+  type HttpCheck,
+  resolveCost,
+  waitForDelay,
+} from './check-request.js';
 export {
   DEFAULT_LEASE_TTL,
   type HttpConcurrencyOptions,
@@ -11,19 +23,27 @@ export {
   releaseWhenDone,
 } from './concurrency.js';
 export {
+  DEFAULT_HEADER_CONFIG,
+  HEADER_DRAFTS,
+  parseHeaderOptions,
+  type RateLimitHeaderConfig,
+  type RateLimitHeaderDraft,
+  type RateLimitHeaderOptions,
+} from './header-options.js';
+export {
   appendHeaderValue,
   applyRateLimitHeaders,
   ceilSeconds,
-  DEFAULT_HEADER_CONFIG,
   formatRateLimit,
   formatRateLimitPolicy,
+  formatUnnamedRateLimitPolicy,
+  type HeaderContext,
   type HeaderTarget,
-  parseHeaderOptions,
+  partitionKey,
   policyResetSeconds,
-  type RateLimitHeaderConfig,
-  type RateLimitHeaderOptions,
   retryAfterSeconds,
   serializeSfString,
+  storeDecided,
 } from './headers.js';
 export {
   DEFAULT_IPV6_SUBNET,
@@ -48,19 +68,18 @@ export {
   resolveKey,
 } from './keys.js';
 export {
-  applyCheckHeaders,
-  checkHttpRequest,
   HTTP_OPTION_NAMES,
-  type HttpCheck,
   type HttpRateLimitConfig,
   type HttpRateLimitOptions,
   parseHttpRateLimitOptions,
-  resolveCost,
-  waitForDelay,
 } from './options.js';
 export {
+  deniedProblem,
   PROBLEM_CONTENT_TYPE,
   QUOTA_EXCEEDED_TYPE,
   type QuotaExceededProblem,
   quotaExceededProblem,
+  STORE_UNAVAILABLE_TYPE,
+  type StoreUnavailableProblem,
+  storeUnavailableProblem,
 } from './problem.js';

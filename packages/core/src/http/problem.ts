@@ -1,14 +1,21 @@
 /**
- * The RFC 9457 problem body of a denied request, with the `quota-exceeded` problem type that
- * draft-ietf-httpapi-ratelimit-headers-10 §5.1 registers.
+ * RFC 9457 problem bodies for denied requests: `quota-exceeded` (the type that
+ * draft-ietf-httpapi-ratelimit-headers-10 §5.1 registers) when a policy denied, and
+ * `store-unavailable` when `onStoreError: 'closed'` refused because the store could not decide.
  */
 import type { Decision } from '../decision.js';
-import { retryAfterSeconds } from './headers.js';
+import { retryAfterSeconds, storeDecided } from './headers.js';
 
 /** Media type of RFC 9457 problem bodies. */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 /** Problem type URI for a request over quota (draft §5.1). */
 export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
+/**
+ * Problem type URI for a request refused because the rate limiter's store failed and
+ * `onStoreError` is `'closed'`. A `tag:` URI (RFC 4151), which RFC 9457 §3.1.1 suggests for a
+ * type that is an identifier only, not a page to fetch.
+ */
+export const STORE_UNAVAILABLE_TYPE = 'tag:floodgate.dev,2026:problem:store-unavailable';
 
 /** RFC 9457 body of a 429. */
 export interface QuotaExceededProblem {
@@ -20,14 +27,23 @@ export interface QuotaExceededProblem {
   readonly 'violated-policies': string[];
 }
 
+/** RFC 9457 body of a 503 sent when the store could not decide and the limiter fails closed. */
+export interface StoreUnavailableProblem {
+  readonly type: typeof STORE_UNAVAILABLE_TYPE;
+  readonly title: string;
+  readonly status: 503;
+  readonly detail: string;
+}
+
 /** The problem body for a denied decision. */
 export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
   const violated = decision.policies.filter((p) => !p.allowed).map((p) => p.name);
   if (violated.length === 0) violated.push(decision.policy);
-  const never = decision.policies.some((p) => !p.allowed && p.retryAfter < 0);
-  const detail = never
-    ? `This request costs more than policy "${decision.policy}" can ever admit.`
-    : `Too many requests under policy "${decision.policy}"; retry in ${retryAfterSeconds(decision) ?? 1} s.`;
+  const seconds = retryAfterSeconds(decision);
+  const detail =
+    seconds === undefined
+      ? `Policy "${decision.policy}" can never admit this request; retrying will not help.`
+      : `Too many requests under policy "${decision.policy}"; retry in ${seconds} s.`;
   return {
     type: QUOTA_EXCEEDED_TYPE,
     title: 'Quota Exceeded',
@@ -35,4 +51,28 @@ export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
     detail,
     'violated-policies': violated,
   };
+}
+
+/** The problem body for a decision refused by `onStoreError: 'closed'`. */
+export function storeUnavailableProblem(decision: Decision): StoreUnavailableProblem {
+  const seconds = retryAfterSeconds(decision);
+  return {
+    type: STORE_UNAVAILABLE_TYPE,
+    title: 'Rate Limiter Unavailable',
+    status: 503,
+    detail: `The rate limiter could not reach its store (${decision.reason}), so the request was refused${
+      seconds === undefined ? '.' : `; retry in ${seconds} s.`
+    }`,
+  };
+}
+
+/**
+ * The status and body of a denied decision: 503 with `store-unavailable` when no store decided
+ * (`onStoreError: 'closed'` refused; the client did nothing wrong), otherwise 429 with
+ * `quota-exceeded`.
+ */
+export function deniedProblem(decision: Decision): QuotaExceededProblem | StoreUnavailableProblem {
+  return storeDecided(decision)
+    ? quotaExceededProblem(decision)
+    : storeUnavailableProblem(decision);
 }

@@ -6,25 +6,13 @@ import { ALGORITHMS, type Algorithm, type CheckResult } from '../algorithms/inde
 import { type Clock, processClock, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { configError, positiveInteger, readOptions } from '../options.js';
-import { type Lockout, lockoutLength, type Policy } from '../policy.js';
+import type { Lockout, Policy } from '../policy.js';
+import { BlockTable, longestLockout } from './memory-blocks.js';
+import { DEFAULT_MAX_KEYS, type MemoryStoreOptions, SWEEP_INTERVAL_MS } from './memory-options.js';
 import type { PreparedPolicies, Store } from './store.js';
 
-export interface MemoryStoreOptions {
-  /** Epoch milliseconds (fractions allowed). @default the process clock */
-  clock?: Clock;
-  /**
-   * Most keys held at once (one per key and policy). Expired keys are swept to make room; live
-   * ones are never evicted (see `maxKeys` in the README for why), so when the table is full of
-   * live keys a new key is denied with `reason: 'store-full'` until room frees up.
-   * @default 1_000_000
-   */
-  maxKeys?: number;
-}
+export { DEFAULT_MAX_KEYS, type MemoryStoreOptions, SWEEP_INTERVAL_MS } from './memory-options.js';
 
-/** @default 1_000_000 keys */
-export const DEFAULT_MAX_KEYS = 1_000_000;
-/** How often an unref'd timer drops expired keys (ms). */
-export const SWEEP_INTERVAL_MS = 60_000;
 /** When full, at most one full sweep per this many µs of store time; denials retry after it. */
 const FULL_SWEEP_SPACING_US = 1_000_000;
 
@@ -36,17 +24,11 @@ interface Entry {
   dropped?: true;
 }
 
-/** A key's block: the twin of the block string in lua/include/engine.lua. */
-interface BlockEntry {
-  /** Blocked until (µs); 0: for ever. */
-  until: number;
-  /** The blocking policy's index + 1; 0: by hand. */
-  by: number;
-  /** Lockouts in a row; forgotten at `forgetAt`. */
-  level: number;
-  forgetAt: number;
-  /** max(until, forgetAt); Infinity for ever. */
-  expiresAt: number;
+/** A limiter's policies as the store runs them: their twins, params and lockouts. */
+interface Plan {
+  readonly algorithms: readonly Algorithm[];
+  readonly params: readonly (readonly number[])[];
+  readonly lockouts: readonly (Lockout | undefined)[];
 }
 
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
@@ -60,7 +42,7 @@ export class MemoryStore implements Store {
   readonly clock: Clock;
   private readonly entries = new Map<string, Entry>();
   /** Block states by block key (looked up only while there is one). */
-  private readonly blocks = new Map<string, BlockEntry>();
+  private readonly blocks = new BlockTable();
   private sweeper: NodeJS.Timeout | undefined;
   private lastFullSweep = Number.NEGATIVE_INFINITY;
 
@@ -88,27 +70,28 @@ export class MemoryStore implements Store {
         throw configError(`policies[${i}].kind`, p.kind, 'an algorithm this version knows');
       return algorithm;
     });
-    const params = policies.map((p) => p.params);
-    const lockouts = policies.map((p) => p.lockout);
+    const plan: Plan = {
+      algorithms,
+      params: policies.map((p) => p.params),
+      lockouts: policies.map((p) => p.lockout),
+    };
     const n = policies.length;
     const decideNow: NonNullable<PreparedPolicies['decideNow']> = (keys, cost, peek, slots) => {
       const now = readMicros(this.clock);
-      if (this.blocks.size > 0) {
-        const blocked = this.blockedAnswer(keys[n]!, now);
+      if (!this.blocks.empty) {
+        const blocked = this.blocks.blockedAnswer(keys[n]!, now);
         if (blocked !== undefined) return blocked;
       }
-      return n === 1
-        ? this.decideOne(algorithms[0]!, params[0]!, lockouts, keys, cost, peek, 0, now, slots)
-        : this.decide(algorithms, params, lockouts, keys, cost, peek, 0, now, slots);
+      return this.decide(plan, keys, cost, peek, 0, now, slots);
     };
     return {
       decide: async (keys, cost, peek) => decideNow(keys, cost, peek),
       decideNow,
       reserve: async (keys, cost, slack) => {
         const now = readMicros(this.clock);
-        const blocked = this.blockedAnswer(keys[n]!, now);
+        const blocked = this.blocks.blockedAnswer(keys[n]!, now);
         if (blocked !== undefined) return blocked;
-        return this.decide(algorithms, params, lockouts, keys, cost, false, slack, now);
+        return this.decide(plan, keys, cost, false, slack, now);
       },
       reset: async (keys) => {
         for (const key of keys.slice(0, n)) {
@@ -118,34 +101,12 @@ export class MemoryStore implements Store {
         this.blocks.delete(keys[n]!);
       },
       refund: async (keys, cost) => {
-        const now = readMicros(this.clock);
-        if (cost > 0) {
-          for (let i = 0; i < n; i++) {
-            const key = keys[i]!;
-            const entry = this.entries.get(key);
-            const state = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
-            const refunded = algorithms[i]!.refund(state, now, cost, params[i]!);
-            if (refunded === undefined || entry === undefined) continue;
-            if (refunded === 'delete') this.drop(key, entry);
-            else {
-              entry.state = refunded.next;
-              entry.expiresAt = now + refunded.ttl;
-            }
-          }
-        }
+        if (cost > 0) this.refund(plan, keys, cost, readMicros(this.clock));
         return decideNow(keys, 0, true);
       },
       block: async (keys, micros) => {
-        const now = readMicros(this.clock);
-        const previous = this.blockOf(keys[n]!, now);
-        const level = previous === undefined || now >= previous.forgetAt ? 0 : previous.level;
-        this.writeBlock(
-          keys[n]!,
-          micros === 0 ? 0 : now + micros,
-          0,
-          level,
-          previous?.forgetAt ?? 0,
-        );
+        this.blocks.blockByHand(keys[n]!, micros, readMicros(this.clock));
+        this.startSweeper();
       },
       unblock: async (keys) => {
         this.blocks.delete(keys[n]!);
@@ -153,63 +114,28 @@ export class MemoryStore implements Store {
     };
   }
 
-  /** The live block at `key`, if any (an expired one is dropped). */
-  private blockOf(key: string, now: number): BlockEntry | undefined {
-    const block = this.blocks.get(key);
-    if (block !== undefined && block.expiresAt <= now) {
-      this.blocks.delete(key);
-      return undefined;
+  /** Gives back up to `cost` units to every policy's state (twins' `refund`). */
+  private refund({ algorithms, params }: Plan, keys: readonly string[], cost: number, now: number) {
+    for (let i = 0; i < algorithms.length; i++) {
+      const key = keys[i]!;
+      const entry = this.entries.get(key);
+      if (entry === undefined || entry.expiresAt <= now) continue;
+      const refunded = algorithms[i]!.refund(entry.state, now, cost, params[i]!);
+      if (refunded === 'delete') this.drop(key, entry);
+      else if (refunded !== undefined) {
+        entry.state = refunded.next;
+        entry.expiresAt = now + refunded.ttl;
+      }
     }
-    return block;
   }
 
-  /** The answer for a blocked key, or undefined when it is not blocked. */
-  private blockedAnswer(key: string, now: number): StoreDecision | undefined {
-    const block = this.blockOf(key, now);
-    if (block === undefined || (block.until !== 0 && block.until <= now)) return undefined;
-    return {
-      admitted: false,
-      results: [],
-      blocked: { by: block.by - 1, left: block.until === 0 ? -1 : block.until - now },
-    };
-  }
-
-  private writeBlock(
-    key: string,
-    until: number,
-    by: number,
-    level: number,
-    forgetAt: number,
-  ): void {
-    const expiresAt = until === 0 ? Number.POSITIVE_INFINITY : Math.max(until, forgetAt);
-    this.blocks.set(key, { until, by, level, forgetAt, expiresAt });
-    this.startSweeper();
-  }
-
-  /**
-   * Policy `i` denied a cost it could admit and has a lockout: block the key (the k-th block
-   * in a row lasts longer when progressive) and forget that policy's state, so it starts
-   * fresh when the block ends.
-   */
-  private lockOut(
-    keys: readonly string[],
-    i: number,
-    lockout: Lockout,
-    level: number,
-    now: number,
-  ): StoreDecision {
-    const length = lockoutLength(lockout, level);
-    const until = now + length;
-    this.writeBlock(keys[keys.length - 1]!, until, i + 1, level + 1, until + lockout.forgetAfter);
+  /** Policy `i` locks the key out (docs/algorithms.md#blocks); its state starts fresh. */
+  private lockOut(keys: readonly string[], i: number, lockout: Lockout, now: number) {
     const entry = this.entries.get(keys[i]!);
     if (entry !== undefined) this.drop(keys[i]!, entry);
-    return { admitted: false, results: [], blocked: { by: i, left: length } };
-  }
-
-  /** Lockouts in a row so far for the block key (0 when forgotten or none). */
-  private lockoutLevel(keys: readonly string[], now: number): number {
-    const block = this.blockOf(keys[keys.length - 1]!, now);
-    return block === undefined || now >= block.forgetAt ? 0 : block.level;
+    this.startSweeper();
+    const blockKey = keys[keys.length - 1]!;
+    return this.blocks.lockOut(blockKey, i, lockout, this.blocks.level(blockKey, now), now);
   }
 
   /** Drops every expired key now. */
@@ -222,13 +148,7 @@ export class MemoryStore implements Store {
         dropped++;
       }
     }
-    for (const [key, block] of this.blocks) {
-      if (block.expiresAt <= now) {
-        this.blocks.delete(key);
-        dropped++;
-      }
-    }
-    return dropped;
+    return dropped + this.blocks.sweep(now);
   }
 
   private drop(key: string, entry: Entry): void {
@@ -250,9 +170,7 @@ export class MemoryStore implements Store {
   }
 
   private decide(
-    algorithms: readonly Algorithm[],
-    params: readonly (readonly number[])[],
-    lockouts: readonly (Lockout | undefined)[],
+    plan: Plan,
     keys: readonly string[],
     cost: number,
     peek: boolean,
@@ -260,19 +178,9 @@ export class MemoryStore implements Store {
     now: number,
     slots?: unknown[],
   ): StoreDecision {
+    const { algorithms, params, lockouts } = plan;
     const n = algorithms.length;
-    if (n === 1)
-      return this.decideOne(
-        algorithms[0]!,
-        params[0]!,
-        lockouts,
-        keys,
-        cost,
-        peek,
-        slack,
-        now,
-        slots,
-      );
+    if (n === 1) return this.decideOne(plan, keys, cost, peek, slack, now, slots);
     const states: unknown[] = new Array(n);
     const results: CheckResult<unknown>[] = new Array(n);
     // Entries are updated in place on admission: one hash lookup per key and decision at most.
@@ -292,7 +200,7 @@ export class MemoryStore implements Store {
     if (admitted) {
       if (!peek && cost > 0) {
         if (missing > 0 && !this.makeRoom(missing, now)) {
-          return this.full(algorithms, params, states, now);
+          return this.full(plan, states, now);
         }
         for (let i = 0; i < n; i++) {
           const r = results[i]!;
@@ -311,21 +219,8 @@ export class MemoryStore implements Store {
       return { admitted, results };
     }
     if (!peek) {
-      // The longest lockout among the policies that denied a cost they could admit.
-      let by = -1;
-      let longest = -1;
-      const level = this.lockoutLevel(keys, now);
-      for (let i = 0; i < n; i++) {
-        const r = results[i]!;
-        const lockout = lockouts[i];
-        if (r.allowed || r.retryAfter < 0 || lockout === undefined) continue;
-        const length = lockoutLength(lockout, level);
-        if (length > longest) {
-          by = i;
-          longest = length;
-        }
-      }
-      if (by >= 0) return this.lockOut(keys, by, lockouts[by]!, level, now);
+      const by = longestLockout(results, lockouts, this.blocks.level(keys[n]!, now));
+      if (by >= 0) return this.lockOut(keys, by, lockouts[by]!, now);
     }
     if (cost > 0) {
       // Nothing was taken: policies that would have admitted describe their key as it stands.
@@ -338,9 +233,7 @@ export class MemoryStore implements Store {
 
   /** `decide` for one policy: the same steps without the per-policy arrays. */
   private decideOne(
-    algorithm: Algorithm,
-    params: readonly number[],
-    lockouts: readonly (Lockout | undefined)[],
+    plan: Plan,
     keys: readonly string[],
     cost: number,
     peek: boolean,
@@ -348,15 +241,17 @@ export class MemoryStore implements Store {
     now: number,
     slots?: unknown[],
   ): StoreDecision {
+    const algorithm = plan.algorithms[0]!;
+    const params = plan.params[0]!;
     const key = keys[0]!;
     const entry = this.entryOf(key, slots?.[0]);
     if (slots !== undefined) slots[0] = entry;
     const state = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
     const r = algorithm.check(state, now, cost, params, slack);
     if (!r.allowed) {
-      const lockout = lockouts[0];
+      const lockout = plan.lockouts[0];
       if (!peek && r.retryAfter >= 0 && lockout !== undefined) {
-        return this.lockOut(keys, 0, lockout, this.lockoutLevel(keys, now), now);
+        return this.lockOut(keys, 0, lockout, now);
       }
       // With one policy there is no other key to describe as it stands.
       return { admitted: false, results: [r] };
@@ -366,7 +261,7 @@ export class MemoryStore implements Store {
         entry.state = r.next;
         entry.expiresAt = now + r.ttl!;
       } else {
-        if (!this.makeRoom(1, now)) return this.full([algorithm], [params], [state], now);
+        if (!this.makeRoom(1, now)) return this.full(plan, [state], now);
         const created: Entry = { state: r.next, expiresAt: now + r.ttl! };
         this.entries.set(key, created);
         if (slots !== undefined) slots[0] = created;
@@ -385,18 +280,13 @@ export class MemoryStore implements Store {
     return this.entries.size + missing <= this.maxKeys;
   }
 
-  private full(
-    algorithms: readonly Algorithm[],
-    params: readonly (readonly number[])[],
-    states: readonly unknown[],
-    now: number,
-  ): StoreDecision {
+  private full({ algorithms, params }: Plan, states: readonly unknown[], now: number) {
     const results: StoreResult[] = algorithms.map((algorithm, i) => ({
       ...algorithm.check(states[i], now, 0, params[i]!),
       allowed: false,
       retryAfter: FULL_SWEEP_SPACING_US,
     }));
-    return { admitted: false, results, reason: 'store-full' };
+    return { admitted: false, results, reason: 'store-full' } satisfies StoreDecision;
   }
 
   private startSweeper(): void {

@@ -8,6 +8,8 @@ import { describeValue, RateLimitConfigError } from '../errors.js';
 export interface ScriptClient {
   /** e.g. `ioredis Redis`, `node-redis cluster`. */
   readonly description: string;
+  /** A cluster client: every call's keys must share a slot (batches are made per slot). */
+  readonly cluster?: boolean;
   evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
   eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
   /**
@@ -56,6 +58,7 @@ export function toScriptClient(client: unknown, field = 'redisStore.client'): Sc
     if (isIoredis(client)) {
       const shim: ScriptClient = {
         description: client.isCluster ? 'ioredis Cluster' : 'ioredis Redis',
+        cluster: client.isCluster === true,
         evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args),
         eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args),
       };
@@ -67,6 +70,7 @@ export function toScriptClient(client: unknown, field = 'redisStore.client'): Sc
     if (isNodeRedis(client)) {
       return {
         description: client.masters !== undefined ? 'node-redis cluster' : 'node-redis client',
+        cluster: client.masters !== undefined,
         evalsha: (sha1, keys, args) => client.evalSha(sha1, { keys, arguments: args }),
         eval: (script, keys, args) => client.eval(script, { keys, arguments: args }),
       };

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  BATCH_SCRIPTS,
   ENGINE_SCRIPT,
   type GeneratedScript,
   SCRIPT_PARTS,
@@ -13,6 +14,7 @@ import {
 } from '../generated/scripts.js';
 
 const composed = new Map<string, GeneratedScript>();
+const composedBatches = new Map<string, GeneratedScript>();
 
 /** The script for these algorithm kinds (any order, repeats allowed); all must be known. */
 export function scriptFor(kinds: Iterable<string>): GeneratedScript {
@@ -28,17 +30,49 @@ export function scriptFor(kinds: Iterable<string>): GeneratedScript {
       SCRIPT_PARTS.mixedHeader,
       ...names.map((n) => SCRIPT_PARTS.algorithms[n]!),
       SCRIPT_PARTS.mixedFooter,
+      SCRIPT_PARTS.blocks,
       SCRIPT_PARTS.engine,
     ];
-    const source = `${parts.join('\n\n')}\n`;
-    script = Object.freeze({
-      name,
-      sha1: createHash('sha1').update(source).digest('hex'),
-      algorithms: names,
-      keysPerPolicy: 1 as const,
-      source,
-    });
+    script = frozenScript(name, names, parts);
     composed.set(name, script);
   }
   return script;
+}
+
+/** The batch variant of a script `scriptFor` answered (lua/include/batch.lua). */
+export function batchScriptFor(script: GeneratedScript): GeneratedScript {
+  const generated = BATCH_SCRIPTS[script.name];
+  if (generated !== undefined) return generated;
+  let batch = composedBatches.get(script.name);
+  if (batch === undefined) {
+    // The same text the generator makes for `engine-batch`, with only these algorithms.
+    const parts = [
+      SCRIPT_PARTS.batchHeader,
+      SCRIPT_PARTS.prelude,
+      SCRIPT_PARTS.mixedHeader,
+      ...script.algorithms.map((n) => SCRIPT_PARTS.algorithms[n]!),
+      SCRIPT_PARTS.mixedFooter,
+      SCRIPT_PARTS.blocks,
+      SCRIPT_PARTS.batchEngine,
+      SCRIPT_PARTS.batch,
+    ];
+    batch = frozenScript(`${script.name}-batch`, script.algorithms, parts);
+    composedBatches.set(script.name, batch);
+  }
+  return batch;
+}
+
+function frozenScript(
+  name: string,
+  algorithms: readonly string[],
+  parts: readonly string[],
+): GeneratedScript {
+  const source = `${parts.join('\n\n')}\n`;
+  return Object.freeze({
+    name,
+    sha1: createHash('sha1').update(source).digest('hex'),
+    algorithms,
+    keysPerPolicy: 1 as const,
+    source,
+  });
 }

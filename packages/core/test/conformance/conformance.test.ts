@@ -8,5 +8,11 @@ const testRedis = useTestRedis();
 
 describeConformance('memory store', SCENARIOS, (clock) => memoryStore({ clock }));
 describeConformance('redis store (ioredis)', SCENARIOS, (clock) =>
-  redisStore({ client: testRedis(), clock }),
+  redisStore({ client: testRedis(), clock, batch: false }),
+);
+describeConformance(
+  'redis store (ioredis), batched',
+  SCENARIOS,
+  (clock) => redisStore({ client: testRedis(), clock, batch: { maxDecisions: 4 } }),
+  'at once',
 );

@@ -15,6 +15,7 @@ import {
   slidingLog,
   tokenBucket,
 } from '../../src/index.js';
+import { keySlot as clientKeySlot } from '../../src/stores/redis-batch.js';
 import { SCENARIOS } from '../conformance/algorithms/index.js';
 import { describeConformance } from '../conformance/table.js';
 import { CLUSTER_KINDS, type ConnectedClient, connectCluster } from './clients.js';
@@ -69,6 +70,49 @@ describe.each(CLUSTER_KINDS)('%s', (kind) => {
   describeConformance(`${kind} on a local cluster`, SCENARIOS, (clock) =>
     redisStore({ client: connected.client, clock }),
   );
+
+  describeConformance(
+    `${kind} on a local cluster, batched per slot`,
+    SCENARIOS,
+    (clock) => redisStore({ client: connected.client, clock, batch: { maxDecisions: 4 } }),
+    'at once',
+  );
+
+  test('batches are made per slot: the store computes every key slot as the cluster does', async () => {
+    const limiter = new RateLimiter({
+      store: redisStore({ client: connected.client }),
+      policies: [fixedWindow({ limit: 5, window: '1m' })],
+      prefix: `slots-${tag}`,
+    });
+    const keys = [...hostileKeys, ...Array.from({ length: 50 }, (_, i) => `user${i}`)];
+    for (const key of keys) {
+      const storageKey = limiter.storageKeys(key)[0]!;
+      expect(clientKeySlot(storageKey)).toBe(await keySlot(storageKey));
+    }
+    expect(clientKeySlot('no-tag')).toBe(await keySlot('no-tag'));
+    expect(clientKeySlot('{}empty')).toBe(await keySlot('{}empty'));
+  });
+
+  test('concurrent decisions on keys of several slots: batched per slot, exact per key', async () => {
+    const limiter = new RateLimiter({
+      store: redisStore({ client: connected.client, batch: { maxDecisions: 8 } }),
+      policies: [fixedWindow({ limit: 5, window: '1m' }), gcra({ limit: 7, window: '1m' })],
+      prefix: `batched-${tag}`,
+      onStoreError: 'closed',
+    });
+    const keys = Array.from({ length: 12 }, (_, i) => `caller${i}`);
+    const decisions = await Promise.all(
+      Array.from({ length: 240 }, (_, i) => limiter.consume(keys[i % keys.length]!)),
+    );
+    expect(decisions.filter((d) => d.reason !== undefined)).toEqual([]);
+    keys.forEach((_, k) => {
+      const mine = decisions.filter((_, i) => i % keys.length === k);
+      expect(mine.map((d) => d.allowed)).toEqual([
+        ...new Array(5).fill(true),
+        ...new Array(15).fill(false),
+      ]);
+    });
+  });
 
   test('a four-policy limiter decides in one script per key (no CROSSSLOT) and exactly', async () => {
     const limiter = new RateLimiter({

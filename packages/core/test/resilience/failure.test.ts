@@ -6,6 +6,7 @@
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { type RedisServerHandle, startRedisServer } from '../../../../test/harness/redis-server.js';
+import { SCRIPTS } from '../../src/generated/scripts.js';
 import {
   type CircuitState,
   type Decision,
@@ -16,11 +17,10 @@ import {
   RateLimiter,
   type RateLimiterOptions,
   redisStore,
-  SCRIPTS,
-  scriptFor,
   slidingLog,
   tokenBucket,
 } from '../../src/index.js';
+import { scriptFor } from '../../src/stores/scripts.js';
 
 let server: RedisServerHandle;
 const unhandled: unknown[] = [];

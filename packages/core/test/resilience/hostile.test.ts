@@ -6,7 +6,6 @@
 import type { Redis } from 'ioredis';
 import { connectIoredis, flushRedis, keysWithTtl } from '../../../../test/harness/redis.js';
 import {
-  encodeKey,
   fixedWindow,
   gcra,
   memoryStore,
@@ -15,6 +14,7 @@ import {
   type Store,
   slidingLog,
 } from '../../src/index.js';
+import { encodeKey } from '../../src/keys.js';
 
 jest.setTimeout(45_000);
 

@@ -1,11 +1,9 @@
 import fc from 'fast-check';
 import {
-  fixedWindow,
   SATURATED_WAIT_US,
   SMOOTH_BURSTY_RETENTION_US,
-  smoothBursty,
-  smoothWarmingUp,
-} from '../../../src/index';
+} from '../../../src/algorithms/smooth-bursty';
+import { fixedWindow, smoothBursty, smoothWarmingUp } from '../../../src/index';
 import { type AlgorithmCases, type Step, windowArbitrary } from '../table';
 
 /**

@@ -1,0 +1,30 @@
+/**
+ * The core's generated scripts, for the sections that run them by hand (callgrind, memory per
+ * key). They are engine internals, not part of @floodgate/core's public entry, so the bench
+ * loads them from the built package's own files, next to its entry point.
+ */
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+export interface EngineScript {
+  readonly name: string;
+  readonly sha1: string;
+  readonly algorithms: readonly string[];
+  readonly source: string;
+}
+
+interface ScriptsModule {
+  scriptFor(kinds: Iterable<string>): EngineScript;
+}
+interface GeneratedModule {
+  ENGINE_SCRIPT: EngineScript;
+}
+
+const dist = dirname(createRequire(import.meta.url).resolve('@floodgate/core'));
+const load = async <T>(file: string) => (await import(pathToFileURL(join(dist, file)).href)) as T;
+
+/** The script a limiter with these algorithm kinds runs (core's `scriptFor`). */
+export const { scriptFor } = await load<ScriptsModule>('stores/scripts.js');
+/** The script that runs every algorithm. */
+export const { ENGINE_SCRIPT } = await load<GeneratedModule>('generated/scripts.js');

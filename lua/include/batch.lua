@@ -1,0 +1,45 @@
+-- Floodgate batch: the last part of every generated batch script, which decides several calls
+-- in one EVALSHA, in order, exactly as the single script would decide them one after another
+-- (redisStore's batching; docs/benchmarks.md). A batch script is
+--   `local KEYS, ARGV` + prelude + the algorithms + `local function decide()` engine `end` + this
+-- so the algorithms and the engine read the KEYS and ARGV of the call being decided, which this
+-- loop points at each call in turn.
+--
+-- BATCH_ARGV[1]  S, the number of distinct call shapes in the batch
+-- then S shapes  nkeys, nargs, and the nargs ARGV of a single call (its ARGV[2] '' = Redis TIME:
+--                read once for the whole batch)
+-- then one entry per call: the number of its shape ('1' … S)
+-- BATCH_KEYS     every call's nkeys keys, in the order of the entries (one cluster slot)
+-- Reply          one element per call, in order: what the single script replies for it, or its
+--                error message as a string (a call that fails never fails its neighbours; its
+--                writes before the error stay, as they would after a single script's error)
+local shapes, p, batch_now = {}, 2, nil
+for s = 1, tonumber(BATCH_ARGV[1]) do
+  local nkeys, nargs = tonumber(BATCH_ARGV[p]), tonumber(BATCH_ARGV[p + 1])
+  local args = {}
+  for i = 1, nargs do args[i] = BATCH_ARGV[p + 1 + i] end
+  if args[2] == '' then
+    batch_now = batch_now or redis_now()
+    args[2] = batch_now
+  end
+  -- The call's KEYS table is reused by every call of this shape (all have nkeys keys).
+  shapes[string.format('%d', s)] = { nkeys, args, {} }
+  p = p + 2 + nargs
+end
+
+local replies, k = {}, 0
+for e = 1, #BATCH_ARGV - p + 1 do
+  local shape = shapes[BATCH_ARGV[p + e - 1]]
+  local keys = shape[3]
+  for i = 1, shape[1] do keys[i] = BATCH_KEYS[k + i] end
+  k = k + shape[1]
+  KEYS, ARGV = keys, shape[2]
+  local ok, reply = pcall(decide)
+  if not ok then
+    reply = type(reply) == 'table' and (reply.err or reply.msg) or tostring(reply)
+  elseif reply == nil then
+    reply = false
+  end
+  replies[e] = reply
+end
+return replies

@@ -1,0 +1,92 @@
+/**
+ * The per-request steps every HTTP adapter runs with its parsed config (options.ts): skip →
+ * key → cost → consume (→ acquire a concurrency slot), then the headers of what was decided
+ * and the wait a shaping policy asks for.
+ */
+import type { ConcurrencyDecision, Lease } from '../concurrency-limiter.js';
+import type { Decision } from '../decision.js';
+import { describeValue, RateLimitArgumentError } from '../errors.js';
+import type { RateLimitHeaderConfig } from './header-options.js';
+import { applyRateLimitHeaders, type HeaderTarget } from './headers.js';
+import { type HttpRequestView, resolveKey } from './keys.js';
+import type { HttpRateLimitConfig } from './options.js';
+
+/**
+ * The cost of a request: the configured number, or the cost function's result, which must be
+ * a non-negative integer (otherwise RateLimitArgumentError, which adapters pass to the
+ * framework's error handling).
+ */
+export async function resolveCost<Req>(
+  config: Pick<HttpRateLimitConfig<Req>, 'cost'>,
+  req: Req,
+): Promise<number> {
+  if (typeof config.cost === 'number') return config.cost;
+  const cost = await config.cost(req);
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
+    throw new RateLimitArgumentError(
+      'cost',
+      cost,
+      `the cost function returned ${describeValue(cost)}; expected a non-negative integer`,
+    );
+  }
+  return cost;
+}
+
+/** The outcome of checking one request. */
+export interface HttpCheck {
+  readonly key: string;
+  readonly cost: number;
+  /** The decision to expose and act on: a denial if there was one, else the rate decision. */
+  readonly decision: Decision;
+  /** The rate limiter's decision (undefined with `concurrency` only). */
+  readonly rate: Decision | undefined;
+  /** The concurrency decision (undefined without `concurrency`, or after a rate denial). */
+  readonly concurrency: ConcurrencyDecision | undefined;
+  /** The slot to release when the response ends (admitted with `concurrency`). */
+  readonly lease: Lease | undefined;
+}
+
+/**
+ * Runs the shared per-request steps: `skip` (→ undefined), key, cost, one `consume`, then, if
+ * admitted and `concurrency` is on, one `acquire`. Errors from user functions and the store
+ * propagate to the adapter.
+ */
+export async function checkHttpRequest<Req>(
+  config: HttpRateLimitConfig<Req, unknown>,
+  view: HttpRequestView,
+  req: Req,
+): Promise<HttpCheck | undefined> {
+  if (config.skip !== undefined && (await config.skip(req))) return undefined;
+  const key = await resolveKey(config, view, req);
+  const cost = await resolveCost(config, req);
+  const rate = config.limiter ? await config.limiter.consume(key, { cost }) : undefined;
+  const concurrency =
+    config.concurrency && (rate === undefined || rate.allowed)
+      ? await config.concurrency.acquire(key)
+      : undefined;
+  const decision =
+    rate && (!rate.allowed || !concurrency || concurrency.allowed) ? rate : concurrency!;
+  return { key, cost, decision, rate, concurrency, lease: concurrency?.lease };
+}
+
+/** Sets the headers of every decision in `check` (the concurrency one as concurrent-requests). */
+export function applyCheckHeaders(
+  target: HeaderTarget,
+  check: HttpCheck,
+  config: RateLimitHeaderConfig,
+): void {
+  const key = check.key;
+  if (check.rate) applyRateLimitHeaders(target, check.rate, config, { key });
+  if (check.concurrency) {
+    applyRateLimitHeaders(target, check.concurrency, config, {
+      quotaUnit: 'concurrent-requests',
+      key,
+    });
+  }
+}
+
+/** Waits for an admitted decision's shaping `delay` (resolves at once when there is none). */
+export function waitForDelay(decision: Decision): Promise<void> {
+  if (!(decision.delay > 0)) return Promise.resolve();
+  return new Promise((resolve) => setTimeout(resolve, Math.ceil(decision.delay)));
+}

@@ -1,0 +1,151 @@
+/**
+ * The options of a RateLimiter and of its calls, and the readers that validate them once (at
+ * construction, or at the start of each call for call arguments).
+ */
+import { DeniedCache, type DeniedCacheOptions } from './denied-cache.js';
+import type { Duration } from './duration.js';
+import { describeValue, RateLimitArgumentError, RateLimitConfigError } from './errors.js';
+import type { CircuitBreakerOptions, OnStoreError, RateLimiterHooks } from './failure-policy.js';
+import { configError } from './options.js';
+import type { Policy } from './policy.js';
+import type { Store } from './stores/store.js';
+
+export interface RateLimiterOptions {
+  /** Where state lives: `memoryStore()` or `redisStore({ client })`. */
+  store: Store;
+  /** One policy or several; a request is admitted only if every policy admits it. */
+  policies: Policy | readonly Policy[];
+  /** First part of every storage key. Must not contain `{` or `}`. @default 'rl' */
+  prefix?: string;
+  /**
+   * What answers when the store fails, times out or its circuit is open: `'open'` admits,
+   * `'closed'` denies, a Store (e.g. `memoryStore()`) decides with these policies, a RateLimiter
+   * decides with its own. The decision's `reason` says which failure happened (docs/reliability.md).
+   * @default 'open'
+   */
+  onStoreError?: OnStoreError;
+  /** Longest wait for the store on each call; then the failure policy answers. @default '1s' */
+  timeout?: Duration;
+  /**
+   * Stops asking a failing store: after `failureThreshold` consecutive failures, calls get the
+   * failure policy at once for `cooldown`, then one call probes the store. `false` disables it.
+   * @default { failureThreshold: 5, cooldown: '1s' }
+   */
+  circuitBreaker?: CircuitBreakerOptions | false;
+  /** Callbacks for metrics: `onStoreError`, `onDecision`, `onCircuitChange`. */
+  hooks?: RateLimiterHooks;
+  /**
+   * Remember denied keys in this process until their `retryAfter` and answer them without the
+   * store: a flood from one key then costs one store call per retry window (docs/benchmarks.md).
+   * `true` uses the defaults (10 000 keys, the process clock).
+   * @default false
+   */
+  deniedCache?: boolean | DeniedCacheOptions;
+}
+
+export interface ConsumeOptions {
+  /** Units this request takes; 0 reads without writing. @default 1 */
+  cost?: number;
+}
+
+export interface AcquireOptions extends ConsumeOptions {
+  /** Longest time to wait for admission. @default no bound */
+  maxWait?: Duration;
+}
+
+/** @default 'rl' */
+export const DEFAULT_PREFIX = 'rl';
+
+export function readStore(value: unknown): Store {
+  const store = value as Store | undefined;
+  if (store === null || typeof store !== 'object' || typeof store.prepare !== 'function') {
+    throw configError(
+      'RateLimiter.store',
+      value,
+      'a store: memoryStore() or redisStore({ client })',
+    );
+  }
+  return store;
+}
+
+export function readPrefix(value: unknown): string {
+  const prefix = value === undefined ? DEFAULT_PREFIX : value;
+  if (typeof prefix !== 'string' || prefix === '' || /[{}]/.test(prefix)) {
+    throw configError('RateLimiter.prefix', prefix, 'a non-empty string without "{" or "}"');
+  }
+  return prefix;
+}
+
+export function readDeniedCache(value: unknown): DeniedCache | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return new DeniedCache();
+  if (value !== null && typeof value === 'object')
+    return new DeniedCache(value as DeniedCacheOptions);
+  throw configError('RateLimiter.deniedCache', value, 'true, false or { maxKeys?, clock? }');
+}
+
+/** A call's `cost`: a non-negative safe integer, 1 when not given. */
+export function readCost(options: ConsumeOptions | undefined): number {
+  if (options === undefined || options.cost === undefined) return 1;
+  const cost = options.cost;
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
+    throw new RateLimitArgumentError(
+      'cost',
+      cost,
+      `cost must be a non-negative integer, got ${describeValue(cost)}`,
+    );
+  }
+  return cost;
+}
+
+/** At least one policy, each made by a factory, no two sharing a name or kind + parameters. */
+export function readPolicies(value: unknown): Policy[] {
+  const list = Array.isArray(value) ? value : value === undefined ? [] : [value];
+  if (list.length === 0) {
+    throw new RateLimitConfigError(
+      'FLOODGATE_NO_POLICIES',
+      'RateLimiter.policies',
+      value,
+      'RateLimiter.policies must hold at least one policy, e.g. fixedWindow({ limit: 100, window: "1m" })',
+    );
+  }
+  const names = new Map<string, number>();
+  const ids = new Map<string, number>();
+  list.forEach((p: Policy, i) => {
+    const field = `RateLimiter.policies[${i}]`;
+    if (
+      p === null ||
+      typeof p !== 'object' ||
+      typeof p.kind !== 'string' ||
+      typeof p.id !== 'string' ||
+      !Array.isArray(p.params)
+    ) {
+      throw configError(
+        field,
+        p,
+        'a policy made by fixedWindow(), slidingLog(), tokenBucket(), gcra(), …',
+      );
+    }
+    const sameName = names.get(p.name);
+    if (sameName !== undefined) {
+      throw new RateLimitConfigError(
+        'FLOODGATE_DUPLICATE_POLICY',
+        `${field}.name`,
+        p.name,
+        `${field}.name "${p.name}" is already the name of policies[${sameName}]; give each policy its own name`,
+      );
+    }
+    const sameId = ids.get(p.id);
+    if (sameId !== undefined) {
+      throw new RateLimitConfigError(
+        'FLOODGATE_DUPLICATE_POLICY',
+        field,
+        p.name,
+        `${field} has the same kind and parameters as policies[${sameId}]; they would share state`,
+      );
+    }
+    names.set(p.name, i);
+    ids.set(p.id, i);
+  });
+  return list as Policy[];
+}

@@ -1,0 +1,228 @@
+/**
+ * redisStore's batching, on the real test Redis: what goes over the wire (counted by a thin
+ * wrapper that forwards every call to the real ioredis client), the bounds, per-decision
+ * failures and NOSCRIPT recovery. Exactness in batched mode is the differential, conformance,
+ * multi-process and cluster suites' job (each runs batched too).
+ */
+import type { Redis } from 'ioredis';
+import { useTestRedis } from '../../../test/harness/redis';
+import { BATCH_SCRIPTS, SCRIPTS } from '../src/generated/scripts';
+import { fixedWindow, gcra, RateLimitConfigError, RateLimiter, redisStore } from '../src/index';
+
+const testRedis = useTestRedis();
+
+interface Sent {
+  command: 'evalsha' | 'eval';
+  script: string;
+  keys: number;
+  /** Set when the call was made: the number of setImmediate turns since the test started. */
+  turn: number;
+}
+
+/** An ioredis client as the store sees it, forwarding to the real one and recording each call. */
+function recording(client: Redis) {
+  const sent: Sent[] = [];
+  let turn = 0;
+  const sha1Name = new Map(
+    [...Object.values(SCRIPTS), ...Object.values(BATCH_SCRIPTS)].map((s) => [s.sha1, s.name]),
+  );
+  const nameOf = (sha1OrSource: string): string =>
+    sha1Name.get(sha1OrSource) ??
+    [...Object.values(SCRIPTS), ...Object.values(BATCH_SCRIPTS)].find(
+      (s) => s.source === sha1OrSource,
+    )?.name ??
+    'other';
+  const wrapper = {
+    evalsha: (sha1: string, n: number, ...rest: string[]) => {
+      sent.push({ command: 'evalsha', script: nameOf(sha1), keys: n, turn });
+      return client.evalsha(sha1, n, ...rest);
+    },
+    eval: (source: string, n: number, ...rest: string[]) => {
+      sent.push({ command: 'eval', script: nameOf(source), keys: n, turn });
+      return client.eval(source, n, ...rest);
+    },
+    defineCommand: () => undefined,
+  };
+  const ticker = setInterval(() => turn++, 0);
+  return { wrapper, sent, stop: () => clearInterval(ticker) };
+}
+
+const evalshas = (sent: Sent[]) => sent.filter((s) => s.command === 'evalsha');
+
+test('decisions made while a round trip is in flight go out as one batch script call', async () => {
+  const { wrapper, sent, stop } = recording(testRedis());
+  const limiter = new RateLimiter({
+    store: redisStore({ client: wrapper }),
+    policies: [fixedWindow({ limit: 100, window: '1m' })],
+    prefix: 'batch1',
+  });
+  const first = limiter.consume('a');
+  const rest = Array.from({ length: 20 }, (_, i) => limiter.consume(`k${i % 5}`));
+  const decisions = await Promise.all([first, ...rest]);
+  stop();
+  expect(decisions.every((d) => d.allowed && d.reason === undefined)).toBe(true);
+  // All 21 were made in one tick: one EVALSHA of the batch script (after the flush, NOSCRIPT,
+  // then EVAL of the same batch), with each call's policy key and block key.
+  expect(evalshas(sent).map((s) => [s.script, s.keys])).toEqual([['fixed-window-batch', 42]]);
+  expect(sent.map((s) => s.command)).toEqual(['evalsha', 'eval']);
+  // Counts are exact: key k0 was charged 5 times.
+  const d = await limiter.peek('k0');
+  expect(d.remaining).toBe(95);
+});
+
+test('a lone decision goes out at once, as a single script call', async () => {
+  const { wrapper, sent, stop } = recording(testRedis());
+  const limiter = new RateLimiter({
+    store: redisStore({ client: wrapper }),
+    policies: [gcra({ limit: 10, window: '1s' })],
+    prefix: 'batch2',
+  });
+  const decision = limiter.consume('alone');
+  // Sent within the tick it was made in, before any timer or I/O turn.
+  await new Promise((resolve) => process.nextTick(resolve));
+  expect(sent.map((s) => [s.command, s.script])).toEqual([['evalsha', 'gcra']]);
+  expect((await decision).allowed).toBe(true);
+  // The next lone call, after the reply, goes alone too.
+  await limiter.consume('alone');
+  stop();
+  expect(evalshas(sent).map((s) => s.script)).toEqual(['gcra', 'gcra']);
+});
+
+test('calls made while a batch is in flight wait for its reply, then go together', async () => {
+  const { wrapper, sent, stop } = recording(testRedis());
+  const limiter = new RateLimiter({
+    store: redisStore({ client: wrapper }),
+    policies: [fixedWindow({ limit: 100, window: '1m' })],
+    prefix: 'batch3',
+  });
+  await limiter.consume('warm'); // the script is cached from here on
+  sent.length = 0;
+  const first = limiter.consume('x');
+  // Made in later turns of the event loop, while `first` is still in flight.
+  const later: Array<Promise<unknown>> = [];
+  await new Promise((resolve) => setImmediate(resolve));
+  for (let i = 0; i < 6; i++) later.push(limiter.consume(`y${i}`));
+  await Promise.all([first, ...later]);
+  stop();
+  const calls = evalshas(sent);
+  if (calls.length === 2) {
+    // `first` was still in flight when the six were made: they went out as one batch.
+    // (Each call sends its policy key and its block key.)
+    expect(calls.map((s) => [s.script, s.keys])).toEqual([
+      ['fixed-window', 2],
+      ['fixed-window-batch', 12],
+    ]);
+  } else {
+    // The reply had already arrived (fast machine): still one batch for the six.
+    expect(calls.map((s) => s.keys)).toEqual([2, 12]);
+  }
+});
+
+test('a batch is bounded by maxDecisions and by maxBytes', async () => {
+  const { wrapper, sent, stop } = recording(testRedis());
+  const byCount = new RateLimiter({
+    store: redisStore({ client: wrapper, batch: { maxDecisions: 4 } }),
+    policies: [fixedWindow({ limit: 100, window: '1m' })],
+    prefix: 'batch4',
+  });
+  await Promise.all(Array.from({ length: 10 }, (_, i) => byCount.consume(`k${i}`)));
+  // Two keys per call: its policy's and its block state's.
+  expect(evalshas(sent).map((s) => s.keys)).toEqual([8, 8, 4]);
+  sent.length = 0;
+  const byBytes = new RateLimiter({
+    store: redisStore({ client: wrapper, batch: { maxBytes: 190 } }),
+    policies: [fixedWindow({ limit: 100, window: '1m' })],
+    prefix: 'batch5',
+  });
+  // Each call is its two keys and ARGV, ~90 characters: two fit in 190, three do not.
+  await Promise.all(Array.from({ length: 6 }, (_, i) => byBytes.consume(`user-${i}`)));
+  stop();
+  expect(evalshas(sent).map((s) => s.keys)).toEqual([4, 4, 4]);
+});
+
+test('batch: false sends one EVALSHA per decision', async () => {
+  const { wrapper, sent, stop } = recording(testRedis());
+  const limiter = new RateLimiter({
+    store: redisStore({ client: wrapper, batch: false }),
+    policies: [fixedWindow({ limit: 100, window: '1m' })],
+    prefix: 'batch6',
+  });
+  await Promise.all(Array.from({ length: 5 }, (_, i) => limiter.consume(`k${i}`)));
+  stop();
+  expect(evalshas(sent).map((s) => [s.script, s.keys])).toEqual(
+    new Array(5).fill(['fixed-window', 2]),
+  );
+});
+
+test('one failing decision never fails its neighbours in the batch', async () => {
+  const redis = testRedis();
+  const limiter = new RateLimiter({
+    store: redisStore({ client: redis }),
+    policies: [fixedWindow({ limit: 3, window: '1m' })],
+    prefix: 'batch7',
+    onStoreError: 'closed',
+  });
+  // The state of `broken` is a hash: its GET fails with WRONGTYPE inside the batch script.
+  await redis.hset(limiter.storageKeys('broken')[0]!, 'x', '1');
+  const keys = ['a', 'broken', 'a', 'b', 'broken', 'a', 'a'];
+  const decisions = await Promise.all(keys.map((k) => limiter.consume(k)));
+  expect(decisions.map((d) => [d.allowed, d.reason])).toEqual([
+    [true, undefined],
+    [false, 'store-error'],
+    [true, undefined],
+    [true, undefined],
+    [false, 'store-error'],
+    [true, undefined],
+    [false, undefined],
+  ]);
+});
+
+test('NOSCRIPT: each batch recovers with EVAL after SCRIPT FLUSH, without charging twice', async () => {
+  const redis = testRedis();
+  const { wrapper, sent, stop } = recording(redis);
+  const limiter = new RateLimiter({
+    store: redisStore({ client: wrapper, batch: { maxDecisions: 3 } }),
+    policies: [fixedWindow({ limit: 100, window: '1m' })],
+    prefix: 'batch8',
+  });
+  for (let round = 0; round < 2; round++) {
+    await redis.script('FLUSH');
+    const decisions = await Promise.all(Array.from({ length: 7 }, () => limiter.consume('k')));
+    expect(decisions.map((d) => d.remaining)).toEqual(
+      Array.from({ length: 7 }, (_, i) => 100 - round * 7 - i - 1),
+    );
+  }
+  stop();
+  // Three batches per round were in flight together: all three got NOSCRIPT and were re-sent
+  // with EVAL, in order.
+  expect(sent.map((s) => `${s.command}:${s.keys}`)).toEqual([
+    ...['evalsha:6', 'evalsha:6', 'evalsha:2', 'eval:6', 'eval:6', 'eval:2'],
+    ...['evalsha:6', 'evalsha:6', 'evalsha:2', 'eval:6', 'eval:6', 'eval:2'],
+  ]);
+});
+
+test('batching options are validated at construction, naming the field', () => {
+  const client = testRedis();
+  const codeOf = (batch: unknown): [string, string] => {
+    try {
+      redisStore({ client, batch } as never);
+    } catch (error) {
+      expect(error).toBeInstanceOf(RateLimitConfigError);
+      const e = error as RateLimitConfigError;
+      return [e.code, e.field];
+    }
+    throw new Error('accepted');
+  };
+  expect(codeOf('yes')).toEqual(['FLOODGATE_INVALID_OPTION', 'redisStore.batch']);
+  expect(codeOf({ maxDecisions: 0 })).toEqual([
+    'FLOODGATE_INVALID_OPTION',
+    'redisStore.batch.maxDecisions',
+  ]);
+  expect(codeOf({ maxBytes: 1.5 })).toEqual([
+    'FLOODGATE_INVALID_OPTION',
+    'redisStore.batch.maxBytes',
+  ]);
+  expect(codeOf({ size: 3 })).toEqual(['FLOODGATE_UNKNOWN_OPTION', 'redisStore.batch.size']);
+  expect(redisStore({ client, batch: false }).batch).toBeUndefined();
+  expect(redisStore({ client }).batch).toEqual({ maxDecisions: 64, maxBytes: 65536 });
+});

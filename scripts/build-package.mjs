@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+// Builds one package (run in its folder): CommonJS with tsc, then a thin ESM wrapper per entry.
+//
+// Why one implementation, not two builds: a package built twice (ESM + CJS) is loaded twice when
+// one app both imports and requires it (the dual-package hazard): two DeniedCache maps, two
+// breakers per store, two Nest metadata keys that never match. So tsc emits CommonJS only
+// (dist/**/*.js + .d.ts), and each entry of `exports` gets dist/<entry>.mjs, which imports that
+// CommonJS file and re-exports its names, plus dist/<entry>.d.mts, which re-exports its types.
+// `import` and `require` therefore reach the same module instance.
+//
+// The wrappers are generated from the `exports` map of package.json: every entry whose
+// `import.default` ends in .mjs is paired with its `require.default` (.js).
+import { execFileSync } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { basename, join, resolve } from 'node:path';
+
+const packageDir = process.cwd();
+const manifest = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8'));
+
+rmSync(join(packageDir, 'dist'), { recursive: true, force: true });
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], {
+  cwd: packageDir,
+  stdio: 'inherit',
+});
+
+const requireFromPackage = createRequire(join(packageDir, 'package.json'));
+let wrappers = 0;
+for (const [subpath, target] of Object.entries(manifest.exports ?? {})) {
+  const esm = target?.import?.default;
+  const cjs = target?.require?.default;
+  if (typeof esm !== 'string' || !esm.endsWith('.mjs')) continue;
+  if (typeof cjs !== 'string' || !cjs.endsWith('.js')) {
+    throw new Error(
+      `${manifest.name} exports["${subpath}"]: import.default needs a require.default .js`,
+    );
+  }
+  const names = Object.keys(requireFromPackage(resolve(packageDir, cjs)))
+    .filter((name) => name !== '__esModule' && name !== 'default')
+    .sort();
+  const from = `./${basename(cjs)}`;
+  writeFileSync(
+    resolve(packageDir, esm),
+    `// ESM entry: re-exports the CommonJS build, so import and require share one instance.\n` +
+      `import cjs from '${from}';\n\n` +
+      `export const {\n${names.map((name) => `  ${name},`).join('\n')}\n} = cjs;\n`,
+  );
+  writeFileSync(resolve(packageDir, esm.replace(/\.mjs$/, '.d.mts')), `export * from '${from}';\n`);
+  wrappers++;
+}
+console.log(`${manifest.name}: CommonJS build + ${wrappers} ESM wrapper(s)`);
