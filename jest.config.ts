@@ -27,7 +27,7 @@ const config: Config = {
   transform: { '^.+\\.(t|j)sx?$': swc as unknown as [string, Record<string, unknown>] },
   transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(fast-check|pure-rand))'],
   moduleNameMapper: {
-    '^@floodgate/(core|express|koa|nestjs)$': '<rootDir>/packages/$1/src/index.ts',
+    '^@floodgate/(core|express|fastify|koa|nestjs)$': '<rootDir>/packages/$1/src/index.ts',
     '^@floodgate/core/http$': '<rootDir>/packages/core/src/http/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },

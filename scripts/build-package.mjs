@@ -36,17 +36,22 @@ for (const [subpath, target] of Object.entries(manifest.exports ?? {})) {
       `${manifest.name} exports["${subpath}"]: import.default needs a require.default .js`,
     );
   }
-  const names = Object.keys(requireFromPackage(resolve(packageDir, cjs)))
-    .filter((name) => name !== '__esModule' && name !== 'default')
-    .sort();
+  const exported = Object.keys(requireFromPackage(resolve(packageDir, cjs)));
+  const names = exported.filter((name) => name !== '__esModule' && name !== 'default').sort();
+  // A CommonJS `exports.default` (tsc's `export default`) becomes the ESM default export.
+  const hasDefault = exported.includes('default');
   const from = `./${basename(cjs)}`;
   writeFileSync(
     resolve(packageDir, esm),
     `// ESM entry: re-exports the CommonJS build, so import and require share one instance.\n` +
       `import cjs from '${from}';\n\n` +
-      `export const {\n${names.map((name) => `  ${name},`).join('\n')}\n} = cjs;\n`,
+      `export const {\n${names.map((name) => `  ${name},`).join('\n')}\n} = cjs;\n` +
+      (hasDefault ? 'export default cjs.default;\n' : ''),
   );
-  writeFileSync(resolve(packageDir, esm.replace(/\.mjs$/, '.d.mts')), `export * from '${from}';\n`);
+  writeFileSync(
+    resolve(packageDir, esm.replace(/\.mjs$/, '.d.mts')),
+    `export * from '${from}';\n${hasDefault ? `export { default } from '${from}';\n` : ''}`,
+  );
   wrappers++;
 }
 console.log(`${manifest.name}: CommonJS build + ${wrappers} ESM wrapper(s)`);

@@ -29,6 +29,8 @@ export interface CommandSubject {
   /** Script text to SCRIPT LOAD first, if the command is an EVALSHA. */
   script?: string;
   command: readonly string[];
+  /** Decisions one command makes (a batch script's calls): the count is per decision. */
+  perCall?: number;
 }
 
 export async function callgrindAvailable(): Promise<boolean> {
@@ -63,13 +65,18 @@ export async function instructionsPerCall(
     for (const s of subjects) {
       if (s.script !== undefined) await client.script('LOAD', s.script);
       // Every key exists before counting starts (the steady state: misses would add first writes).
-      await bench(KEYS * 6, s.command);
+      await bench(Math.ceil((KEYS * 6) / (s.perCall ?? 1)), s.command);
       await run('callgrind_control', ['-z', pid]);
-      await bench(calls, s.command);
+      await bench(Math.ceil(calls / (s.perCall ?? 1)), s.command);
       const before = new Set(readdirSync(dir));
       await run('callgrind_control', ['-d', pid]);
       const total = await dumpedTotal(dir, before);
-      rows.push({ subject: s.name, instructionsPerCall: Math.round(total / calls) });
+      rows.push({
+        subject: s.name,
+        instructionsPerCall: Math.round(
+          total / Math.ceil(calls / (s.perCall ?? 1)) / (s.perCall ?? 1),
+        ),
+      });
       await client.flushdb();
     }
   } finally {

@@ -1,12 +1,14 @@
 /**
  * Child process for the core sections (one per call, so JIT and GC state never leak between
  * sections): `node core-worker.js <section> <json args>`, prints one JSON line of results.
- *   redis   { port, inFlight, reps }  — every Redis subject, auto-pipelining off and on
+ *   redis   { port, pid, inFlight, reps } — every Redis subject, auto-pipelining off and on, with
+ *           CPU time per decision of this process and of redis-server (/proc/<pid>/stat)
  *   memory  { reps }                  — in-process stores
  *   flood   { port, reps }            — one key denied over and over, denied cache off / on
  */
 import { fixedWindow, RateLimiter, redisStore } from '@floodgate/core';
 import { Redis } from 'ioredis';
+import { procCpuUs } from './core-worker-cpu.js';
 import { closedLoop, keySet, rotate, type Sample, SCALE, tightLoop } from './measure.js';
 import { memorySubjects, redisSubjects } from './subjects.js';
 
@@ -19,9 +21,17 @@ export interface RedisRow extends Sample {
   inFlight: number;
   autoPipelining: boolean;
   rep: number;
+  /** CPU time (user + system) per decision, µs: this Node process, and redis-server. */
+  nodeCpuUs: number;
+  redisCpuUs: number;
 }
 
-async function redisSection(port: number, inFlight: number, reps: number): Promise<RedisRow[]> {
+async function redisSection(
+  port: number,
+  pid: number,
+  inFlight: number,
+  reps: number,
+): Promise<RedisRow[]> {
   const modes = [false, true];
   const clients = modes.map(
     (on) => new Redis({ port, host: '127.0.0.1', enableAutoPipelining: on }),
@@ -31,8 +41,23 @@ async function redisSection(port: number, inFlight: number, reps: number): Promi
   for (let rep = 0; rep < reps; rep++) {
     for (const m of rotate([0, 1], rep)) {
       for (const s of rotate(subjects[m]!, rep)) {
-        const sample = await closedLoop(s.op, KEYS, inFlight, MEASURE_MS, WARMUP_MS);
-        rows.push({ subject: s.name, inFlight, autoPipelining: modes[m]!, rep, ...sample });
+        let node = process.cpuUsage();
+        let redis = procCpuUs(pid);
+        const sample = await closedLoop(s.op, KEYS, inFlight, MEASURE_MS, WARMUP_MS, () => {
+          node = process.cpuUsage();
+          redis = procCpuUs(pid);
+        });
+        const used = process.cpuUsage(node);
+        const decisions = (sample.opsPerSec * MEASURE_MS) / 1000;
+        rows.push({
+          subject: s.name,
+          inFlight,
+          autoPipelining: modes[m]!,
+          rep,
+          ...sample,
+          nodeCpuUs: (used.user + used.system) / decisions,
+          redisCpuUs: (procCpuUs(pid) - redis) / decisions,
+        });
       }
     }
   }
@@ -118,10 +143,15 @@ async function floodSection(port: number, reps: number) {
 }
 
 const [section, json] = process.argv.slice(2);
-const args = JSON.parse(json ?? '{}') as { port: number; inFlight: number; reps: number };
+const args = JSON.parse(json ?? '{}') as {
+  port: number;
+  pid: number;
+  inFlight: number;
+  reps: number;
+};
 const result =
   section === 'redis'
-    ? await redisSection(args.port, args.inFlight, args.reps)
+    ? await redisSection(args.port, args.pid, args.inFlight, args.reps)
     : section === 'memory'
       ? await memorySection(args.reps)
       : section === 'flood'

@@ -16,6 +16,7 @@ export interface EngineScript {
 
 interface ScriptsModule {
   scriptFor(kinds: Iterable<string>): EngineScript;
+  batchScriptFor(script: EngineScript): EngineScript;
 }
 interface GeneratedModule {
   ENGINE_SCRIPT: EngineScript;
@@ -25,6 +26,7 @@ const dist = dirname(createRequire(import.meta.url).resolve('@floodgate/core'));
 const load = async <T>(file: string) => (await import(pathToFileURL(join(dist, file)).href)) as T;
 
 /** The script a limiter with these algorithm kinds runs (core's `scriptFor`). */
-export const { scriptFor } = await load<ScriptsModule>('stores/scripts.js');
+/** Its batch variant (core's `batchScriptFor`), which decides many calls in one EVALSHA. */
+export const { scriptFor, batchScriptFor } = await load<ScriptsModule>('stores/scripts.js');
 /** The script that runs every algorithm. */
 export const { ENGINE_SCRIPT } = await load<GeneratedModule>('generated/scripts.js');

@@ -33,16 +33,23 @@ export async function closedLoop(
   inFlight: number,
   durationMs: number,
   warmupMs: number,
+  /** Called once when the measured phase starts (e.g. to read CPU counters). */
+  onMeasureStart?: () => void,
 ): Promise<Sample> {
   let next = 0;
   let count = 0;
   let errors = 0;
   const measureFrom = performance.now() + warmupMs;
   const end = measureFrom + durationMs;
+  let measuring = false;
   const worker = async () => {
     for (;;) {
       const started = performance.now();
       if (started >= end) return;
+      if (!measuring && started >= measureFrom) {
+        measuring = true;
+        onMeasureStart?.();
+      }
       const key = keys[next++ % keys.length]!;
       try {
         await op(key);

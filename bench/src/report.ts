@@ -27,6 +27,9 @@ export interface BenchResults {
     p50: number;
     p99: number;
     errors: number;
+    /** CPU time per decision (µs): the Node process, and redis-server (/proc). */
+    nodeCpuUs?: number;
+    redisCpuUs?: number;
   }[];
   flood: {
     cache: boolean;
@@ -39,7 +42,15 @@ export interface BenchResults {
   memory: { subject: string; rep: number; opsPerSec: number }[];
   perKey: { subject: string; keys: number; bytes: number; names: string; note: string }[];
   http: {
-    rows: { mode: string; rep: number; reqPerSec: number; p99: number; non2xx: number }[];
+    rows: {
+      mode: string;
+      rep: number;
+      reqPerSec: number;
+      p99: number;
+      non2xx: number;
+      /** The server process's CPU time per request (µs, /proc). */
+      cpuPerRequestUs?: number;
+    }[];
     notMeasured: string[];
   };
 }
@@ -65,12 +76,12 @@ export function summarize(r: BenchResults, median: Median) {
     subject: string,
     inFlight: number,
     ap: boolean,
-    field: 'opsPerSec' | 'p50' | 'p99' = 'opsPerSec',
+    field: 'opsPerSec' | 'p50' | 'p99' | 'nodeCpuUs' | 'redisCpuUs' = 'opsPerSec',
   ) =>
     median(
       r.core
         .filter((x) => x.subject === subject && x.inFlight === inFlight && x.autoPipelining === ap)
-        .map((x) => x[field]),
+        .map((x) => x[field] ?? Number.NaN),
     );
   const ceiling = (subject: string, pipeline: number) =>
     median(
@@ -80,8 +91,8 @@ export function summarize(r: BenchResults, median: Median) {
     );
   const memory = (subject: string) =>
     median(r.memory.filter((x) => x.subject === subject).map((x) => x.opsPerSec));
-  const http = (mode: string, field: 'reqPerSec' | 'p99' = 'reqPerSec') =>
-    median(r.http.rows.filter((x) => x.mode === mode).map((x) => x[field]));
+  const http = (mode: string, field: 'reqPerSec' | 'p99' | 'cpuPerRequestUs' = 'reqPerSec') =>
+    median(r.http.rows.filter((x) => x.mode === mode).map((x) => x[field] ?? Number.NaN));
   const flood = (
     cache: boolean,
     field: 'opsPerSec' | 'redisCalls' | 'firstWaveCalls' | 'decisions' = 'opsPerSec',
@@ -179,6 +190,77 @@ export function targets(r: BenchResults, median: Median): Target[] {
   return t;
 }
 
+/** Issue 17's targets: batching, scripts per decision, HTTP CPU (ratios of one run). */
+export function batchingTargets(r: BenchResults, median: Median): Target[] {
+  const s = summarize(r, median);
+  const t: Target[] = [];
+  const add = (what: string, value: number, goal: number, figure: string, atMost = false) =>
+    t.push({
+      what,
+      figure,
+      hit: Number.isFinite(value) ? (atMost ? value <= goal : value >= goal) : undefined,
+    });
+  const incr = s.core('ioredis INCR', 256, false);
+  const flex = s.core('rate-limiter-flexible', 256, false);
+  for (const subject of ['floodgate fixedWindow', 'floodgate gcra']) {
+    const v = s.core(subject, 256, false);
+    add(`${subject.slice(10)}, 256 in flight ≥ 1.0× ioredis INCR`, v / incr, 1, ratio(v, incr));
+    add(
+      `${subject.slice(10)}, 256 in flight ≥ 2.0× rate-limiter-flexible`,
+      v / flex,
+      2,
+      ratio(v, flex),
+    );
+  }
+  const three = s.core('floodgate 3 policies', 256, false);
+  const gcra = s.core('floodgate gcra', 256, false);
+  add('3 policies ≥ 0.75× 1 policy (gcra), 256 in flight', three / gcra, 0.75, ratio(three, gcra));
+  const of = (subject: string) =>
+    r.instructions?.find((x) => x.subject === subject)?.instructionsPerCall ?? Number.NaN;
+  for (const [subject, goal] of [
+    ['fixedWindow', 15_000],
+    ['gcra', 30_000],
+  ] as const) {
+    const v = of(`floodgate ${subject}, per decision in a batch of 32`);
+    add(
+      `${subject}: ≤ ${fmt(goal)} Redis instructions per decision in a batch of 32`,
+      v,
+      goal,
+      `${fmt(v)} (single call: ${fmt(of(`floodgate ${subject}`))})`,
+      true,
+    );
+  }
+  for (const subject of ['floodgate fixedWindow', 'floodgate gcra']) {
+    for (const field of ['p50', 'p99'] as const) {
+      const batched = s.core(subject, 1, false, field);
+      const single = s.core(`${subject} (batch: false)`, 1, false, field);
+      add(
+        `${subject.slice(10)}, 1 in flight: ${field} latency batched within 5 % of batch: false`,
+        batched / single,
+        1.05,
+        `${ratio(batched, single)} (${ms(batched)} vs ${ms(single)})`,
+        true,
+      );
+    }
+  }
+  const none = s.http('no limiter', 'cpuPerRequestUs');
+  const added = (mode: string) => s.http(mode, 'cpuPerRequestUs') - none;
+  const ours = added('@floodgate/express redis');
+  for (const peer of [
+    'express-rate-limit + rate-limit-redis',
+    'rate-limiter-flexible middleware',
+  ]) {
+    const theirs = added(peer);
+    add(
+      `Express on Redis: server CPU per request added by the limiter < ${peer}`,
+      theirs - ours,
+      Number.MIN_VALUE,
+      `${fmt(ours)} µs vs ${fmt(theirs)} µs (${ratio(ours, theirs)}; no limiter ${fmt(none)} µs)`,
+    );
+  }
+  return t;
+}
+
 export function renderMarkdown(r: BenchResults, median: Median): string {
   const s = summarize(r, median);
   const out: string[] = [];
@@ -207,7 +289,46 @@ export function renderMarkdown(r: BenchResults, median: Median): string {
       .join(', ')}`,
   );
   p();
-  p('## Targets (issue 7)');
+  p('## Targets (issue 17: batching)');
+  p();
+  p('| target | measured | |');
+  p('|---|---|---|');
+  for (const t of batchingTargets(r, median))
+    p(
+      `| ${t.what} | ${t.figure} | ${t.hit === undefined ? 'not measured' : t.hit ? 'hit' : '**missed**'} |`,
+    );
+  p();
+  p('## Batching: batched (the default) ÷ `batch: false`, same run, auto-pipelining off');
+  p();
+  const inFlights = unique(r.core.map((x) => x.inFlight));
+  p(`| subject | ${inFlights.map((n) => `${n} in flight: decisions/s, p50, p99`).join(' | ')} |`);
+  p(`|---|${inFlights.map(() => '---').join('|')}|`);
+  for (const subject of ['floodgate fixedWindow', 'floodgate gcra', 'floodgate 3 policies']) {
+    const cells = inFlights.map((n) =>
+      (['opsPerSec', 'p50', 'p99'] as const)
+        .map((f) =>
+          ratio(s.core(subject, n, false, f), s.core(`${subject} (batch: false)`, n, false, f)),
+        )
+        .join(', '),
+    );
+    p(`| ${subject.slice(10)} | ${cells.join(' | ')} |`);
+  }
+  p();
+  p(
+    'CPU time per decision at 256 in flight (µs; the Node process and redis-server, from `process.cpuUsage()` and `/proc/<pid>/stat`):',
+  );
+  p();
+  p('| subject | Node | redis-server | Node vs INCR | redis-server vs INCR |');
+  p('|---|---|---|---|---|');
+  for (const subject of unique(r.core.map((x) => x.subject))) {
+    const node = s.core(subject, 256, false, 'nodeCpuUs');
+    const redis = s.core(subject, 256, false, 'redisCpuUs');
+    p(
+      `| ${subject} | ${fmt(node)} | ${fmt(redis)} | ${ratio(node, s.core('ioredis INCR', 256, false, 'nodeCpuUs'))} | ${ratio(redis, s.core('ioredis INCR', 256, false, 'redisCpuUs'))} |`,
+    );
+  }
+  p();
+  p('## Earlier targets (issue 7)');
   p();
   p('| target | measured | |');
   p('|---|---|---|');
@@ -317,12 +438,15 @@ export function renderMarkdown(r: BenchResults, median: Median): string {
     `## HTTP: Express under autocannon (50 connections, separate processes, 10 000 keys, median of ${r.reps + 2})`,
   );
   p();
-  p('| app | req/s | vs no limiter | p99 | non-2xx |');
-  p('|---|---|---|---|---|');
+  p(
+    '| app | req/s | vs no limiter | p99 | non-2xx | server CPU per request | added by the limiter |',
+  );
+  p('|---|---|---|---|---|---|---|');
   for (const mode of unique(r.http.rows.map((x) => x.mode))) {
     const v = s.http(mode);
+    const cpu = s.http(mode, 'cpuPerRequestUs');
     p(
-      `| ${mode} | ${fmt(v)} | ${ratio(v, s.http('no limiter'))} | ${ms(s.http(mode, 'p99'))} | ${median(r.http.rows.filter((x) => x.mode === mode).map((x) => x.non2xx))} |`,
+      `| ${mode} | ${fmt(v)} | ${ratio(v, s.http('no limiter'))} | ${ms(s.http(mode, 'p99'))} | ${median(r.http.rows.filter((x) => x.mode === mode).map((x) => x.non2xx))} | ${fmt(cpu)} µs | ${fmt(cpu - s.http('no limiter', 'cpuPerRequestUs'))} µs |`,
     );
   }
   for (const mode of r.http.notMeasured) p(`| ${mode} | not measured | | | |`);

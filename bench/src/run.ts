@@ -14,7 +14,8 @@ import * as core from '@floodgate/core';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { callgrindAvailable, instructionsPerCall } from './callgrind.js';
-import { ENGINE_SCRIPT, scriptFor } from './engine-scripts.js';
+import { procCpuUs } from './core-worker-cpu.js';
+import { batchScriptFor, ENGINE_SCRIPT, scriptFor } from './engine-scripts.js';
 import { floodgateExpress, HTTP_MODES } from './http-server.js';
 import { median, rotate, SCALE } from './measure.js';
 import { startRedis } from './redis-server.js';
@@ -62,6 +63,31 @@ function commandSubjects() {
     ];
     return { script, command: ['EVALSHA', script.sha1, String(keys.length), ...keys, ...argv] };
   };
+  // One EVALSHA of the batch script deciding BATCH calls on random keys, as redisStore sends it
+  // (lua/include/batch.lua): the call's ARGV once as a shape, then one shape number per call.
+  const BATCH = 32;
+  const batchArgs = (policies: core.Policy[]) => {
+    const script = batchScriptFor(scriptFor(policies.map((p) => p.kind)));
+    const argv = ['0', '', '1', '0', ...policies.flatMap((p) => [p.kind, ...p.params.map(String)])];
+    const keys = Array.from({ length: BATCH }, () =>
+      policies.map((p) => `bench:{__rand_int__}:${p.id}`),
+    );
+    return {
+      script,
+      perCall: BATCH,
+      command: [
+        'EVALSHA',
+        script.sha1,
+        String(BATCH * policies.length),
+        ...keys.flat(),
+        '1',
+        String(policies.length),
+        String(argv.length),
+        ...argv,
+        ...new Array<string>(BATCH).fill('1'),
+      ],
+    };
+  };
   return [
     { name: 'INCR', command: ['INCR', 'bench:incr:__rand_int__'] },
     { name: 'floodgate fixedWindow', ...scriptArgs([onePolicy()]) },
@@ -71,6 +97,18 @@ function commandSubjects() {
       ...scriptArgs([core.tokenBucket({ limit: NEVER_DENY, window: '1h' })]),
     },
     { name: 'floodgate 3 policies', ...scriptArgs(threePolicies()) },
+    {
+      name: `floodgate fixedWindow, per decision in a batch of ${BATCH}`,
+      ...batchArgs([onePolicy()]),
+    },
+    {
+      name: `floodgate gcra, per decision in a batch of ${BATCH}`,
+      ...batchArgs([core.gcra({ limit: NEVER_DENY, window: '1h' })]),
+    },
+    {
+      name: `floodgate 3 policies, per decision in a batch of ${BATCH}`,
+      ...batchArgs(threePolicies()),
+    },
     {
       name: 'rate-limiter-flexible script',
       script: { sha1: sha1(flexibleScript()), source: flexibleScript() },
@@ -87,6 +125,7 @@ async function instructions() {
       name: s.name,
       script: 'script' in s ? s.script!.source : undefined,
       command: s.command,
+      perCall: 'perCall' in s ? s.perCall : 1,
     })),
     Math.round(10_000 * SCALE),
   );
@@ -233,7 +272,14 @@ async function http(redisPort: number) {
   const modes = [...HTTP_MODES] as string[];
   const haveAdapter = (await floodgateExpress()) !== undefined;
   const measured = haveAdapter ? modes : modes.filter((m) => !m.startsWith('@floodgate/express'));
-  const rows: { mode: string; rep: number; reqPerSec: number; p99: number; non2xx: number }[] = [];
+  const rows: {
+    mode: string;
+    rep: number;
+    reqPerSec: number;
+    p99: number;
+    non2xx: number;
+    cpuPerRequestUs: number;
+  }[] = [];
   // HTTP figures swing most on a shared machine: more, shorter repetitions.
   for (let rep = 0; rep < HTTP_REPS; rep++) {
     for (const mode of rotate(measured, rep)) {
@@ -265,13 +311,18 @@ async function http(redisPort: number) {
             ],
           });
         await cannon(Math.max(1, Math.round(SCALE)));
+        // The server's own CPU time per request (user + system, /proc): steadier than req/s
+        // when autocannon shares the two cores.
+        const cpuBefore = procCpuUs(child.pid!);
         const r = await cannon(Math.max(1, Math.round(2 * SCALE)));
+        const cpuPerRequestUs = (procCpuUs(child.pid!) - cpuBefore) / r.requests.total;
         rows.push({
           mode,
           rep,
           reqPerSec: r.requests.average,
           p99: r.latency.p99,
           non2xx: r.non2xx,
+          cpuPerRequestUs,
         });
       } finally {
         child.kill('SIGTERM');
@@ -331,7 +382,14 @@ async function main() {
     const core: unknown[] = [];
     for (const inFlight of [1, 16, 256]) {
       log(`core on Redis, ${inFlight} in flight`);
-      core.push(...(await worker<unknown[]>('redis', { port: redis.port, inFlight, reps: REPS })));
+      core.push(
+        ...(await worker<unknown[]>('redis', {
+          port: redis.port,
+          pid: redis.pid,
+          inFlight,
+          reps: REPS,
+        })),
+      );
       await client.flushdb();
     }
     log('denied flood, local cache off / on');

@@ -35,9 +35,9 @@ export const threePolicies = (): Policy[] => [
   gcra({ limit: NEVER_DENY, window: '1h' }),
 ];
 
-/** Every Redis-backed subject, on one ioredis client. */
-export async function redisSubjects(client: Redis): Promise<Subject[]> {
-  const store = redisStore({ client });
+/** Our three limiters on one store: 1 fixedWindow, 1 gcra, 3 policies. */
+function floodgateSubjects(client: Redis, batch: boolean): Subject[] {
+  const store = redisStore({ client, batch });
   const fg1 = new RateLimiter({ store, policies: onePolicy(), prefix: 'fg1' });
   const fgGcra = new RateLimiter({
     store,
@@ -45,6 +45,19 @@ export async function redisSubjects(client: Redis): Promise<Subject[]> {
     prefix: 'fgg',
   });
   const fg3 = new RateLimiter({ store, policies: threePolicies(), prefix: 'fg3' });
+  const suffix = batch ? '' : ' (batch: false)';
+  return [
+    { name: `floodgate fixedWindow${suffix}`, op: (key) => fg1.consume(key) },
+    { name: `floodgate gcra${suffix}`, op: (key) => fgGcra.consume(key) },
+    { name: `floodgate 3 policies${suffix}`, op: (key) => fg3.consume(key) },
+  ];
+}
+
+/**
+ * Every Redis-backed subject, on one ioredis client: ours batched (the default) and with
+ * `batch: false` (one EVALSHA per decision, as before batching), side by side.
+ */
+export async function redisSubjects(client: Redis): Promise<Subject[]> {
   const flexible = new rlf.RateLimiterRedis({
     storeClient: client,
     points: NEVER_DENY,
@@ -60,9 +73,8 @@ export async function redisSubjects(client: Redis): Promise<Subject[]> {
   const nest = new ThrottlerStorageRedisService(client);
   return [
     { name: 'ioredis INCR', op: (key) => client.incr(`incr:${key}`) },
-    { name: 'floodgate fixedWindow', op: (key) => fg1.consume(key) },
-    { name: 'floodgate gcra', op: (key) => fgGcra.consume(key) },
-    { name: 'floodgate 3 policies', op: (key) => fg3.consume(key) },
+    ...floodgateSubjects(client, true),
+    ...floodgateSubjects(client, false),
     { name: 'rate-limiter-flexible', op: (key) => flexible.consume(key) },
     { name: 'rate-limit-redis', op: (key) => rlr.increment(key) },
     {

@@ -1,7 +1,8 @@
 -- Floodgate batch: the last part of every generated batch script, which decides several calls
 -- in one EVALSHA, in order, exactly as the single script would decide them one after another
 -- (redisStore's batching; docs/benchmarks.md). A batch script is
---   `local KEYS, ARGV` + prelude + the algorithms + `local function decide()` engine `end` + this
+--   `local KEYS, ARGV` + prelude + the algorithms
+--   + `local function decide() read_call()` engine `end` + this
 -- so the algorithms and the engine read the KEYS and ARGV of the call being decided, which this
 -- loop points at each call in turn.
 --
@@ -14,6 +15,10 @@
 --                error message as a string (a call that fails never fails its neighbours; its
 --                writes before the error stay, as they would after a single script's error)
 local shapes, p, batch_now = {}, 2, nil
+local function redis_now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
 for s = 1, tonumber(BATCH_ARGV[1]) do
   local nkeys, nargs = tonumber(BATCH_ARGV[p]), tonumber(BATCH_ARGV[p + 1])
   local args = {}

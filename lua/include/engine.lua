@@ -33,7 +33,6 @@
 --   refund(key, o, cost) gives back up to `cost` units; never creates a key.
 --   nargs: how many ARGV the algorithm takes after its name.
 -- The steps on blocks (include/blocks.lua) are defined before this part, once per script call.
-read_call()
 local n = #KEYS - 1
 local block_key = KEYS[n + 1]
 local o = FIRST_ARG

@@ -18,18 +18,18 @@
 -- Every tonumber() costs Redis about as much as a GET (measured with callgrind: see
 -- docs/benchmarks.md), so the common values are compared as strings: MODE stays a string, and
 -- cost '1' and TTL pad '0' are not parsed.
--- The call's values, set by read_call(): engine.lua calls it first, once per script call, and a
--- batch script (include/batch.lua) once per decision, with that decision's ARGV.
+-- The call's values, set by read_call(): once per script call, and in a batch script
+-- (include/batch.lua) once per decision, with that decision's ARGV. scripts/generate-lua.mjs
+-- writes its body inline in a single-call script (a function is a closure made on every call).
 local MODE, now, COST, TTL_PAD, SLACK, FIRST_ARG
--- Redis TIME in integer microseconds.
-local function redis_now()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
 local function read_call()
   MODE = ARGV[1]
   -- A batch puts its one TIME here as a number, which tonumber() returns as it is.
-  now = tonumber(ARGV[2]) or redis_now()
+  now = tonumber(ARGV[2])
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
   COST = 1
   if ARGV[3] ~= '1' then COST = tonumber(ARGV[3]) end
   TTL_PAD = 0

@@ -37,6 +37,9 @@ const CACHE_DIR = join(REPO_ROOT, '.tmp/packed');
 const LINKS: Record<string, string> = {
   express: 'packages/express/node_modules/express',
   '@types/express': 'packages/express/node_modules/@types/express',
+  fastify: 'packages/fastify/node_modules/fastify',
+  // A dependency of @floodgate/fastify (what npm would install with it).
+  'fastify-plugin': 'packages/fastify/node_modules/fastify-plugin',
   koa: 'packages/koa/node_modules/koa',
   '@types/koa': 'packages/koa/node_modules/@types/koa',
   '@nestjs/common': 'packages/nestjs/node_modules/@nestjs/common',
@@ -221,7 +224,8 @@ function makeProject(dir: string): PackedProject {
         cwd: dir,
         encoding: 'utf8',
         stdio: 'pipe',
-        timeout: 120_000,
+        // Generous: the machine may be busy with the rest of the suite.
+        timeout: 300_000,
         ...options,
       }) as string;
     } catch (error) {
@@ -237,7 +241,7 @@ function makeProject(dir: string): PackedProject {
     },
     run(file, options = {}) {
       const out = exec(options.node ?? process.execPath, [...(options.nodeArgs ?? []), file], {
-        timeout: 30_000,
+        timeout: 60_000,
       });
       return out.trim().split('\n').pop() ?? '';
     },

@@ -36,87 +36,89 @@ test('every public package is packed', () => {
     expect.arrayContaining([
       '@floodgate/core',
       '@floodgate/express',
+      '@floodgate/fastify',
       '@floodgate/koa',
       '@floodgate/nestjs',
     ]),
   );
 });
 
-describe.each(['@floodgate/core', '@floodgate/express', '@floodgate/koa', '@floodgate/nestjs'])(
-  '%s',
-  (name) => {
-    test('ships both builds with their types, LICENSE, README and CHANGELOG; no sources, tests or maps', () => {
-      const files = tarballFiles(name);
-      for (const file of [
-        'LICENSE',
-        'README.md',
-        'CHANGELOG.md',
-        'package.json',
-        'dist/index.js',
-        'dist/index.d.ts',
-        'dist/index.mjs',
-        'dist/index.d.mts',
-      ]) {
-        expect(files).toContain(file);
-      }
-      expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
-      expect(files.filter((f) => /^(src|test)\//.test(f) || f.endsWith('.tsbuildinfo'))).toEqual(
-        [],
-      );
-    });
+describe.each([
+  '@floodgate/core',
+  '@floodgate/express',
+  '@floodgate/fastify',
+  '@floodgate/koa',
+  '@floodgate/nestjs',
+])('%s', (name) => {
+  test('ships both builds with their types, LICENSE, README and CHANGELOG; no sources, tests or maps', () => {
+    const files = tarballFiles(name);
+    for (const file of [
+      'LICENSE',
+      'README.md',
+      'CHANGELOG.md',
+      'package.json',
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/index.mjs',
+      'dist/index.d.mts',
+    ]) {
+      expect(files).toContain(file);
+    }
+    expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
+    expect(files.filter((f) => /^(src|test)\//.test(f) || f.endsWith('.tsbuildinfo'))).toEqual([]);
+  });
 
-    test('metadata: repository with directory, homepage, bugs, keywords, license; no workspace: ranges', () => {
-      const m = manifest(name) as {
-        repository: { url: string; directory: string };
-        homepage: string;
-        bugs: { url: string };
-        keywords: string[];
-        license: string;
-        dependencies?: Record<string, string>;
-      };
-      const directory = `packages/${name.split('/')[1]}`;
-      expect(m.repository).toEqual({
-        type: 'git',
-        url: expect.stringMatching(/^git\+https:\/\/.+\.git$/),
-        directory,
-      });
-      const repo = m.repository.url.replace(/^git\+/, '').replace(/\.git$/, '');
-      expect(m.homepage).toBe(`${repo}/tree/main/${directory}#readme`);
-      expect(m.bugs.url).toBe(`${repo}/issues`);
-      expect(m.keywords.length).toBeGreaterThan(3);
-      expect(m.license).toBe('MIT');
-      expect(JSON.stringify(m.dependencies ?? {})).not.toMatch(/workspace:/);
+  test('metadata: repository with directory, homepage, bugs, keywords, license; no workspace: ranges', () => {
+    const m = manifest(name) as {
+      repository: { url: string; directory: string };
+      homepage: string;
+      bugs: { url: string };
+      keywords: string[];
+      license: string;
+      dependencies?: Record<string, string>;
+    };
+    const directory = `packages/${name.split('/')[1]}`;
+    expect(m.repository).toEqual({
+      type: 'git',
+      url: expect.stringMatching(/^git\+https:\/\/.+\.git$/),
+      directory,
     });
+    const repo = m.repository.url.replace(/^git\+/, '').replace(/\.git$/, '');
+    expect(m.homepage).toBe(`${repo}/tree/main/${directory}#readme`);
+    expect(m.bugs.url).toBe(`${repo}/issues`);
+    expect(m.keywords.length).toBeGreaterThan(3);
+    expect(m.license).toBe('MIT');
+    expect(JSON.stringify(m.dependencies ?? {})).not.toMatch(/workspace:/);
+  });
 
-    test('README links are absolute (relative links break on the npm page)', () => {
-      const readme = execFileSync('tar', ['-xzOf', install.tarballs[name]!, 'package/README.md'], {
-        encoding: 'utf8',
-      });
-      const links = [...readme.matchAll(/\]\(([^)\s]+)/g)].map((m) => m[1]!);
-      expect(links.length).toBeGreaterThan(0);
-      expect(links.filter((link) => !/^(https?:\/\/|#)/.test(link))).toEqual([]);
+  test('README links are absolute (relative links break on the npm page)', () => {
+    const readme = execFileSync('tar', ['-xzOf', install.tarballs[name]!, 'package/README.md'], {
+      encoding: 'utf8',
     });
+    const links = [...readme.matchAll(/\]\(([^)\s]+)/g)].map((m) => m[1]!);
+    expect(links.length).toBeGreaterThan(0);
+    expect(links.filter((link) => !/^(https?:\/\/|#)/.test(link))).toEqual([]);
+  });
 
-    test('publint reports nothing', () => {
-      const out = execFileSync(
-        process.execPath,
-        [publintBin(), 'run', '--strict', install.tarballs[name]!],
-        { encoding: 'utf8', cwd: REPO_ROOT },
-      );
-      expect(out).toContain('All good!');
-    });
+  test('publint reports nothing', () => {
+    const out = execFileSync(
+      process.execPath,
+      [publintBin(), 'run', '--strict', install.tarballs[name]!],
+      { encoding: 'utf8', cwd: REPO_ROOT },
+    );
+    expect(out).toContain('All good!');
+  });
 
-    test('arethetypeswrong reports nothing (node10, node16 from CJS and ESM, bundler)', () => {
-      const out = execFileSync(
-        process.execPath,
-        [attwBin(), install.tarballs[name]!, '--format', 'json'],
-        { encoding: 'utf8', cwd: REPO_ROOT },
-      );
-      const result = JSON.parse(out) as { analysis: { problems: unknown[] } };
-      expect(result.analysis.problems).toEqual([]);
-    });
-  },
-);
+  test('arethetypeswrong reports nothing (node10, node16 from CJS and ESM, bundler)', () => {
+    const out = execFileSync(
+      process.execPath,
+      [attwBin(), install.tarballs[name]!, '--format', 'json'],
+      { encoding: 'utf8', cwd: REPO_ROOT },
+    );
+    const result = JSON.parse(out) as { analysis: { problems: unknown[] } };
+    expect(result.analysis.problems).toEqual([]);
+  });
+});
 
 function publintBin(): string {
   return join(REPO_ROOT, 'node_modules/publint/src/cli.js');

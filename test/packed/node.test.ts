@@ -37,6 +37,17 @@ app.use(rateLimit({ policies: gcra({ name: 'g', limit: 2, window: '1m' }) }));
 app.use((ctx) => { ctx.body = { remaining: ctx.state.rateLimit.remaining }; });
 const server = app.listen(0, '127.0.0.1', probe);`,
   },
+  fastify: {
+    esm: "import Fastify from 'fastify';\nimport { rateLimit } from '@floodgate/fastify';\nimport { gcra } from '@floodgate/core';",
+    cjs: "const Fastify = require('fastify');\nconst { rateLimit } = require('@floodgate/fastify');\nconst { gcra } = require('@floodgate/core');",
+    app: `const app = Fastify();
+const server = app.server;
+app.register(rateLimit, { policies: gcra({ name: 'g', limit: 2, window: '1m' }) });
+app.register(async (scope) => {
+  scope.get('/', async (request) => ({ remaining: request.rateLimit.remaining }));
+});
+app.listen({ port: 0, host: '127.0.0.1' }).then(probe);`,
+  },
 } as const;
 
 /** Three requests to the server; prints [status, RateLimit header] of each. */
@@ -116,6 +127,7 @@ for (const [name, symbol] of [
   ['@floodgate/core/http', 'parseKeyOptions'],
   ['@floodgate/express', 'rateLimit'],
   ['@floodgate/koa', 'rateLimit'],
+  ['@floodgate/fastify', 'rateLimit'],
   ['@floodgate/nestjs', 'RateLimitGuard'],
 ]) {
   if (name === '@floodgate/nestjs') await import('reflect-metadata');
@@ -126,6 +138,6 @@ console.log(JSON.stringify(pairs));
 `,
   );
   const pairs = JSON.parse(project.run('one-copy.mjs', { nodeArgs: NO_REQUIRE_ESM }));
-  expect(Object.values(pairs)).toHaveLength(6);
+  expect(Object.values(pairs)).toHaveLength(7);
   expect(pairs).toEqual(Object.fromEntries(Object.keys(pairs).map((k) => [k, true])));
 });

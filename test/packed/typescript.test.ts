@@ -18,7 +18,9 @@ const PROGRAM = `import express from 'express';
 import { type Decision, RateLimiter, gcra, memoryStore } from '@floodgate/core';
 import { parseKeyOptions } from '@floodgate/core/http';
 import { rateLimit } from '@floodgate/express';
+import { rateLimit as fastifyRateLimit } from '@floodgate/fastify';
 import { rateLimit as koaRateLimit } from '@floodgate/koa';
+import Fastify from 'fastify';
 import { RateLimit, RateLimitGuard, RateLimitModule } from '@floodgate/nestjs';
 
 const limiter = new RateLimiter({ store: memoryStore(), policies: gcra({ limit: 2, window: '1s' }) });
@@ -34,6 +36,12 @@ app.get('/', (req, res) => {
   res.json({ remaining });
 });
 export const koaMiddleware = koaRateLimit({ limiter });
+export async function fastifyApp() {
+  const fastify = Fastify();
+  await fastify.register(fastifyRateLimit, { limiter, hook: 'preHandler' });
+  fastify.get('/', { config: { rateLimit: false } }, async (request) => request.rateLimit?.remaining);
+  return fastify;
+}
 export const exported = [parseKeyOptions, RateLimit, RateLimitGuard, RateLimitModule.forRoot];
 
 // @ts-expect-error limit is a number: the types are real, not any

@@ -7,8 +7,10 @@ import { Redis } from 'ioredis';
 export function createStore() {
   const url = process.env.REDIS_URL;
   if (!url) return { store: memoryStore(), close: async () => {}, description: 'memory store' };
-  // No offline queue: when Redis is down, calls fail fast and the limiter's onStoreError answers.
-  const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  // docs/reliability.md: no offline queue and no retries, so while Redis is down calls fail fast
+  // and the limiter's onStoreError answers; and always an 'error' listener.
+  const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+  client.on('error', (error) => console.error(`redis: ${error.message}`));
   return {
     store: redisStore({ client }),
     close: async () => {

@@ -10,7 +10,12 @@ import { AppModule } from './app.module.js';
 
 async function bootstrap(): Promise<void> {
   const redisUrl = process.env.REDIS_URL;
-  const redis = redisUrl ? new Redis(redisUrl) : undefined;
+  // docs/reliability.md: fail fast while Redis is down (onStoreError answers), and always
+  // listen for 'error'.
+  const redis = redisUrl
+    ? new Redis(redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0 })
+    : undefined;
+  redis?.on('error', (error) => console.error(`redis: ${error.message}`));
   const store: Store = redis ? redisStore({ client: redis }) : memoryStore();
 
   const app = await NestFactory.create(AppModule.register(store));

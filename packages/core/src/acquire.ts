@@ -3,9 +3,10 @@
  * longer would pass `maxWait` (Guava `tryAcquire(timeout)`).
  */
 import type { Decision } from './decision.js';
-import { parseDuration } from './duration.js';
-import { RateLimitArgumentError } from './errors.js';
-import { type AcquireOptions, readCost } from './rate-limiter-options.js';
+import { durationMicros } from './duration.js';
+import { describeValue, RateLimitArgumentError } from './errors.js';
+import { ownValue } from './options.js';
+import { ACQUIRE_OPTIONS, type AcquireOptions, readCost } from './rate-limiter-options.js';
 
 /**
  * One attempt at admission: `slack` is what is left of the budget as the store's reserve slack
@@ -19,19 +20,23 @@ export type AdmissionAttempt = (cost: number, slack: number) => Promise<Decision
  * when the cost can never be admitted (retryAfter −1).
  */
 export async function waitForAdmission(
-  options: AcquireOptions,
+  options: AcquireOptions | undefined,
   attempt: AdmissionAttempt,
 ): Promise<Decision> {
-  const { maxWait, ...consumeOptions } = options;
+  const cost = readCost(options, ACQUIRE_OPTIONS);
+  const maxWait = options === undefined ? undefined : ownValue(options, 'maxWait');
   let budget = Number.POSITIVE_INFINITY;
   if (maxWait !== undefined) {
-    try {
-      budget = parseDuration(maxWait, 'maxWait', true) / 1000;
-    } catch (error) {
-      throw new RateLimitArgumentError('maxWait', maxWait, (error as Error).message);
+    const micros = durationMicros(maxWait, true);
+    if (typeof micros === 'string') {
+      throw new RateLimitArgumentError(
+        'maxWait',
+        maxWait,
+        `maxWait must be ${micros}, got ${describeValue(maxWait)}`,
+      );
     }
+    budget = micros / 1000;
   }
-  const cost = readCost(consumeOptions);
   const started = performance.now();
   for (;;) {
     const waited = performance.now() - started;

@@ -1,4 +1,5 @@
-import { RateLimitStoreError } from './errors.js';
+import { describeValue, RateLimitStoreError } from './errors.js';
+import { configError } from './options.js';
 
 /** Epoch milliseconds; fractions carry sub-millisecond precision. */
 export type Clock = () => number;
@@ -17,4 +18,30 @@ export function readMicros(clock: Clock): number {
     throw new RateLimitStoreError(`the clock returned ${ms}, expected epoch milliseconds`);
   }
   return us;
+}
+
+/**
+ * Validates an injected clock at construction: a function whose reading right now is epoch
+ * milliseconds that `readMicros` accepts. A clock answering NaN (or throwing) is a configuration
+ * error here, not a store failure on every later decision.
+ */
+export function readClockOption(value: unknown, field: string): Clock | undefined {
+  if (value === undefined) return undefined;
+  const expected = 'a function returning epoch milliseconds';
+  if (typeof value !== 'function') throw configError(field, value, expected);
+  let reading: unknown;
+  try {
+    reading = value();
+  } catch (error) {
+    throw configError(
+      field,
+      value,
+      `${expected} (calling it threw: ${(error as Error)?.message ?? error})`,
+    );
+  }
+  const us = typeof reading === 'number' ? Math.round(reading * 1000) : Number.NaN;
+  if (!Number.isSafeInteger(us) || us < 0) {
+    throw configError(field, value, `${expected} (it returned ${describeValue(reading)})`);
+  }
+  return value as Clock;
 }

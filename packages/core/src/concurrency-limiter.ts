@@ -18,7 +18,8 @@ import {
   type LeaseScript,
 } from './generated/scripts.js';
 import { encodeKey } from './keys.js';
-import { configError, positiveInteger, readOptions } from './options.js';
+import { configError, fieldPathOf, optionNames, positiveInteger, readOptions } from './options.js';
+import { readCost } from './rate-limiter-options.js';
 import { MemoryStore } from './stores/memory.js';
 import { RedisStore } from './stores/redis.js';
 import type { Store } from './stores/store.js';
@@ -55,6 +56,9 @@ export interface ConcurrencyDecision extends Decision {
   readonly lease?: Lease;
 }
 
+/** `acquire` takes no call options yet; any name given is a mistake and is reported. */
+export type ConcurrencyAcquireOptions = Record<string, never>;
+
 /** Where the leases live: the Redis scripts or the in-process table. */
 interface LeaseBackend {
   /** [allowed, remaining, resetAfter µs, retryAfter µs, store full (memory: 1)?] */
@@ -63,6 +67,14 @@ interface LeaseBackend {
   renew(key: string, ttl: number, id: string): Promise<boolean>;
   reset(key: string): Promise<void>;
 }
+
+/** Every option name of ConcurrencyLimiterOptions, checked against the type. */
+const CONCURRENCY_LIMITER_OPTION_NAMES = optionNames<ConcurrencyLimiterOptions>({
+  store: true,
+  limit: true,
+  leaseTtl: true,
+  prefix: true,
+});
 
 export class ConcurrencyLimiter {
   readonly store: Store;
@@ -76,26 +88,23 @@ export class ConcurrencyLimiter {
   private readonly backend: LeaseBackend;
 
   constructor(options: ConcurrencyLimiterOptions) {
-    const o = readOptions(options, 'ConcurrencyLimiter', ['store', 'limit', 'leaseTtl', 'prefix']);
+    const where = fieldPathOf(options, 'ConcurrencyLimiter');
+    const o = readOptions(options, where, CONCURRENCY_LIMITER_OPTION_NAMES);
     const store = o.store;
     if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
       throw configError(
-        'ConcurrencyLimiter.store',
+        `${where}.store`,
         store,
         'a store: memoryStore() or redisStore({ client })',
       );
     }
     this.store = store;
-    this.limit = positiveInteger(o.limit, 'ConcurrencyLimiter.limit');
-    this.leaseTtlUs = parseDuration(o.leaseTtl, 'ConcurrencyLimiter.leaseTtl');
+    this.limit = positiveInteger(o.limit, `${where}.limit`);
+    this.leaseTtlUs = parseDuration(o.leaseTtl, `${where}.leaseTtl`);
     this.leaseTtl = this.leaseTtlUs / 1000;
     const prefix = o.prefix === undefined ? 'rl' : o.prefix;
     if (typeof prefix !== 'string' || prefix === '' || /[{}]/.test(prefix)) {
-      throw configError(
-        'ConcurrencyLimiter.prefix',
-        prefix,
-        'a non-empty string without "{" or "}"',
-      );
+      throw configError(`${where}.prefix`, prefix, 'a non-empty string without "{" or "}"');
     }
     this.prefix = prefix;
     this.name = `concurrency-${this.limit}`;
@@ -107,7 +116,8 @@ export class ConcurrencyLimiter {
    * admitted and carries the lease. Otherwise it is denied, with `retryAfter` the time until
    * enough leases expire (a release may free a slot sooner). A denial writes nothing.
    */
-  async acquire(key: string): Promise<ConcurrencyDecision> {
+  async acquire(key: string, options?: ConcurrencyAcquireOptions): Promise<ConcurrencyDecision> {
+    readCost(options, []);
     const storageKey = this.storageKey(key);
     const id = randomUUID();
     const [allowed, remaining, resetAfter, retryAfter, full] = await this.backend.acquire(

@@ -7,16 +7,28 @@
  * It never admits anything and never denies what the store would admit: a denial for cost c
  * implies a denial for every cost ≥ c until retryAfter (every algorithm's state only recovers
  * with time), and the countdown starts when the request was *sent*, so the cached window ends
- * no later than the store's. What it cannot see is another process calling `reset(key)`: this
- * process keeps denying until the cached retryAfter (a `reset` through this limiter clears it).
+ * no later than the store's. What it cannot see is another process calling `reset(key)`: so no
+ * denial is kept longer than `maxAge` (default 1 s), and a `reset` through this limiter clears it.
+ * It is bounded by bytes as well as by keys: keys are caller input and can be long.
  */
 import type { Clock } from './clock.js';
 import type { Decision, PolicyDecision } from './decision.js';
-import { configError, positiveInteger, readOptions } from './options.js';
+import { type Duration, parseDuration } from './duration.js';
+import { configError, optionNames, positiveInteger, readOptions } from './options.js';
 
 export interface DeniedCacheOptions {
   /** Most keys remembered at once; the oldest entry makes room for a new one. @default 10_000 */
   maxKeys?: number;
+  /**
+   * Most bytes held at once, counting each key (2 bytes per UTF-16 unit) and a fixed overhead per
+   * entry; the oldest entries make room. @default 4 MiB
+   */
+  maxBytes?: number;
+  /**
+   * Longest time a denial is answered from the cache, however long its retryAfter: the bound on
+   * how long a `reset(key)` made in another process goes unseen here. @default '1s'
+   */
+  maxAge?: Duration;
   /**
    * Milliseconds (fractions allowed) used to count down cached denials. Only tests and
    * simulations need it: give it the same clock as the store's. @default the process clock
@@ -24,14 +36,14 @@ export interface DeniedCacheOptions {
   clock?: Clock;
 }
 
-/**
- * How long a block for ever is answered from the cache before the store is asked again (ms):
- * an unblock in another process then reaches this one within this time. @default 1000
- */
-export const FOREVER_BLOCK_RECHECK_MS = 1000;
-
 /** @default 10 000 keys */
 export const DEFAULT_DENIED_CACHE_KEYS = 10_000;
+/** @default 4 MiB */
+export const DEFAULT_DENIED_CACHE_BYTES = 4 * 1024 * 1024;
+/** @default 1000 ms */
+export const DEFAULT_DENIED_CACHE_MAX_AGE_MS = 1000;
+/** Bytes counted per entry besides its key: the entry, the decision and its policy views. */
+const ENTRY_OVERHEAD_BYTES = 512;
 
 interface Entry {
   /** Smallest cost the store denied; larger costs are denied too until `until`. */
@@ -41,27 +53,46 @@ interface Entry {
   /** Clock time (ms) the request was sent: the denial's times count down from here. */
   readonly since: number;
   readonly decision: Decision;
+  /** What this entry counts against `maxBytes`. */
+  readonly bytes: number;
 }
 
 const monotonic: Clock = () => performance.now();
 
+/** Every option name of DeniedCacheOptions, checked against the type. */
+const DENIED_CACHE_OPTION_NAMES = optionNames<DeniedCacheOptions>({
+  maxKeys: true,
+  maxBytes: true,
+  maxAge: true,
+  clock: true,
+});
+
 export class DeniedCache {
   readonly maxKeys: number;
+  readonly maxBytes: number;
+  /** Milliseconds. */
+  readonly maxAge: number;
   private readonly clock: Clock;
   private readonly entries = new Map<string, Entry>();
+  private held = 0;
 
-  constructor(options: DeniedCacheOptions = {}) {
-    const o = readOptions(options, 'RateLimiter.deniedCache', ['maxKeys', 'clock']);
+  /** `where` names these options in errors. */
+  constructor(options: DeniedCacheOptions = {}, where = 'RateLimiter.deniedCache') {
+    const o = readOptions(options, where, DENIED_CACHE_OPTION_NAMES);
     this.maxKeys =
       o.maxKeys === undefined
         ? DEFAULT_DENIED_CACHE_KEYS
-        : positiveInteger(o.maxKeys, 'RateLimiter.deniedCache.maxKeys');
+        : positiveInteger(o.maxKeys, `${where}.maxKeys`);
+    this.maxBytes =
+      o.maxBytes === undefined
+        ? DEFAULT_DENIED_CACHE_BYTES
+        : positiveInteger(o.maxBytes, `${where}.maxBytes`, ENTRY_OVERHEAD_BYTES);
+    this.maxAge =
+      o.maxAge === undefined
+        ? DEFAULT_DENIED_CACHE_MAX_AGE_MS
+        : parseDuration(o.maxAge, `${where}.maxAge`) / 1000;
     if (o.clock !== undefined && typeof o.clock !== 'function') {
-      throw configError(
-        'RateLimiter.deniedCache.clock',
-        o.clock,
-        'a function returning milliseconds',
-      );
+      throw configError(`${where}.clock`, o.clock, 'a function returning milliseconds');
     }
     this.clock = (o.clock as Clock | undefined) ?? monotonic;
   }
@@ -69,6 +100,11 @@ export class DeniedCache {
   /** Keys currently remembered (expired ones linger until looked up or pushed out). */
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Bytes currently counted against `maxBytes`. */
+  get bytes(): number {
+    return this.held;
   }
 
   /** The time to pass to `remember` for a request about to be sent. */
@@ -82,7 +118,7 @@ export class DeniedCache {
     if (entry === undefined || cost < entry.cost) return undefined;
     const now = this.clock();
     if (now >= entry.until) {
-      this.entries.delete(key);
+      this.delete(key, entry);
       return undefined;
     }
     return countDown(entry.decision, now - entry.since);
@@ -90,35 +126,41 @@ export class DeniedCache {
 
   /** Remembers a denial answered by the store for a request sent at `sentAt` (from `now()`). */
   remember(key: string, cost: number, decision: Decision, sentAt: number): void {
-    if (decision.reason === 'blocked') {
-      // A block denies every cost, 0 included, until it ends (a block for ever: recheck soon).
-      const left = decision.retryAfter < 0 ? FOREVER_BLOCK_RECHECK_MS : decision.retryAfter;
-      this.store(key, { cost: 0, until: sentAt + left, since: sentAt, decision });
-      return;
-    }
+    // A block denies every cost, 0 included, until it ends; a block for ever (−1) for maxAge.
+    const blocked = decision.reason === 'blocked';
+    const left = blocked && decision.retryAfter < 0 ? this.maxAge : decision.retryAfter;
     // −1 (never admissible) and 0 carry no window to wait out.
-    if (decision.allowed || !(decision.retryAfter > 0) || decision.reason !== undefined) return;
-    this.store(key, { cost, until: sentAt + decision.retryAfter, since: sentAt, decision });
-  }
-
-  private store(key: string, entry: Entry): void {
+    if (!blocked && (decision.allowed || !(left > 0) || decision.reason !== undefined)) return;
+    const bytes = key.length * 2 + ENTRY_OVERHEAD_BYTES;
+    // A key too large for the whole budget is not worth remembering.
+    if (bytes > this.maxBytes) return;
     const entries = this.entries;
     const previous = entries.get(key);
-    if (previous !== undefined) entries.delete(key);
-    else if (entries.size >= this.maxKeys) {
-      // Oldest first: Map keeps insertion order.
-      entries.delete(entries.keys().next().value as string);
+    if (previous !== undefined) this.delete(key, previous);
+    // Oldest first (Map keeps insertion order) until both bounds hold.
+    while (entries.size >= this.maxKeys || this.held + bytes > this.maxBytes) {
+      const [oldest, entry] = entries.entries().next().value as [string, Entry];
+      this.delete(oldest, entry);
     }
-    entries.set(key, entry);
+    const until = sentAt + Math.min(left, this.maxAge);
+    entries.set(key, { cost: blocked ? 0 : cost, until, since: sentAt, decision, bytes });
+    this.held += bytes;
   }
 
   /** Forgets `key` (after a reset, refund, block or unblock through this limiter). */
   forget(key: string): void {
-    this.entries.delete(key);
+    const entry = this.entries.get(key);
+    if (entry !== undefined) this.delete(key, entry);
   }
 
   clear(): void {
     this.entries.clear();
+    this.held = 0;
+  }
+
+  private delete(key: string, entry: Entry): void {
+    this.entries.delete(key);
+    this.held -= entry.bytes;
   }
 }
 
@@ -134,6 +176,7 @@ function countDown(d: Decision, elapsed: number): Decision {
   }
   return {
     ...d,
+    // −1: blocked for ever.
     resetAfter: d.resetAfter < 0 ? d.resetAfter : Math.max(0, d.resetAfter - elapsed),
     retryAfter: d.retryAfter < 0 ? d.retryAfter : d.retryAfter - elapsed,
     policies,

@@ -26,26 +26,36 @@ export const MAX_DURATION_US = 1000 * MICROS_PER_UNIT.d!;
  * microsecond precision.
  */
 export function parseDuration(value: unknown, field: string, allowZero = false): number {
+  const micros = durationMicros(value, allowZero);
+  if (typeof micros === 'string') throw configError(field, value, micros);
+  return micros;
+}
+
+/**
+ * A duration in whole microseconds, or, when `value` is not a valid one, what was expected
+ * instead (for a configuration error or a bad call argument alike).
+ */
+export function durationMicros(value: unknown, allowZero = false): number | string {
   const expected = `a ${allowZero ? 'non-negative' : 'positive'} duration (milliseconds, or a string like '250ms', '1s', '1m', '1h', '1d')`;
   let micros: number;
   if (typeof value === 'number') {
     micros = Math.round(value * 1000);
     if (!Number.isFinite(value) || Math.abs(micros - value * 1000) > 1e-6 * Math.max(1, micros)) {
-      throw configError(field, value, `${expected} with at most microsecond precision`);
+      return `${expected} with at most microsecond precision`;
     }
   } else if (typeof value === 'string') {
     const match = /^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|m|h|d)\s*$/.exec(value);
-    if (!match) throw configError(field, value, expected);
+    if (!match) return expected;
     const exact = Number(match[1]) * MICROS_PER_UNIT[match[2]!]!;
     micros = Math.round(exact);
     if (Math.abs(micros - exact) > 1e-6 * Math.max(1, micros)) {
-      throw configError(field, value, `${expected} with at most microsecond precision`);
+      return `${expected} with at most microsecond precision`;
     }
   } else {
-    throw configError(field, value, expected);
+    return expected;
   }
   if (micros < 0 || (!allowZero && micros === 0) || micros > MAX_DURATION_US) {
-    throw configError(field, value, `${expected} of at most 1000 days`);
+    return `${expected} of at most 1000 days`;
   }
   return micros;
 }

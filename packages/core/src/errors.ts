@@ -4,6 +4,28 @@
  * failures that the caller asked to see.
  */
 
+/**
+ * Where every code Floodgate reports (errors and process warnings) is explained: one entry per
+ * code in the README's Troubleshooting section.
+ */
+export const TROUBLESHOOTING_URL =
+  'https://github.com/floodgate-js/floodgate/blob/main/README.md#troubleshooting';
+
+/** The help link of `code`: its entry in the README's Troubleshooting section. */
+export function helpUrl(code: string): string {
+  return `${TROUBLESHOOTING_URL.slice(0, TROUBLESHOOTING_URL.indexOf('#'))}#${code.toLowerCase()}`;
+}
+
+/** Emits a process warning with its stable `code` and, as its detail, the code's help link. */
+export function emitWarning(code: string, message: string): void {
+  process.emitWarning(message, { code, detail: `See ${helpUrl(code)}` });
+}
+
+/** `message` followed by the help link of `code`. */
+function withHelp(message: string, code: string): string {
+  return `${message} (help: ${helpUrl(code)})`;
+}
+
 /** Stable codes, one per kind of mistake; safe to switch on. */
 export type RateLimitConfigErrorCode =
   | 'FLOODGATE_MISSING_OPTION'
@@ -25,8 +47,11 @@ export class RateLimitConfigError extends Error {
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super(withHelp(message, code), options);
+    this.help = helpUrl(code);
   }
+  /** This code's entry in the README's Troubleshooting section (also at the message's end). */
+  readonly help: string;
 }
 
 /** A call argument is invalid: an empty or non-string key, a negative or fractional cost. */
@@ -39,16 +64,20 @@ export class RateLimitArgumentError extends RangeError {
     readonly value: unknown,
     message: string,
   ) {
-    super(message);
+    super(withHelp(message, 'FLOODGATE_INVALID_ARGUMENT'));
   }
+  /** This code's entry in the README's Troubleshooting section (also at the message's end). */
+  readonly help = helpUrl('FLOODGATE_INVALID_ARGUMENT');
 }
 
 /** The store could not answer (Redis error, closed connection, unexpected reply). */
 export class RateLimitStoreError extends Error {
   override readonly name = 'RateLimitStoreError';
   readonly code = 'FLOODGATE_STORE_ERROR' as const;
+  /** This code's entry in the README's Troubleshooting section (also at the message's end). */
+  readonly help = helpUrl('FLOODGATE_STORE_ERROR');
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(withHelp(message, 'FLOODGATE_STORE_ERROR'), options);
   }
 }
 

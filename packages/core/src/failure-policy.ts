@@ -8,7 +8,7 @@
 import { type Decision, toDecision } from './decision.js';
 import { parseDuration } from './duration.js';
 import type { RateLimitStoreError } from './errors.js';
-import { configError, positiveInteger, readOptions } from './options.js';
+import { configError, optionNames, positiveInteger, readOptions } from './options.js';
 import type { Policy } from './policy.js';
 import type { GuardedOutcome } from './store-guard.js';
 import type { PreparedPolicies, Store } from './stores/store.js';
@@ -77,10 +77,27 @@ export interface FailureConfig {
   readonly hooks: RateLimiterHooks;
 }
 
-/** Validates the failure options of a RateLimiter (field names start with `RateLimiter.`). */
-export function readFailureOptions(o: Record<string, unknown>): FailureConfig {
-  const onStoreError = readOnStoreError(o.onStoreError);
-  const timeoutMs = o.timeout === undefined ? DEFAULT_STORE_TIMEOUT_MS : readTimeout(o.timeout);
+/** Every option name of CircuitBreakerOptions, checked against the type. */
+const CIRCUIT_BREAKER_OPTION_NAMES = optionNames<CircuitBreakerOptions>({
+  failureThreshold: true,
+  cooldown: true,
+});
+
+/** Validates the failure options of a RateLimiter (field paths start with `where`). */
+
+/** Every option name of RateLimiterHooks, checked against the type. */
+const HOOK_NAMES = optionNames<RateLimiterHooks>({
+  onStoreError: true,
+  onDecision: true,
+  onCircuitChange: true,
+});
+
+export function readFailureOptions(o: Record<string, unknown>, where: string): FailureConfig {
+  const onStoreError = readOnStoreError(o.onStoreError, `${where}.onStoreError`);
+  const timeoutMs =
+    o.timeout === undefined
+      ? DEFAULT_STORE_TIMEOUT_MS
+      : readTimerDuration(o.timeout, `${where}.timeout`);
   let breaker: FailureConfig['breaker'];
   if (o.circuitBreaker === false) breaker = undefined;
   else if (o.circuitBreaker === undefined) {
@@ -89,40 +106,37 @@ export function readFailureOptions(o: Record<string, unknown>): FailureConfig {
       cooldownMs: DEFAULT_CIRCUIT_COOLDOWN_MS,
     };
   } else {
-    const b = readOptions(o.circuitBreaker, 'RateLimiter.circuitBreaker', [
-      'failureThreshold',
-      'cooldown',
-    ]);
+    const b = readOptions(
+      o.circuitBreaker,
+      `${where}.circuitBreaker`,
+      CIRCUIT_BREAKER_OPTION_NAMES,
+    );
     breaker = {
       failureThreshold:
         b.failureThreshold === undefined
           ? DEFAULT_FAILURE_THRESHOLD
-          : positiveInteger(b.failureThreshold, 'RateLimiter.circuitBreaker.failureThreshold'),
+          : positiveInteger(b.failureThreshold, `${where}.circuitBreaker.failureThreshold`),
       cooldownMs:
         b.cooldown === undefined
           ? DEFAULT_CIRCUIT_COOLDOWN_MS
-          : readTimerDuration(b.cooldown, 'RateLimiter.circuitBreaker.cooldown'),
+          : readTimerDuration(b.cooldown, `${where}.circuitBreaker.cooldown`),
     };
   }
   const hooks: RateLimiterHooks = {};
   if (o.hooks !== undefined) {
-    const h = readOptions(o.hooks, 'RateLimiter.hooks', [
-      'onStoreError',
-      'onDecision',
-      'onCircuitChange',
-    ]);
-    for (const name of ['onStoreError', 'onDecision', 'onCircuitChange'] as const) {
+    const h = readOptions(o.hooks, `${where}.hooks`, HOOK_NAMES);
+    for (const name of HOOK_NAMES) {
       const hook = h[name];
       if (hook === undefined) continue;
       if (typeof hook !== 'function')
-        throw configError(`RateLimiter.hooks.${name}`, hook, 'a function');
+        throw configError(`${where}.hooks.${name}`, hook, 'a function');
       (hooks as Record<string, unknown>)[name] = hook;
     }
   }
   return { onStoreError, timeoutMs, breaker, hooks };
 }
 
-function readOnStoreError(value: unknown): OnStoreError {
+function readOnStoreError(value: unknown, field: string): OnStoreError {
   if (value === undefined) return 'open';
   if (value === 'open' || value === 'closed') return value;
   if (value !== null && typeof value === 'object') {
@@ -135,14 +149,10 @@ function readOnStoreError(value: unknown): OnStoreError {
     }
   }
   throw configError(
-    'RateLimiter.onStoreError',
+    field,
     value,
     "'open', 'closed', a fallback store such as memoryStore(), or a fallback RateLimiter",
   );
-}
-
-function readTimeout(value: unknown): number {
-  return readTimerDuration(value, 'RateLimiter.timeout');
 }
 
 /** A positive duration in milliseconds that setTimeout can honour. */

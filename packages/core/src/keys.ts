@@ -10,11 +10,14 @@ import { describeValue, RateLimitArgumentError } from './errors.js';
 export const MAX_RAW_KEY_LENGTH = 256;
 
 const NEEDS_ESCAPE = /[%}]/;
+/** A lone UTF-16 surrogate: in Unicode mode a well-formed pair is one code point, never matched. */
+const LONE_SURROGATE = /\p{Cs}/u;
 
 /**
  * The text placed inside `{…}`: the key itself when it holds no `}` or `%` and is short;
  * otherwise `%` and `}` are percent-escaped, and long keys become `%H` + SHA-256 (no escaped
- * key can start with `%H`, so the mapping stays one-to-one).
+ * key can start with `%H`, so the mapping stays one-to-one). Keys that are not well-formed UTF-16
+ * are refused (RateLimitArgumentError): they have no lossless UTF-8 form.
  */
 export function encodeKey(key: unknown): string {
   if (typeof key !== 'string') {
@@ -26,6 +29,15 @@ export function encodeKey(key: unknown): string {
   }
   if (key.length === 0)
     throw new RateLimitArgumentError('key', key, 'key must be a non-empty string, got ""');
+  // Redis (and SHA-256 over UTF-8) would turn every lone surrogate into U+FFFD, so distinct keys
+  // would share a counter there while the memory store kept them apart: refuse them instead.
+  if (LONE_SURROGATE.test(key)) {
+    throw new RateLimitArgumentError(
+      'key',
+      key,
+      'key must be well-formed UTF-16 (it holds a lone surrogate, e.g. half of an emoji cut by slice())',
+    );
+  }
   if (key.length > MAX_RAW_KEY_LENGTH) {
     return `%H${createHash('sha256').update(key, 'utf8').digest('base64url')}`;
   }

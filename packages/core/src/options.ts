@@ -22,26 +22,68 @@ export function configError(field: string, value: unknown, expected: string): Ra
   );
 }
 
-/** Checks that `options` is a plain object holding only `known` names. */
+/**
+ * Every option name of `T`, each mapped to `true`. An object literal of this type must list
+ * each name of `T` exactly once: a name added to the options type and missing here, or a name
+ * here the type does not have, fails to compile (express-rate-limit's `KeysEnum`).
+ */
+export type OptionNames<T> = { readonly [K in keyof Required<T>]: true };
+
+/** The names of `T`'s options as a list for `readOptions`, checked against the type. */
+export function optionNames<T>(names: OptionNames<T>): readonly (keyof T & string)[] {
+  return Object.freeze(Object.keys(names)) as readonly (keyof T & string)[];
+}
+
+/** Objects whose contents are not own properties: a `new Map()` is never an options object. */
+const BUILT_INS: ReadonlyArray<abstract new (...args: never[]) => unknown> = [
+  Map,
+  Set,
+  WeakMap,
+  WeakSet,
+  Promise,
+  Date,
+  RegExp,
+  Error,
+  ArrayBuffer,
+];
+
+/**
+ * Checks that `options` is a plain object holding only `known` names, and returns a copy of its
+ * own properties on an object without a prototype: an option that was not given reads as
+ * `undefined` even when `Object.prototype` has been polluted (`Object.prototype.burst = 1e9`).
+ */
 export function readOptions(
   options: unknown,
   where: string,
   known: readonly string[],
 ): Record<string, unknown> {
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+  if (
+    options === null ||
+    typeof options !== 'object' ||
+    Array.isArray(options) ||
+    BUILT_INS.some((kind) => options instanceof kind)
+  ) {
     throw configError(where, options, 'an options object');
   }
+  const own: Record<string, unknown> = Object.create(null);
   for (const name of Object.keys(options)) {
+    const value = (options as Record<string, unknown>)[name];
     if (!known.includes(name)) {
       throw new RateLimitConfigError(
         'FLOODGATE_UNKNOWN_OPTION',
         `${where}.${name}`,
-        (options as Record<string, unknown>)[name],
+        value,
         `${where}.${name} is not an option (known: ${known.join(', ')})`,
       );
     }
+    own[name] = value;
   }
-  return options as Record<string, unknown>;
+  return own;
+}
+
+/** `object[name]` when `object` has it as an own property, else undefined (never inherited). */
+export function ownValue(object: object, name: string): unknown {
+  return Object.hasOwn(object, name) ? (object as Record<string, unknown>)[name] : undefined;
 }
 
 export function positiveInteger(value: unknown, field: string, min = 1): number {
@@ -61,4 +103,27 @@ export function optionalName(value: unknown, field: string): string | undefined 
     );
   }
   return value;
+}
+
+/** The field paths `readAs` gave options objects while they are being read. */
+const fieldPaths = new WeakMap<object, string>();
+
+/**
+ * Runs `build` (which reads `options`) so that its configuration errors name fields under
+ * `where` instead of the reader's own name: an adapter passes its name for the same options
+ * (`rateLimit.policies[0]`, `@RateLimit(Cats.list).limit`), nothing rewrites messages after.
+ */
+export function readAs<T>(options: object, where: string, build: () => T): T {
+  fieldPaths.set(options, where);
+  try {
+    return build();
+  } finally {
+    fieldPaths.delete(options);
+  }
+}
+
+/** Where errors about `options` start their field paths: `readAs`'s `where`, else `own`. */
+export function fieldPathOf(options: unknown, own: string): string {
+  if (options === null || typeof options !== 'object') return own;
+  return fieldPaths.get(options) ?? own;
 }

@@ -5,8 +5,14 @@
 import { DeniedCache, type DeniedCacheOptions } from './denied-cache.js';
 import type { Duration } from './duration.js';
 import { describeValue, RateLimitArgumentError, RateLimitConfigError } from './errors.js';
-import type { CircuitBreakerOptions, OnStoreError, RateLimiterHooks } from './failure-policy.js';
-import { configError } from './options.js';
+import {
+  type CircuitBreakerOptions,
+  type FailureConfig,
+  type OnStoreError,
+  type RateLimiterHooks,
+  readFailureOptions,
+} from './failure-policy.js';
+import { configError, optionNames, ownValue, readOptions } from './options.js';
 import type { Policy } from './policy.js';
 import type { Store } from './stores/store.js';
 
@@ -56,38 +62,100 @@ export interface AcquireOptions extends ConsumeOptions {
 /** @default 'rl' */
 export const DEFAULT_PREFIX = 'rl';
 
-export function readStore(value: unknown): Store {
+/** Every option name of RateLimiterOptions, checked against the type. */
+export const RATE_LIMITER_OPTION_NAMES = optionNames<RateLimiterOptions>({
+  store: true,
+  policies: true,
+  prefix: true,
+  onStoreError: true,
+  timeout: true,
+  circuitBreaker: true,
+  hooks: true,
+  deniedCache: true,
+});
+
+/** A RateLimiter's options, read once into fully defined values. */
+export interface RateLimiterConfig {
+  readonly store: Store;
+  readonly policies: readonly Policy[];
+  readonly prefix: string;
+  readonly deniedCache: DeniedCache | undefined;
+  readonly failure: FailureConfig;
+}
+
+/**
+ * Reads a RateLimiter's options. `where` starts every field path in errors: `RateLimiter`, or
+ * an adapter's name for the same options (`rateLimit`, `RateLimitModule.forRoot`).
+ */
+export function readRateLimiterOptions(options: unknown, where: string): RateLimiterConfig {
+  const o = readOptions(options, where, RATE_LIMITER_OPTION_NAMES);
+  return {
+    store: readStore(o.store, where),
+    policies: readPolicies(o.policies, where),
+    prefix: readPrefix(o.prefix, where),
+    deniedCache: readDeniedCache(o.deniedCache, where),
+    failure: readFailureOptions(o, where),
+  };
+}
+
+function readStore(value: unknown, where: string): Store {
   const store = value as Store | undefined;
   if (store === null || typeof store !== 'object' || typeof store.prepare !== 'function') {
-    throw configError(
-      'RateLimiter.store',
-      value,
-      'a store: memoryStore() or redisStore({ client })',
-    );
+    throw configError(`${where}.store`, value, 'a store: memoryStore() or redisStore({ client })');
   }
   return store;
 }
 
-export function readPrefix(value: unknown): string {
+function readPrefix(value: unknown, where: string): string {
   const prefix = value === undefined ? DEFAULT_PREFIX : value;
   if (typeof prefix !== 'string' || prefix === '' || /[{}]/.test(prefix)) {
-    throw configError('RateLimiter.prefix', prefix, 'a non-empty string without "{" or "}"');
+    throw configError(`${where}.prefix`, prefix, 'a non-empty string without "{" or "}"');
   }
   return prefix;
 }
 
-export function readDeniedCache(value: unknown): DeniedCache | undefined {
+function readDeniedCache(value: unknown, where: string): DeniedCache | undefined {
   if (value === undefined || value === false) return undefined;
   if (value === true) return new DeniedCache();
   if (value !== null && typeof value === 'object')
-    return new DeniedCache(value as DeniedCacheOptions);
-  throw configError('RateLimiter.deniedCache', value, 'true, false or { maxKeys?, clock? }');
+    return new DeniedCache(value as DeniedCacheOptions, `${where}.deniedCache`);
+  throw configError(`${where}.deniedCache`, value, 'true, false or { maxKeys?, clock? }');
 }
 
-/** A call's `cost`: a non-negative safe integer, 1 when not given. */
-export function readCost(options: ConsumeOptions | undefined): number {
-  if (options === undefined || options.cost === undefined) return 1;
-  const cost = options.cost;
+/** Names `consume`/`peek` and `acquire` accept. */
+export const CONSUME_OPTIONS = optionNames<ConsumeOptions>({ cost: true });
+export const ACQUIRE_OPTIONS = optionNames<AcquireOptions>({ cost: true, maxWait: true });
+
+/**
+ * Checks a call's options (own properties only, every name known: a misspelt `{ kost: 2 }` is
+ * an error, never a cost of 1) and returns its cost. Runs on every call: it allocates nothing.
+ */
+export function readCost(
+  options: ConsumeOptions | undefined,
+  known: readonly string[] = CONSUME_OPTIONS,
+): number {
+  if (options === undefined) return 1;
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    // `consume(key, 2)` from JavaScript: the 2 would otherwise be ignored and cost 1.
+    throw new RateLimitArgumentError(
+      'options',
+      options,
+      `the options argument must be an object such as { cost: ${
+        typeof options === 'number' ? options : 2
+      } }, got ${describeValue(options)}`,
+    );
+  }
+  for (const name in options) {
+    if (Object.hasOwn(options, name) && !known.includes(name)) {
+      throw new RateLimitArgumentError(
+        name,
+        (options as Record<string, unknown>)[name],
+        `${name} is not a call option (${known.length > 0 ? `known: ${known.join(', ')}` : 'this call takes none'})`,
+      );
+    }
+  }
+  const cost = ownValue(options, 'cost');
+  if (cost === undefined) return 1;
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
     throw new RateLimitArgumentError(
       'cost',
@@ -99,20 +167,20 @@ export function readCost(options: ConsumeOptions | undefined): number {
 }
 
 /** At least one policy, each made by a factory, no two sharing a name or kind + parameters. */
-export function readPolicies(value: unknown): Policy[] {
+function readPolicies(value: unknown, where: string): Policy[] {
   const list = Array.isArray(value) ? value : value === undefined ? [] : [value];
   if (list.length === 0) {
     throw new RateLimitConfigError(
       'FLOODGATE_NO_POLICIES',
-      'RateLimiter.policies',
+      `${where}.policies`,
       value,
-      'RateLimiter.policies must hold at least one policy, e.g. fixedWindow({ limit: 100, window: "1m" })',
+      `${where}.policies must hold at least one policy, e.g. fixedWindow({ limit: 100, window: "1m" })`,
     );
   }
   const names = new Map<string, number>();
   const ids = new Map<string, number>();
   list.forEach((p: Policy, i) => {
-    const field = `RateLimiter.policies[${i}]`;
+    const field = `${where}.policies[${i}]`;
     if (
       p === null ||
       typeof p !== 'object' ||

@@ -10,22 +10,28 @@ import { type Decision, type StoreDecision, toDecision } from './decision.js';
 import type { DeniedCache } from './denied-cache.js';
 import { type Duration, parseDuration } from './duration.js';
 import { RateLimitArgumentError } from './errors.js';
-import { type CallContext, FailureAnswer, readFailureOptions } from './failure-policy.js';
+import { type CallContext, FailureAnswer } from './failure-policy.js';
 import { encodeKey } from './keys.js';
-import { readOptions } from './options.js';
+import { fieldPathOf, readAs } from './options.js';
 import type { Policy } from './policy.js';
 import {
   type AcquireOptions,
   type ConsumeOptions,
   type RateLimiterOptions,
   readCost,
-  readDeniedCache,
-  readPolicies,
-  readPrefix,
-  readStore,
+  readRateLimiterOptions,
 } from './rate-limiter-options.js';
 import { StoreGuard } from './store-guard.js';
 import type { PreparedPolicies, Store } from './stores/store.js';
+
+/**
+ * `new RateLimiter(options)` whose configuration errors name fields under `where`, the
+ * adapter's own name for these options (e.g. `rateLimit.policies[0]`, not
+ * `RateLimiter.policies[0]`). For adapters, via `@floodgate/core/http`.
+ */
+export function createRateLimiter(options: RateLimiterOptions, where: string): RateLimiter {
+  return readAs(options, where, () => new RateLimiter(options));
+}
 
 export class RateLimiter {
   readonly store: Store;
@@ -36,6 +42,8 @@ export class RateLimiter {
   private readonly tails: readonly string[];
   /** Recent keys' storage keys (built once, so their strings keep V8's cached hash) and slots. */
   private readonly keyMemo = new Map<string, KeyMemo>();
+  /** What the memo holds, counted as in KEY_MEMO_BYTES. */
+  private keyMemoBytes = 0;
   private readonly guard: StoreGuard;
   /** What answers when the store cannot (`onStoreError`). */
   private readonly failure: FailureAnswer;
@@ -43,28 +51,17 @@ export class RateLimiter {
   readonly deniedCache: DeniedCache | undefined;
 
   constructor(options: RateLimiterOptions) {
-    const o = readOptions(options, 'RateLimiter', [
-      'store',
-      'policies',
-      'prefix',
-      'onStoreError',
-      'timeout',
-      'circuitBreaker',
-      'hooks',
-      'deniedCache',
-    ]);
-    const store = readStore(o.store);
-    this.policies = readPolicies(o.policies);
-    const prefix = readPrefix(o.prefix);
+    const config = readRateLimiterOptions(options, fieldPathOf(options, 'RateLimiter'));
+    const { store, prefix } = config;
+    this.policies = config.policies;
     this.prefix = prefix;
     this.store = store;
     this.prepared = store.prepare(this.policies);
     this.head = `${prefix}:{`;
     this.tails = [...this.policies.map((p) => `}:${p.id}`), `}:${blockId(this.policies)}`];
-    this.deniedCache = readDeniedCache(o.deniedCache);
-    const failure = readFailureOptions(o);
-    this.guard = new StoreGuard(failure);
-    this.failure = new FailureAnswer(this.policies, failure.onStoreError);
+    this.deniedCache = config.deniedCache;
+    this.guard = new StoreGuard(config.failure);
+    this.failure = new FailureAnswer(this.policies, config.failure.onStoreError);
   }
 
   /** The circuit breaker's state: `closed` (store in use), `open`, or `half-open` (probing). */
@@ -146,7 +143,7 @@ export class RateLimiter {
    * policies are retried after each denial's `retryAfter`. The admitting decision's `delay` is
    * the time already waited for the reservation; nothing more needs to be waited.
    */
-  acquire(key: string, options: AcquireOptions = {}): Promise<Decision> {
+  acquire(key: string, options?: AcquireOptions): Promise<Decision> {
     return waitForAdmission(options, (cost, slack) =>
       this.prepared.reserve ? this.reserve(key, cost, slack) : this.consume(key, { cost }),
     );
@@ -184,8 +181,15 @@ export class RateLimiter {
     if (entry === undefined) {
       const keys = this.storageKeys(key);
       entry = { keys, slots: new Array(keys.length) };
-      if (memo.size >= KEY_MEMO_SIZE) memo.clear();
+      let bytes = key.length;
+      for (const k of keys) bytes += k.length;
+      bytes = bytes * 2 + KEY_MEMO_ENTRY_BYTES;
+      if (memo.size >= KEY_MEMO_SIZE || this.keyMemoBytes + bytes > KEY_MEMO_BYTES) {
+        memo.clear();
+        this.keyMemoBytes = 0;
+      }
       memo.set(key, entry);
+      this.keyMemoBytes += bytes;
     }
     return entry;
   }
@@ -285,3 +289,9 @@ function blockId(policies: readonly Policy[]): string {
 
 /** Keys whose storage keys a limiter remembers; past it the memo starts over (amortised O(1)). */
 const KEY_MEMO_SIZE = 10_000;
+/**
+ * Bytes the memo may hold (2 per UTF-16 unit of each key and storage key, plus a fixed overhead
+ * per entry): keys are caller input, and 10 000 keys of 16 KB would otherwise pin 320 MB.
+ */
+const KEY_MEMO_BYTES = 4 * 1024 * 1024;
+const KEY_MEMO_ENTRY_BYTES = 200;

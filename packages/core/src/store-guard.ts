@@ -3,7 +3,7 @@
  * turns the outcome into data (`GuardedOutcome`) for the failure policy to answer. Nothing here
  * ever throws into the caller or leaves a rejection unhandled.
  */
-import { RateLimitStoreError } from './errors.js';
+import { emitWarning, RateLimitStoreError } from './errors.js';
 import {
   type CallContext,
   type CircuitState,
@@ -12,6 +12,7 @@ import {
   type RateLimiterHooks,
   type StoreFailure,
 } from './failure-policy.js';
+import { abandon } from './stores/send-ticket.js';
 
 export type GuardedOutcome<T> =
   | { readonly ok: true; readonly value: T }
@@ -70,6 +71,8 @@ export class StoreGuard {
       };
       const timer = setTimeout(() => {
         if (settled) return;
+        // The answer is the failure policy's now: a command still queued must never run.
+        abandon(pending);
         fail('timeout', new RateLimitStoreError(`the store did not answer within ${timeoutMs} ms`));
       }, timeoutMs);
       let pending: Promise<T>;
@@ -112,6 +115,7 @@ export class StoreGuard {
     try {
       return await Promise.race([pending, timeout]);
     } catch (error) {
+      abandon(pending);
       throw asStoreError(error);
     } finally {
       clearTimeout(timer);
@@ -130,9 +134,9 @@ export class StoreGuard {
     } catch (error) {
       if (this.warned) return;
       this.warned = true;
-      process.emitWarning(
+      emitWarning(
+        'FLOODGATE_HOOK_ERROR',
         `RateLimiter hooks.${name} threw (further hook errors are ignored): ${(error as Error)?.message ?? error}`,
-        { code: 'FLOODGATE_HOOK_ERROR' },
       );
     }
   }

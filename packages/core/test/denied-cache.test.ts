@@ -187,7 +187,7 @@ describe('deniedCache and blocks', () => {
     const limiter = new RateLimiter({
       store: redisStore({ client: counter.client, clock }),
       policies: fixedWindow({ limit: 1, window: '1s', blockDuration: '10s' }),
-      deniedCache: { clock },
+      deniedCache: { clock, maxAge: '1m' },
     });
     return { counter, limiter, advance: (ms: number) => (now += ms) };
   }

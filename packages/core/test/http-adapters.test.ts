@@ -1,7 +1,8 @@
 /**
- * One table of HTTP scenarios, run against real servers for every adapter (Express, Koa) and
+ * One table of HTTP scenarios, run against real servers for every adapter (Express, Koa, Fastify) and
  * every store (memory, Redis on the harness server). Functions in options receive the
- * framework's request (Express `req`, Koa `ctx`); both have `.get(header)` and `.path`.
+ * framework's request (Express `req`, Koa `ctx`, Fastify `request`); all have `.get(header)` and
+ * `.path` (the Fastify driver decorates its requests with them).
  */
 
 import http from 'node:http';
@@ -11,6 +12,7 @@ import { Redis as IORedis, type Redis } from 'ioredis';
 import request from 'supertest';
 import { connectIoredis, flushRedis } from '../../../test/harness/redis';
 import { serveExpress } from '../../express/test/server';
+import { serveFastify } from '../../fastify/test/server';
 import { serveKoa } from '../../koa/test/server';
 import type { Serve, TestApp, TestAppOptions } from './http-driver';
 
@@ -33,6 +35,7 @@ async function eventually<T>(probe: () => Promise<T>, expected: T): Promise<T> {
 const frameworks: [string, Serve][] = [
   ['express', serveExpress],
   ['koa', serveKoa],
+  ['fastify', serveFastify],
 ];
 
 let redis: Redis;
@@ -258,7 +261,11 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       const onLimited = (...args: unknown[]) => {
         const decision = args[args.length - 1] as { retryAfter: number };
         const target = args[0] as { res?: unknown; status?: number; body?: unknown };
-        if ('body' in target || 'request' in target) {
+        const reply = args[1] as { code?(n: number): { send(b: unknown): void } };
+        if (args.length === 3 && typeof reply.code === 'function') {
+          // Fastify: (request, reply, decision)
+          reply.code(503).send({ custom: true, retryAfter: decision.retryAfter });
+        } else if ('body' in target || 'request' in target) {
           // Koa: (ctx, next, decision)
           target.status = 503;
           target.body = { custom: true, retryAfter: decision.retryAfter };

@@ -4,7 +4,7 @@
  * is global, so `@UseGuards(RateLimitGuard)` works in every module once it is imported.
  */
 import { RateLimitConfigError } from '@floodgate/core';
-import { configError, readOptions } from '@floodgate/core/http';
+import { configError, optionNames, readOptions } from '@floodgate/core/http';
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_GUARD, DiscoveryModule } from '@nestjs/core';
 import { RATE_LIMIT_GLOBAL, RATE_LIMIT_OPTIONS, RateLimitStore } from './rate-limit.constants.js';
@@ -16,6 +16,16 @@ import type {
 } from './rate-limit.interfaces.js';
 import { parseModuleOptions, type RateLimitConfig } from './rate-limit.options.js';
 import { RATE_LIMIT_CONFIG, RateLimitService } from './rate-limit.service.js';
+
+/** Every option name of `forRootAsync`, checked against RateLimitModuleAsyncOptions. */
+const ASYNC_OPTION_NAMES = optionNames<RateLimitModuleAsyncOptions>({
+  imports: true,
+  inject: true,
+  useFactory: true,
+  useClass: true,
+  useExisting: true,
+  global: true,
+});
 
 @Module({})
 // biome-ignore lint/complexity/noStaticOnlyClass: Nest modules are classes with static forRoot().
@@ -42,14 +52,7 @@ export class RateLimitModule {
   /** Configures rate limiting with options made by a factory, a class, or an existing provider. */
   static forRootAsync(options: RateLimitModuleAsyncOptions): DynamicModule {
     const where = 'RateLimitModule.forRootAsync';
-    const o = readOptions(options, where, [
-      'imports',
-      'inject',
-      'useFactory',
-      'useClass',
-      'useExisting',
-      'global',
-    ]);
+    const o = readOptions(options, where, ASYNC_OPTION_NAMES);
     const ways = (['useFactory', 'useClass', 'useExisting'] as const).filter(
       (n) => o[n] !== undefined,
     );

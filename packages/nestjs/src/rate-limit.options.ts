@@ -6,21 +6,32 @@ import {
   fixedWindow,
   type Policy,
   RateLimitConfigError,
-  RateLimiter,
+  type RateLimiter,
   type RateLimiterOptions,
   type Store,
 } from '@floodgate/core';
 import {
   configError,
+  createRateLimiter,
   KEY_OPTION_NAMES,
   type KeyConfig,
+  type KeyOptions,
+  optionNames,
   parseHeaderOptions,
   parseKeyOptions,
+  RATE_LIMITER_OPTION_NAMES,
   type RateLimitHeaderConfig,
+  readAs,
   readOptions,
 } from '@floodgate/core/http';
 import type { ExecutionContext } from '@nestjs/common';
-import type { RateLimitCost, RateLimitKey } from './rate-limit.interfaces.js';
+import type {
+  RateLimitCost,
+  RateLimitKey,
+  RateLimitModuleOptions,
+  RateLimitPoliciesOptions,
+  RateLimitWindowOptions,
+} from './rate-limit.interfaces.js';
 
 /** The module's options, parsed. */
 export interface RateLimitConfig {
@@ -42,13 +53,27 @@ export interface ParsedRateLimit {
   readonly cost: RateLimitCost;
 }
 
-/** Names the module reads itself; every other name goes to each RateLimiter. */
+/** The module options that are neither a key option nor passed on to each RateLimiter. */
+type ModuleOnlyOptions = Omit<
+  RateLimitModuleOptions,
+  Exclude<keyof RateLimiterOptions, 'store' | 'policies'> | keyof KeyOptions<unknown> | 'global'
+>;
+
+/** Names the module reads itself; every RateLimiter option goes to each RateLimiter. */
 const MODULE_OPTION_NAMES: readonly string[] = [
-  'store',
-  'policies',
-  'headers',
+  ...optionNames<ModuleOnlyOptions>({ store: true, policies: true, headers: true }),
   ...KEY_OPTION_NAMES,
 ];
+
+/** Every name `@RateLimit(...)` takes, checked against its two shapes. */
+const RATE_LIMIT_OPTION_NAMES = optionNames<RateLimitWindowOptions & RateLimitPoliciesOptions>({
+  limit: true,
+  window: true,
+  name: true,
+  policies: true,
+  key: true,
+  cost: true,
+});
 
 // Only used to validate limiter options when the module has no policies of its own.
 const PROBE_POLICY = fixedWindow({ limit: 1, window: 1000 });
@@ -83,35 +108,26 @@ export function parseModuleOptions(
       'a store: memoryStore() or redisStore({ client })',
     );
   }
+  const own = [...MODULE_OPTION_NAMES, ...(allowGlobal ? ['global'] : [])];
   const limiterOptions: Record<string, unknown> = {};
   const keyOptions: Record<string, unknown> = {};
   for (const name of Object.keys(o)) {
     if (o[name] === undefined || name === 'global') continue;
     if (KEY_OPTION_NAMES.includes(name as never)) keyOptions[name] = o[name];
-    else if (!MODULE_OPTION_NAMES.includes(name)) limiterOptions[name] = o[name];
-  }
-  // A limiter validates the policies and the limiter options exactly as it will use them; an
-  // unknown name is reported by it, under this module's name.
-  let probe: RateLimiter;
-  try {
-    probe = rethrow(where, 'RateLimiter', () =>
-      buildLimiter(store, o.policies ?? PROBE_POLICY, limiterOptions),
-    );
-  } catch (error) {
-    if (!(error instanceof RateLimitConfigError) || error.code !== 'FLOODGATE_UNKNOWN_OPTION') {
-      throw error;
+    else if (RATE_LIMITER_OPTION_NAMES.includes(name as keyof RateLimiterOptions)) {
+      if (!own.includes(name)) limiterOptions[name] = o[name];
+    } else if (!own.includes(name)) {
+      throw new RateLimitConfigError(
+        'FLOODGATE_UNKNOWN_OPTION',
+        `${where}.${name}`,
+        o[name],
+        `${where}.${name} is not an option (module options: ${own.join(', ')}; limiter options: ${RATE_LIMITER_OPTION_NAMES.filter((n) => !own.includes(n)).join(', ')})`,
+      );
     }
-    // The limiter knows only its own names; list the module's too.
-    const own = [...MODULE_OPTION_NAMES, ...(allowGlobal ? ['global'] : [])];
-    const limiterNames = /\(known: ([^)]*)\)/.exec(error.message)?.[1] ?? '';
-    throw new RateLimitConfigError(
-      error.code,
-      error.field,
-      error.value,
-      `${error.field} is not an option (module options: ${own.join(', ')}; limiter options: ${limiterNames})`,
-      { cause: error },
-    );
   }
+  // A limiter validates the policies and the limiter options exactly as it will use them, and
+  // names its fields under this module's name.
+  const probe = buildLimiter(store, o.policies ?? PROBE_POLICY, limiterOptions, where);
   return {
     store,
     policies: o.policies === undefined ? undefined : probe.policies,
@@ -125,7 +141,7 @@ export function parseModuleOptions(
 /** Reads `@RateLimit(...)` options; `where` names the controller or `Controller.handler`. */
 export function parseRateLimitOptions(options: unknown, where: string): ParsedRateLimit {
   const field = `@RateLimit(${where})`;
-  const o = readOptions(options, field, ['limit', 'window', 'name', 'policies', 'key', 'cost']);
+  const o = readOptions(options, field, RATE_LIMIT_OPTION_NAMES);
   const shorthand = ['limit', 'window', 'name'].filter((n) => o[n] !== undefined);
   let policies: readonly Policy[];
   if (o.policies !== undefined) {
@@ -142,7 +158,7 @@ export function parseRateLimitOptions(options: unknown, where: string): ParsedRa
     const window = { limit: o.limit, window: o.window, name: o.name } as Parameters<
       typeof fixedWindow
     >[0];
-    policies = [rethrow(field, 'fixedWindow', () => fixedWindow(window))];
+    policies = [readAs(window, field, () => fixedWindow(window))];
   } else {
     throw new RateLimitConfigError(
       'FLOODGATE_NO_POLICIES',
@@ -165,34 +181,15 @@ export function parseRateLimitOptions(options: unknown, where: string): ParsedRa
   return { policies, key: o.key as RateLimitKey | undefined, cost: cost as RateLimitCost };
 }
 
-/** A limiter over `policies` with the module's limiter options. */
+/**
+ * A limiter over `policies` with the module's limiter options; its configuration errors name
+ * fields under `where` (the module, or the `@RateLimit(...)` that gave the policies).
+ */
 export function buildLimiter(
   store: Store,
   policies: unknown,
   limiterOptions: Readonly<Record<string, unknown>>,
+  where: string,
 ): RateLimiter {
-  return new RateLimiter({ ...limiterOptions, store, policies } as RateLimiterOptions);
-}
-
-/**
- * Runs `make`; a RateLimitConfigError about `inner` (e.g. `fixedWindow.limit`) is rethrown
- * about `where` (e.g. `@RateLimit(DevicesController.list).limit`).
- */
-export function rethrow<T>(where: string, inner: string, make: () => T): T {
-  try {
-    return make();
-  } catch (error) {
-    if (!(error instanceof RateLimitConfigError)) throw error;
-    const field = error.field.startsWith(inner)
-      ? where + error.field.slice(inner.length)
-      : `${where}.${error.field}`;
-    const message = error.message.split(`${inner}.`).join(`${where}.`);
-    throw new RateLimitConfigError(
-      error.code,
-      field,
-      error.value,
-      message.includes(where) ? message : `${where}: ${message}`,
-      { cause: error },
-    );
-  }
+  return createRateLimiter({ ...limiterOptions, store, policies } as RateLimiterOptions, where);
 }

@@ -34,7 +34,6 @@ import {
   type ParsedRateLimit,
   parseRateLimitOptions,
   type RateLimitConfig,
-  rethrow,
 } from './rate-limit.options.js';
 
 /** Injection token of the parsed module options. */
@@ -136,12 +135,15 @@ export class RateLimitService implements OnModuleInit {
     return route;
   }
 
-  /** The RateLimiter for `policies`: one per distinct policy set, built on first use. */
-  limiter(policies: readonly Policy[]): RateLimiter {
+  /**
+   * The RateLimiter for `policies`: one per distinct policy set, built on first use. `where`
+   * names the policies' origin in configuration errors.
+   */
+  limiter(policies: readonly Policy[], where = 'RateLimitModule'): RateLimiter {
     const signature = policySignature(policies);
     let limiter = this.limiters.get(signature);
     if (!limiter) {
-      limiter = buildLimiter(this.config.store, policies, this.config.limiterOptions);
+      limiter = buildLimiter(this.config.store, policies, this.config.limiterOptions, where);
       this.limiters.set(signature, limiter);
     }
     return limiter;
@@ -185,9 +187,7 @@ export class RateLimitService implements OnModuleInit {
     let parsed = this.parsed.get(options);
     if (!parsed) {
       const result = parseRateLimitOptions(options, where);
-      const limiter = rethrow(`@RateLimit(${where})`, 'RateLimiter', () =>
-        this.limiter(result.policies),
-      );
+      const limiter = this.limiter(result.policies, `@RateLimit(${where})`);
       parsed = { ...result, policies: limiter.policies };
       this.keyConfig(options, parsed, where);
       this.parsed.set(options, parsed);

@@ -1,6 +1,6 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
-import { positiveInteger, readOptions } from '../options.js';
+import { fieldPathOf, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
@@ -18,19 +18,29 @@ export interface FixedWindowOptions {
   blockDuration?: BlockDuration;
 }
 
+/** Every option name of FixedWindowOptions, checked against the type. */
+const FIXED_WINDOW_OPTION_NAMES = optionNames<FixedWindowOptions>({
+  limit: true,
+  window: true,
+  name: true,
+  blockDuration: true,
+});
+
 /**
  * At most `limit` units per window, windows aligned to `floor(now / window)`. One counter per
  * key. A client can get up to 2× limit across a window edge; use slidingLog for exactness.
  */
 export function fixedWindow(options: FixedWindowOptions): Policy {
-  const o = readOptions(options, 'fixedWindow', ['limit', 'window', 'name', 'blockDuration']);
-  const limit = positiveInteger(o.limit, 'fixedWindow.limit');
-  const windowUs = parseDuration(o.window, 'fixedWindow.window');
+  // An adapter's shorthand (Nest's `@RateLimit({ limit, window })`) names its own fields.
+  const where = fieldPathOf(options, 'fixedWindow');
+  const o = readOptions(options, where, FIXED_WINDOW_OPTION_NAMES);
+  const limit = positiveInteger(o.limit, `${where}.limit`);
+  const windowUs = parseDuration(o.window, `${where}.window`);
   return definePolicy({
     kind: 'fixed-window',
     tag: 'fw',
     name: o.name,
-    nameField: 'fixedWindow.name',
+    nameField: `${where}.name`,
     defaultName: `fixed-${rateName(limit, windowUs)}`,
     limit,
     windowUs,

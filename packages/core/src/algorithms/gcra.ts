@@ -1,6 +1,6 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
-import { configError, positiveInteger, readOptions } from '../options.js';
+import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
@@ -22,13 +22,22 @@ export interface GcraOptions {
 /** The longest allowance (burst × interval) accepted: 100 years keeps TAT far below 2^53 µs. */
 const MAX_TOLERANCE_US = 100 * 365 * 86_400_000_000;
 
+/** Every option name of GcraOptions, checked against the type. */
+const GCRA_OPTION_NAMES = optionNames<GcraOptions>({
+  limit: true,
+  window: true,
+  burst: true,
+  name: true,
+  blockDuration: true,
+});
+
 /**
  * Generic Cell Rate Algorithm: token-bucket behaviour stored as one timestamp (the theoretical
  * arrival time). The emission interval is window/limit rounded up to a whole microsecond, so
  * it never admits faster than configured; the capacity is exactly `burst`.
  */
 export function gcra(options: GcraOptions): Policy {
-  const o = readOptions(options, 'gcra', ['limit', 'window', 'burst', 'name', 'blockDuration']);
+  const o = readOptions(options, 'gcra', GCRA_OPTION_NAMES);
   const limit = positiveInteger(o.limit, 'gcra.limit');
   const windowUs = parseDuration(o.window, 'gcra.window');
   const burst = o.burst === undefined ? limit : positiveInteger(o.burst, 'gcra.burst');

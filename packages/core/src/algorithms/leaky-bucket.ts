@@ -1,6 +1,6 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
-import { configError, positiveInteger, readOptions } from '../options.js';
+import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
@@ -30,6 +30,16 @@ function gcd(a: number, b: number): number {
   return a;
 }
 
+/** Every option name of LeakyBucketOptions, checked against the type. */
+const LEAKY_BUCKET_OPTION_NAMES = optionNames<LeakyBucketOptions>({
+  limit: true,
+  window: true,
+  burst: true,
+  delay: true,
+  name: true,
+  blockDuration: true,
+});
+
 /**
  * nginx `limit_req`: excess drains continuously at limit/window; a request is rejected when
  * its excess would exceed `burst` (rejected requests are not recorded), so an idle key admits
@@ -38,14 +48,7 @@ function gcd(a: number, b: number): number {
  * arriving together (all or none).
  */
 export function leakyBucket(options: LeakyBucketOptions): Policy {
-  const o = readOptions(options, 'leakyBucket', [
-    'limit',
-    'window',
-    'burst',
-    'delay',
-    'name',
-    'blockDuration',
-  ]);
+  const o = readOptions(options, 'leakyBucket', LEAKY_BUCKET_OPTION_NAMES);
   const limit = positiveInteger(o.limit, 'leakyBucket.limit');
   const windowUs = parseDuration(o.window, 'leakyBucket.window');
   const burst = o.burst === undefined ? 0 : positiveInteger(o.burst, 'leakyBucket.burst', 0);

@@ -1,6 +1,6 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
-import { positiveInteger, readOptions } from '../options.js';
+import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
@@ -17,13 +17,36 @@ export interface SlidingLogOptions {
   blockDuration?: BlockDuration;
 }
 
+/** Every option name of SlidingLogOptions, checked against the type. */
+const SLIDING_LOG_OPTION_NAMES = optionNames<SlidingLogOptions>({
+  limit: true,
+  window: true,
+  name: true,
+  blockDuration: true,
+});
+
+/**
+ * The largest slidingLog `limit`. A decision's work (Redis ZADD of every admitted unit, the
+ * twin's copy of the log) grows with the limit: at this bound the costliest decision, cost =
+ * limit on a full log, stays within a few milliseconds of Redis time (docs/reliability.md).
+ * A cost above the limit is denied with retryAfter −1 before anything is written.
+ */
+export const MAX_SLIDING_LOG_LIMIT = 1_000;
+
 /**
  * Exact: at most `limit` units in any interval (now − window, now]. Keeps one entry per
  * admitted unit, so memory per key grows with `limit`.
  */
 export function slidingLog(options: SlidingLogOptions): Policy {
-  const o = readOptions(options, 'slidingLog', ['limit', 'window', 'name', 'blockDuration']);
+  const o = readOptions(options, 'slidingLog', SLIDING_LOG_OPTION_NAMES);
   const limit = positiveInteger(o.limit, 'slidingLog.limit');
+  if (limit > MAX_SLIDING_LOG_LIMIT) {
+    throw configError(
+      'slidingLog.limit',
+      limit,
+      `at most ${MAX_SLIDING_LOG_LIMIT}: slidingLog stores one entry per admitted unit, and one decision writes up to \`limit\` of them inside Redis. For larger limits use slidingWindow (the same window, O(buckets) state), gcra or tokenBucket`,
+    );
+  }
   const windowUs = parseDuration(o.window, 'slidingLog.window');
   return definePolicy({
     kind: 'sliding-log',

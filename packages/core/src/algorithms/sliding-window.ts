@@ -1,6 +1,6 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
-import { configError, positiveInteger, readOptions } from '../options.js';
+import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
@@ -27,6 +27,15 @@ export const DEFAULT_SLIDING_WINDOW_BUCKETS = 10;
 /** The most sub-windows per window: the state (one count each) stays a short string. */
 export const MAX_SLIDING_WINDOW_BUCKETS = 1000;
 
+/** Every option name of SlidingWindowOptions, checked against the type. */
+const SLIDING_WINDOW_OPTION_NAMES = optionNames<SlidingWindowOptions>({
+  limit: true,
+  window: true,
+  buckets: true,
+  name: true,
+  blockDuration: true,
+});
+
 /**
  * Sentinel's LeapArray: the window is cut into `buckets` sub-windows aligned to
  * `floor(now / (window / buckets))`; a request of cost c is admitted when the last `buckets`
@@ -36,13 +45,7 @@ export const MAX_SLIDING_WINDOW_BUCKETS = 1000;
  * limit/buckets more for evenly spread traffic). O(buckets) state per key.
  */
 export function slidingWindow(options: SlidingWindowOptions): Policy {
-  const o = readOptions(options, 'slidingWindow', [
-    'limit',
-    'window',
-    'buckets',
-    'name',
-    'blockDuration',
-  ]);
+  const o = readOptions(options, 'slidingWindow', SLIDING_WINDOW_OPTION_NAMES);
   const limit = positiveInteger(o.limit, 'slidingWindow.limit');
   const windowUs = parseDuration(o.window, 'slidingWindow.window');
   const buckets =

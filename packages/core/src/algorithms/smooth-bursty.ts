@@ -1,6 +1,6 @@
 import type { Duration } from '../duration.js';
 import { formatDuration, parseDuration } from '../duration.js';
-import { configError, positiveInteger, readOptions } from '../options.js';
+import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
@@ -40,6 +40,15 @@ export function gcd(a: number, b: number): number {
   return a;
 }
 
+/** Every option name of SmoothBurstyOptions, checked against the type. */
+const SMOOTH_BURSTY_OPTION_NAMES = optionNames<SmoothBurstyOptions>({
+  limit: true,
+  window: true,
+  maxBurst: true,
+  name: true,
+  blockDuration: true,
+});
+
 /**
  * Guava's SmoothBursty RateLimiter per key: a request is admitted when the key's next-free time
  * has come, whatever its cost, and pays afterwards — stored permits are free, fresh ones cost
@@ -48,13 +57,7 @@ export function gcd(a: number, b: number): number {
  * `tryAcquire(cost)`; `limiter.acquire` is `acquire(cost)` / `tryAcquire(cost, maxWait)`.
  */
 export function smoothBursty(options: SmoothBurstyOptions): Policy {
-  const o = readOptions(options, 'smoothBursty', [
-    'limit',
-    'window',
-    'maxBurst',
-    'name',
-    'blockDuration',
-  ]);
+  const o = readOptions(options, 'smoothBursty', SMOOTH_BURSTY_OPTION_NAMES);
   const limit = positiveInteger(o.limit, 'smoothBursty.limit');
   const windowUs = parseDuration(o.window, 'smoothBursty.window');
   const maxBurstUs =

@@ -1,6 +1,6 @@
 import type { Duration } from '../duration.js';
 import { formatDuration, parseDuration } from '../duration.js';
-import { configError, positiveInteger, readOptions } from '../options.js';
+import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 import { gcd, SATURATED_WAIT_US } from './smooth-bursty.js';
@@ -30,8 +30,20 @@ export interface SmoothWarmingUpOptions {
 export const DEFAULT_COLD_FACTOR = 3;
 /** coldFactor is read as c/d with d dividing this (two decimals), so the maths stays exact. */
 const COLD_FACTOR_SCALE = 100;
+/** The largest coldFactor accepted (Guava's is 3): keeps c/d and every product below exact limits. */
+export const MAX_COLD_FACTOR = 1_000_000;
 /** Every divisor of the warm-up maths stays below this, so partial sums stay below 2^53. */
 const MAX_DIVISOR = 2 ** 51;
+
+/** Every option name of SmoothWarmingUpOptions, checked against the type. */
+const SMOOTH_WARMING_UP_OPTION_NAMES = optionNames<SmoothWarmingUpOptions>({
+  limit: true,
+  window: true,
+  warmup: true,
+  coldFactor: true,
+  name: true,
+  blockDuration: true,
+});
 
 /**
  * Guava's SmoothWarmingUp RateLimiter per key: as smoothBursty, a request is admitted when the
@@ -41,14 +53,7 @@ const MAX_DIVISOR = 2 ** 51;
  * A new key is cold.
  */
 export function smoothWarmingUp(options: SmoothWarmingUpOptions): Policy {
-  const o = readOptions(options, 'smoothWarmingUp', [
-    'limit',
-    'window',
-    'warmup',
-    'coldFactor',
-    'name',
-    'blockDuration',
-  ]);
+  const o = readOptions(options, 'smoothWarmingUp', SMOOTH_WARMING_UP_OPTION_NAMES);
   const limit = positiveInteger(o.limit, 'smoothWarmingUp.limit');
   const windowUs = parseDuration(o.window, 'smoothWarmingUp.window');
   const warmupUs = parseDuration(o.warmup, 'smoothWarmingUp.warmup');
@@ -58,12 +63,14 @@ export function smoothWarmingUp(options: SmoothWarmingUpOptions): Policy {
     typeof coldFactor !== 'number' ||
     !Number.isFinite(coldFactor) ||
     coldFactor < 1 ||
+    // Bounded first: a huge factor (1e307) scales to Infinity, and gcd() of it never returns.
+    coldFactor > MAX_COLD_FACTOR ||
     Math.abs(scaled - coldFactor * COLD_FACTOR_SCALE) > 1e-9 * scaled
   ) {
     throw configError(
       'smoothWarmingUp.coldFactor',
       coldFactor,
-      'a number >= 1 (1 disables the warm-up, as in Guava) with at most two decimals',
+      `a number from 1 (1 disables the warm-up, as in Guava) to ${MAX_COLD_FACTOR} with at most two decimals`,
     );
   }
   const g = gcd(scaled, COLD_FACTOR_SCALE);

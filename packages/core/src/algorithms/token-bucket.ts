@@ -1,6 +1,6 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
-import { configError, positiveInteger, readOptions } from '../options.js';
+import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
@@ -24,18 +24,21 @@ function gcd(a: number, b: number): number {
   return a;
 }
 
+/** Every option name of TokenBucketOptions, checked against the type. */
+const TOKEN_BUCKET_OPTION_NAMES = optionNames<TokenBucketOptions>({
+  limit: true,
+  window: true,
+  burst: true,
+  name: true,
+  blockDuration: true,
+});
+
 /**
  * A bucket of `burst` tokens (full at first) refilled continuously at limit/window; a request
  * of cost c takes c tokens or is denied. Allows bursts of `burst`, then the sustained rate.
  */
 export function tokenBucket(options: TokenBucketOptions): Policy {
-  const o = readOptions(options, 'tokenBucket', [
-    'limit',
-    'window',
-    'burst',
-    'name',
-    'blockDuration',
-  ]);
+  const o = readOptions(options, 'tokenBucket', TOKEN_BUCKET_OPTION_NAMES);
   const limit = positiveInteger(o.limit, 'tokenBucket.limit');
   const windowUs = parseDuration(o.window, 'tokenBucket.window');
   const burst = o.burst === undefined ? limit : positiveInteger(o.burst, 'tokenBucket.burst');

@@ -3,9 +3,13 @@
  * ConcurrencyLimiter (nginx `limit_conn`). The lease taken for a request is released when its
  * response finishes, closes (client abort) or errors, whichever comes first.
  */
-import { ConcurrencyLimiter, type Lease } from '../concurrency-limiter.js';
+import {
+  ConcurrencyLimiter,
+  type ConcurrencyLimiterOptions,
+  type Lease,
+} from '../concurrency-limiter.js';
 import type { Duration } from '../duration.js';
-import { configError, readOptions } from '../options.js';
+import { configError, optionNames, readAs, readOptions } from '../options.js';
 import type { Store } from '../stores/store.js';
 
 /** `concurrency` as an options object; or pass a ready ConcurrencyLimiter. */
@@ -27,6 +31,14 @@ export interface HttpConcurrencyOptions {
 /** @default '1m' */
 export const DEFAULT_LEASE_TTL: Duration = '1m';
 
+/** Every option name of HttpConcurrencyOptions, checked against the type. */
+const CONCURRENCY_OPTION_NAMES = optionNames<HttpConcurrencyOptions>({
+  limit: true,
+  leaseTtl: true,
+  store: true,
+  prefix: true,
+});
+
 /** Reads a `concurrency` option into a ConcurrencyLimiter (undefined when not given). */
 export function parseConcurrencyOption(
   value: unknown,
@@ -42,27 +54,14 @@ export function parseConcurrencyOption(
       'a ConcurrencyLimiter or { limit, leaseTtl?, store?, prefix? }',
     );
   }
-  const o = readOptions(value, field, ['limit', 'leaseTtl', 'store', 'prefix']);
-  try {
-    return new ConcurrencyLimiter({
-      store: (o.store as Store | undefined) ?? defaultStore(),
-      limit: o.limit as number,
-      leaseTtl: (o.leaseTtl as Duration | undefined) ?? DEFAULT_LEASE_TTL,
-      ...(o.prefix === undefined ? {} : { prefix: o.prefix as string }),
-    });
-  } catch (error) {
-    if (error instanceof Error && 'field' in error && typeof error.field === 'string') {
-      const e = error as Error & { field: string; value: unknown };
-      throw configError(
-        field + e.field.slice('ConcurrencyLimiter'.length),
-        e.value,
-        e.message
-          .replace(/^.* must be (.*), got .*$/, '$1')
-          .replace(/^.* is required: expected /, ''),
-      );
-    }
-    throw error;
-  }
+  const o = readOptions(value, field, CONCURRENCY_OPTION_NAMES);
+  const options: ConcurrencyLimiterOptions = {
+    store: (o.store as Store | undefined) ?? defaultStore(),
+    limit: o.limit as number,
+    leaseTtl: (o.leaseTtl as Duration | undefined) ?? DEFAULT_LEASE_TTL,
+    ...(o.prefix === undefined ? {} : { prefix: o.prefix as string }),
+  };
+  return readAs(options, field, () => new ConcurrencyLimiter(options));
 }
 
 /** Something that emits the end of a response: Node's `http.ServerResponse`. */

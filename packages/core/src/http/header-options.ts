@@ -2,7 +2,7 @@
  * The `headers` option of every adapter: which header groups to send, and in which IETF draft's
  * format, parsed once into a fully defined config.
  */
-import { configError, readOptions } from '../options.js';
+import { configError, optionNames, readOptions } from '../options.js';
 
 /**
  * The IETF draft whose header format `standard` sends:
@@ -54,6 +54,13 @@ export const DEFAULT_HEADER_CONFIG: RateLimitHeaderConfig = Object.freeze({
   retryAfter: true,
 });
 
+/** Every option name of RateLimitHeaderOptions, checked against the type. */
+const HEADER_OPTION_NAMES = optionNames<RateLimitHeaderOptions>({
+  standard: true,
+  legacy: true,
+  retryAfter: true,
+});
+
 /**
  * Reads a `headers` option: `true` (defaults), `false` (none), or an object switching groups;
  * a group left out keeps its default.
@@ -64,7 +71,7 @@ export function parseHeaderOptions(value: unknown, field: string): RateLimitHead
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw configError(field, value, 'a boolean or { standard, legacy, retryAfter }');
   }
-  const o = readOptions(value, field, ['standard', 'legacy', 'retryAfter']);
+  const o = readOptions(value, field, HEADER_OPTION_NAMES);
   const flag = (name: 'legacy' | 'retryAfter'): boolean => {
     const v = o[name];
     if (v === undefined) return DEFAULT_HEADER_CONFIG[name];

@@ -6,8 +6,19 @@
  * Published as the `@floodgate/core/http` subpath: for adapter authors, not application code.
  */
 
-// Option parsing for adapters: one error shape (field, value, stable code) everywhere.
-export { configError, readOptions } from '../options.js';
+// Every code Floodgate reports links to its README Troubleshooting entry.
+export { emitWarning, helpUrl } from '../errors.js';
+// Option parsing for adapters: one error shape (field, value, stable code) everywhere, and
+// the core's readers reporting fields under the adapter's own names (readAs).
+export {
+  configError,
+  type OptionNames,
+  optionNames,
+  readAs,
+  readOptions,
+} from '../options.js';
+export { createRateLimiter } from '../rate-limiter.js';
+export { RATE_LIMITER_OPTION_NAMES } from '../rate-limiter-options.js';
 export {
   applyCheckHeaders,
   checkHttpRequest,

@@ -6,8 +6,8 @@
  * Keys carry the source as a prefix (`ip:203.0.113.7`, `app:<appKey>`, `client:<id>`), so an
  * appKey can never collide with an address. A function's result is used as it is.
  */
-import { describeValue, RateLimitArgumentError } from '../errors.js';
-import { configError } from '../options.js';
+import { describeValue, emitWarning, RateLimitArgumentError } from '../errors.js';
+import { configError, optionNames } from '../options.js';
 import { normalizeIp, parseIpv6Subnet } from './ip.js';
 
 /** What the core needs to know about a request; each adapter fills it in. */
@@ -60,14 +60,15 @@ export const DEFAULT_FALLBACK_KEY = 'fallback:unidentified';
 export const DEFAULT_APP_KEY_HEADER = 'x-app-key';
 /** @default 'appKey' */
 export const DEFAULT_APP_KEY_QUERY = 'appKey';
-export const KEY_OPTION_NAMES = [
-  'key',
-  'fallbackKey',
-  'appKeyHeader',
-  'appKeyQuery',
-  'clientId',
-  'ipv6Subnet',
-] as const;
+/** Every key option name, checked against KeyOptions. */
+export const KEY_OPTION_NAMES = optionNames<KeyOptions<unknown>>({
+  key: true,
+  fallbackKey: true,
+  appKeyHeader: true,
+  appKeyQuery: true,
+  clientId: true,
+  ipv6Subnet: true,
+});
 
 /** Parsed key options; resolve a key with `resolveKey(config, view, req)`. */
 export interface KeyConfig<Req> {
@@ -162,11 +163,11 @@ async function keyFrom<Req>(
       view.headers['x-forwarded-for'] !== undefined
     ) {
       config.warnedUntrustedProxy = true;
-      process.emitWarning(
+      emitWarning(
+        'FLOODGATE_UNTRUSTED_PROXY',
         'A request carries X-Forwarded-For but no proxy is trusted, so every client behind the proxy ' +
           'shares one rate limit (the proxy address). Set Express `app.set("trust proxy", …)` or Koa ' +
           '`app.proxy = true` if the app runs behind a proxy.',
-        { code: 'FLOODGATE_UNTRUSTED_PROXY' },
       );
     }
     const ip = normalizeIp(view.ip, config.ipv6Subnet);

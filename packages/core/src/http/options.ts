@@ -8,9 +8,9 @@
 import type { Clock } from '../clock.js';
 import type { ConcurrencyLimiter } from '../concurrency-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
-import { configError } from '../options.js';
-import { RateLimiter } from '../rate-limiter.js';
-import type { RateLimiterOptions } from '../rate-limiter-options.js';
+import { configError, optionNames } from '../options.js';
+import { createRateLimiter, type RateLimiter } from '../rate-limiter.js';
+import { RATE_LIMITER_OPTION_NAMES, type RateLimiterOptions } from '../rate-limiter-options.js';
 import { memoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
 import { type HttpConcurrencyOptions, parseConcurrencyOption } from './concurrency.js';
@@ -47,14 +47,22 @@ export type HttpRateLimitOptions<Req, OnLimited = unknown> = KeyOptions<Req> &
     concurrency?: ConcurrencyLimiter | HttpConcurrencyOptions;
   };
 
-/** Names the adapters read themselves; every other name goes to the RateLimiter. */
+/** The options the adapters read themselves (the key options aside). */
+type AdapterOnlyOptions = Omit<
+  HttpRateLimitOptions<unknown>,
+  keyof RateLimiterOptions | keyof KeyOptions<unknown>
+>;
+
+/** Names the adapters read themselves; every RateLimiter option goes to the RateLimiter. */
 export const HTTP_OPTION_NAMES = [
-  'limiter',
-  'headers',
-  'skip',
-  'cost',
-  'onLimited',
-  'concurrency',
+  ...optionNames<AdapterOnlyOptions>({
+    limiter: true,
+    headers: true,
+    skip: true,
+    cost: true,
+    onLimited: true,
+    concurrency: true,
+  }),
   ...KEY_OPTION_NAMES,
 ] as const;
 
@@ -82,11 +90,30 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw configError(where, options, 'an options object');
   }
+  const passed = requestKind(options);
+  if (passed !== undefined) {
+    // `app.use(rateLimit)`: the framework calls the factory itself with each request.
+    throw new RateLimitConfigError(
+      'FLOODGATE_INVALID_OPTION',
+      where,
+      undefined,
+      `${where}() was called with ${passed} instead of options: it was mounted without being called. Write app.use(${where}({ policies: … })), not app.use(${where})`,
+    );
+  }
   const o = options as Record<string, unknown>;
   const own: readonly string[] = [...HTTP_OPTION_NAMES, ...extraNames];
   const limiterOptions: Record<string, unknown> = {};
   for (const name of Object.keys(o)) {
-    if (!own.includes(name) && o[name] !== undefined) limiterOptions[name] = o[name];
+    if (own.includes(name)) continue;
+    if (!RATE_LIMITER_OPTION_NAMES.includes(name as keyof RateLimiterOptions)) {
+      throw new RateLimitConfigError(
+        'FLOODGATE_UNKNOWN_OPTION',
+        `${where}.${name}`,
+        o[name],
+        `${where}.${name} is not an option (adapter options: ${own.join(', ')}; limiter options: ${RATE_LIMITER_OPTION_NAMES.join(', ')})`,
+      );
+    }
+    if (o[name] !== undefined) limiterOptions[name] = o[name];
   }
   let limiter: RateLimiter | undefined;
   let store: Store | undefined;
@@ -106,15 +133,10 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
     limiter = o.limiter as RateLimiter;
   } else if (o.concurrency === undefined || limiterOptions.policies !== undefined) {
     store = (limiterOptions.store as Store | undefined) ?? memoryStore();
-    try {
-      limiter = new RateLimiter({
-        deniedCache: defaultDeniedCache(store),
-        ...limiterOptions,
-        store,
-      } as RateLimiterOptions);
-    } catch (error) {
-      throw renameLimiterError(error, where, own);
-    }
+    limiter = createRateLimiter(
+      { deniedCache: defaultDeniedCache(store), ...limiterOptions, store } as RateLimiterOptions,
+      where,
+    );
   }
   if (o.skip !== undefined && typeof o.skip !== 'function') {
     throw configError(`${where}.skip`, o.skip, 'a function (req) => boolean');
@@ -158,17 +180,15 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
   };
 }
 
-/** RateLimiter reports its own field names; report them as the adapter's options instead. */
-function renameLimiterError(error: unknown, where: string, own: readonly string[]): unknown {
-  if (!(error instanceof RateLimitConfigError) || !error.field.startsWith('RateLimiter'))
-    return error;
-  const field = where + error.field.slice('RateLimiter'.length);
-  const limiterNames = /\(known: ([^)]*)\)/.exec(error.message)?.[1] ?? '';
-  const message =
-    error.code === 'FLOODGATE_UNKNOWN_OPTION'
-      ? `${field} is not an option (adapter options: ${own.join(', ')}; limiter options: ${limiterNames})`
-      : error.message.split('RateLimiter.').join(`${where}.`);
-  return new RateLimitConfigError(error.code, field, error.value, message, { cause: error });
+/** `an HTTP request` / `a Koa context` when `value` is one (a factory mounted uncalled). */
+function requestKind(value: object): string | undefined {
+  const v = value as { method?: unknown; headers?: unknown; socket?: unknown; req?: unknown };
+  const isRequest = (r: typeof v | undefined) =>
+    r !== undefined && typeof r.method === 'string' && typeof r.headers === 'object' && !!r.socket;
+  // A Koa context delegates method, headers and socket to its request: test it first.
+  if (typeof v.req === 'object' && isRequest(v.req as typeof v)) return 'a Koa context';
+  if (isRequest(v)) return 'an HTTP request';
+  return undefined;
 }
 
 /**

@@ -3,9 +3,9 @@
  * same all-or-nothing rule, so a single instance gets the same answers Redis would give.
  */
 import { ALGORITHMS, type Algorithm, type CheckResult } from '../algorithms/index.js';
-import { type Clock, processClock, readMicros } from '../clock.js';
+import { type Clock, processClock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
-import { configError, positiveInteger, readOptions } from '../options.js';
+import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import type { Lockout, Policy } from '../policy.js';
 import { BlockTable, longestLockout } from './memory-blocks.js';
 import { DEFAULT_MAX_KEYS, type MemoryStoreOptions, SWEEP_INTERVAL_MS } from './memory-options.js';
@@ -35,23 +35,22 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   return new MemoryStore(options);
 }
 
+/** Every option name of MemoryStoreOptions, checked against the type. */
+const MEMORY_STORE_OPTION_NAMES = optionNames<MemoryStoreOptions>({ clock: true, maxKeys: true });
+
 export class MemoryStore implements Store {
   readonly kind = 'memory';
   readonly maxKeys: number;
   /** The store's time source (ConcurrencyLimiter reads it too). */
   readonly clock: Clock;
   private readonly entries = new Map<string, Entry>();
-  /** Block states by block key (looked up only while there is one). */
   private readonly blocks = new BlockTable();
   private sweeper: NodeJS.Timeout | undefined;
   private lastFullSweep = Number.NEGATIVE_INFINITY;
 
   constructor(options: MemoryStoreOptions = {}) {
-    const o = readOptions(options, 'memoryStore', ['clock', 'maxKeys']);
-    if (o.clock !== undefined && typeof o.clock !== 'function') {
-      throw configError('memoryStore.clock', o.clock, 'a function returning epoch milliseconds');
-    }
-    this.clock = (o.clock as Clock | undefined) ?? processClock;
+    const o = readOptions(options, 'memoryStore', MEMORY_STORE_OPTION_NAMES);
+    this.clock = readClockOption(o.clock, 'memoryStore.clock') ?? processClock;
     this.maxKeys =
       o.maxKeys === undefined
         ? DEFAULT_MAX_KEYS
@@ -199,7 +198,7 @@ export class MemoryStore implements Store {
     }
     if (admitted) {
       if (!peek && cost > 0) {
-        if (missing > 0 && !this.makeRoom(missing, now)) {
+        if (missing > 0 && !this.makeRoom(missing, now, found)) {
           return this.full(plan, states, now);
         }
         for (let i = 0; i < n; i++) {
@@ -271,12 +270,14 @@ export class MemoryStore implements Store {
     return { admitted: true, results: [r] };
   }
 
-  /** Whether every key can be stored, sweeping expired keys (at most once a second) if not. */
-  private makeRoom(missing: number, now: number): boolean {
+  /** Whether every key fits, sweeping expired ones (once a second) but the decision's own. */
+  private makeRoom(missing: number, now: number, keep: readonly (Entry | undefined)[] = []) {
     if (this.entries.size + missing <= this.maxKeys) return true;
     if (now - this.lastFullSweep < FULL_SWEEP_SPACING_US) return false;
     this.lastFullSweep = now;
-    for (const [key, entry] of this.entries) if (entry.expiresAt <= now) this.drop(key, entry);
+    for (const [key, entry] of this.entries) {
+      if (entry.expiresAt <= now && !keep.includes(entry)) this.drop(key, entry);
+    }
     return this.entries.size + missing <= this.maxKeys;
   }
 

@@ -9,6 +9,13 @@
  * failure policy apply per decision, and a call whose script fails in Redis fails alone.
  */
 import type { GeneratedScript } from '../generated/scripts.js';
+import {
+  NOT_RUN_REPLY,
+  notRunError,
+  SendTicket,
+  TICKET,
+  type TicketedPromise,
+} from './send-ticket.js';
 
 /** Bounds of one batch. */
 export interface BatchLimits {
@@ -42,6 +49,8 @@ interface Call {
   readonly args: readonly string[];
   readonly size: number;
   readonly handlers: Handlers;
+  /** Abandoned by the limiter's guard when its timeout answers this call. */
+  readonly ticket: SendTicket;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -51,6 +60,7 @@ export type ScriptRunner = (
   script: GeneratedScript,
   keys: readonly string[],
   args: readonly string[],
+  ticket: SendTicket,
 ) => Promise<unknown>;
 
 /** The calls bound for one node (or one cluster slot) and its round trips in flight. */
@@ -92,10 +102,23 @@ export class Batcher {
     handlers: Handlers,
   ): Promise<unknown> {
     const channel = this.cluster ? this.slotChannel(keys[0] ?? '') : this.single;
-    return new Promise((resolve, reject) => {
-      channel.queue.push({ script, batchScript, keys, args, size, handlers, resolve, reject });
+    const ticket = new SendTicket();
+    const pending: TicketedPromise<unknown> = new Promise((resolve, reject) => {
+      channel.queue.push({
+        script,
+        batchScript,
+        keys,
+        args,
+        size,
+        handlers,
+        ticket,
+        resolve,
+        reject,
+      });
       if (channel.inFlight === 0) this.schedule(channel);
     });
+    pending[TICKET] = ticket;
+    return pending;
   }
 
   private slotChannel(key: string): Channel {
@@ -126,9 +149,12 @@ export class Batcher {
    */
   private flush(channel: Channel): void {
     channel.scheduled = false;
-    const queue = channel.queue;
-    if (queue.length === 0) return;
+    // A call its caller stopped waiting for (the timeout answered it) is never sent.
+    const queue = channel.queue.some(isAbandoned)
+      ? channel.queue.filter((call) => !isAbandoned(call))
+      : channel.queue;
     channel.queue = [];
+    if (queue.length === 0) return;
     const done = (): void => this.answered(channel);
     if (queue.length === 1 && channel.inFlight === 0) {
       channel.inFlight++;
@@ -159,7 +185,7 @@ export class Batcher {
   }
 
   private sendOne(call: Call, done: () => void): void {
-    settle(call, this.run(call.script, call.keys, call.args), done);
+    settle(call, this.run(call.script, call.keys, call.args, call.ticket), done);
   }
 
   /**
@@ -184,9 +210,16 @@ export class Batcher {
     }
     head[0] = shapeId(shapes.size);
     for (const id of entries) head.push(id);
-    this.run(calls[0]!.batchScript, keys, head).then(
+    const ticket = new SendTicket();
+    for (const call of calls) call.ticket.joinBatch(ticket);
+    this.run(calls[0]!.batchScript, keys, head, ticket).then(
       (reply) => {
         done();
+        if (reply === NOT_RUN_REPLY) {
+          const error = notRunError();
+          for (const call of calls) fail(call, error);
+          return;
+        }
         if (!Array.isArray(reply) || reply.length !== calls.length) {
           const error = new Error(`unexpected reply from a batch script: ${JSON.stringify(reply)}`);
           for (const call of calls) fail(call, error);
@@ -206,6 +239,10 @@ export class Batcher {
       },
     );
   }
+}
+
+function isAbandoned(call: Call): boolean {
+  return call.ticket.abandoned;
 }
 
 function settle(call: Call, reply: Promise<unknown>, done: () => void): void {

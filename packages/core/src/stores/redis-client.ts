@@ -4,37 +4,56 @@
  * route both calls by the first key, so the EVAL fallback reaches the node that said NOSCRIPT.
  */
 import { describeValue, RateLimitConfigError } from '../errors.js';
+import { NOT_RUN_REPLY, type SendTicket } from './send-ticket.js';
 
 export interface ScriptClient {
   /** e.g. `ioredis Redis`, `node-redis cluster`. */
   readonly description: string;
   /** A cluster client: every call's keys must share a slot (batches are made per slot). */
   readonly cluster?: boolean;
-  evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
-  eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
   /**
-   * When present, runs a script in one call that handles NOSCRIPT itself; the store uses it
-   * instead of evalsha/eval. Set for an ioredis Cluster with auto-pipelining (see below).
+   * EVALSHA. With a `ticket`, the command runs at most once, and not at all once the ticket is
+   * abandoned (see send-ticket.ts): a re-sent or abandoned command answers `NOT_RUN_REPLY`.
    */
-  runScript?(
-    script: { readonly sha1: string; readonly source: string },
+  evalsha(
+    sha1: string,
     keys: readonly string[],
     args: readonly string[],
+    ticket?: SendTicket,
+  ): Promise<unknown>;
+  /** EVAL (which also caches the script), with the same ticket rules as `evalsha`. */
+  eval(
+    script: string,
+    keys: readonly string[],
+    args: readonly string[],
+    ticket?: SendTicket,
   ): Promise<unknown>;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: the clients' own signatures are wider than any one call
 type Fn = (...args: any[]) => Promise<unknown>;
+/** The part of an ioredis `Command` (a public export of ioredis) the shim relies on. */
+interface IoredisCommand {
+  readonly promise: Promise<unknown>;
+  toWritable(socket: unknown): string | Buffer;
+}
+type IoredisCommandClass = new (
+  name: string,
+  args: unknown[],
+  options: { keyPrefix?: string },
+) => IoredisCommand;
 interface IoredisLike {
   evalsha: Fn;
   eval: Fn;
+  sendCommand: (command: IoredisCommand) => Promise<unknown>;
   defineCommand: (name: string, definition: { numberOfKeys: number; lua: string }) => void;
   isCluster?: boolean;
-  options?: { enableAutoPipelining?: boolean };
+  options?: { keyPrefix?: string };
 }
 interface NodeRedisLike {
   evalSha: Fn;
   eval: Fn;
+  sendCommand: Fn;
   masters?: unknown;
 }
 
@@ -43,65 +62,136 @@ function isIoredis(client: object): client is IoredisLike {
   return (
     typeof c.evalsha === 'function' &&
     typeof c.eval === 'function' &&
+    typeof c.sendCommand === 'function' &&
     typeof c.defineCommand === 'function'
   );
 }
 
 function isNodeRedis(client: object): client is NodeRedisLike {
   const c = client as Partial<NodeRedisLike>;
-  return typeof c.evalSha === 'function' && typeof c.eval === 'function';
+  return (
+    typeof c.evalSha === 'function' &&
+    typeof c.eval === 'function' &&
+    typeof c.sendCommand === 'function'
+  );
+}
+
+/** `ioredis Redis`, `node-redis client`, …: what kind of supported client `value` is, if any. */
+export function clientKind(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  if (isIoredis(value)) return value.isCluster ? 'ioredis Cluster' : 'ioredis Redis';
+  if (isNodeRedis(value))
+    return value.masters !== undefined ? 'node-redis cluster' : 'node-redis client';
+  return undefined;
 }
 
 /** Adapts a supported Redis client, or throws RateLimitConfigError naming what it received. */
 export function toScriptClient(client: unknown, field = 'redisStore.client'): ScriptClient {
   if (client !== null && typeof client === 'object') {
     if (isIoredis(client)) {
-      const shim: ScriptClient = {
-        description: client.isCluster ? 'ioredis Cluster' : 'ioredis Redis',
-        cluster: client.isCluster === true,
-        evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args),
-        eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args),
-      };
-      if (client.isCluster && client.options?.enableAutoPipelining) {
-        return { ...shim, runScript: definedCommandRunner(client) };
-      }
-      return shim;
-    }
-    if (isNodeRedis(client)) {
-      return {
-        description: client.masters !== undefined ? 'node-redis cluster' : 'node-redis client',
-        cluster: client.masters !== undefined,
-        evalsha: (sha1, keys, args) => client.evalSha(sha1, { keys, arguments: args }),
-        eval: (script, keys, args) => client.eval(script, { keys, arguments: args }),
-      };
+      const Command = ioredisCommandClass(client);
+      if (Command) return ioredisShim(client, Command);
+    } else if (isNodeRedis(client)) {
+      return nodeRedisShim(client);
     }
   }
   throw new RateLimitConfigError(
     'FLOODGATE_UNKNOWN_CLIENT',
     field,
     client,
-    `${field} must be an ioredis Redis or Cluster, or a node-redis client or cluster (v4+), got ${describeValue(client)}`,
+    `${field} must be an ioredis Redis or Cluster (v5), or a node-redis client or cluster (v4+), got ${describeValue(client)}`,
   );
 }
 
 /**
- * ioredis Cluster auto-pipelining groups commands by the slot of their first argument, which for
- * EVALSHA is the SHA1, not a key: concurrent decisions on keys of different slots land in one
- * pipeline and fail ("All keys in the pipeline should belong to the same slots allocation
- * group"). A command made by `defineCommand` with a fixed key count starts with its first key,
- * so it is grouped by the right slot; ioredis then sends EVALSHA and falls back to EVAL on
- * NOSCRIPT itself. One command is defined per script and key count, named after both.
+ * ioredis re-sends a command by writing the same `Command` object again (after a reconnect, or
+ * to another cluster node when its connection closed). The shim's commands know whether they
+ * may run: the first write runs; a later write runs only when the first attempt was answered
+ * on a connection that is still open (a MOVED/ASK/TRYAGAIN redirection, which never runs the
+ * script); any other re-send, and any write after the caller abandoned the command (it sat in
+ * the offline queue past the timeout), is an ECHO instead. Commands go out through
+ * `sendCommand`, so a Cluster routes them by their first key's slot (auto-pipelining, which
+ * groups EVALSHA by the SHA1 and breaks multi-slot batches, is bypassed; it slows Lua-based
+ * limiters anyway: docs/benchmarks.md).
  */
-function definedCommandRunner(client: IoredisLike): NonNullable<ScriptClient['runScript']> {
-  const defined = new Set<string>();
-  return (script, keys, args) => {
-    const name = `floodgate_${script.sha1}_${keys.length}`;
-    if (!defined.has(name)) {
-      if (typeof (client as unknown as Record<string, unknown>)[name] !== 'function') {
-        client.defineCommand(name, { numberOfKeys: keys.length, lua: script.source });
-      }
-      defined.add(name);
+function ioredisShim(client: IoredisLike, Command: IoredisCommandClass): ScriptClient {
+  const keyPrefix = client.options?.keyPrefix;
+  class SendOnceCommand extends Command {
+    private firstSocket: { readonly destroyed?: boolean } | undefined;
+    constructor(
+      name: string,
+      args: unknown[],
+      private readonly ticket: SendTicket | undefined,
+    ) {
+      super(name, args, { keyPrefix });
     }
-    return (client as unknown as Record<string, Fn>)[name]!(...keys, ...args);
+    override toWritable(socket: unknown): string | Buffer {
+      if (this.ticket?.abandoned) return NOT_RUN_COMMAND;
+      const first = this.firstSocket;
+      if (first !== undefined && first.destroyed !== false) return NOT_RUN_COMMAND;
+      this.firstSocket = socket as { readonly destroyed?: boolean };
+      return super.toWritable(socket);
+    }
+  }
+  return {
+    description: client.isCluster ? 'ioredis Cluster' : 'ioredis Redis',
+    cluster: client.isCluster === true,
+    evalsha: (sha1, keys, args, ticket) =>
+      client.sendCommand(
+        new SendOnceCommand('evalsha', [sha1, keys.length, ...keys, ...args], ticket),
+      ),
+    eval: (script, keys, args, ticket) =>
+      client.sendCommand(
+        new SendOnceCommand('eval', [script, keys.length, ...keys, ...args], ticket),
+      ),
+  };
+}
+
+/** `ECHO floodgate:not-run`, in the Redis protocol: what a command that may not run sends. */
+const NOT_RUN_COMMAND = `*2\r\n$4\r\nECHO\r\n$${NOT_RUN_REPLY.length}\r\n${NOT_RUN_REPLY}\r\n`;
+
+/**
+ * ioredis's `Command` class, as the client's own version builds it: a command function run
+ * against a stand-in `this` hands its Command to `sendCommand`, which keeps it unsent. Works
+ * for Redis and Cluster alike, whichever copy of ioredis the application loaded.
+ */
+function ioredisCommandClass(client: IoredisLike): IoredisCommandClass | undefined {
+  let found: IoredisCommandClass | undefined;
+  const standIn = {
+    options: {},
+    sendCommand(command: IoredisCommand) {
+      found = command.constructor as IoredisCommandClass;
+      return command.promise;
+    },
+  };
+  try {
+    void client.evalsha.call(standIn, 'probe', 0);
+  } catch {
+    return undefined;
+  }
+  return typeof found?.prototype?.toWritable === 'function' ? found : undefined;
+}
+
+/**
+ * node-redis never re-sends a command that was written (a dropped connection rejects it), but
+ * keeps commands issued while it reconnects in its offline queue; the ticket's AbortSignal
+ * takes an abandoned one out of that queue before it is written.
+ */
+function nodeRedisShim(client: NodeRedisLike): ScriptClient {
+  const cluster = client.masters !== undefined;
+  const send = (args: string[], keys: readonly string[], ticket: SendTicket | undefined) => {
+    // v5 reads `abortSignal`, v4 `signal`.
+    const options = ticket ? { abortSignal: ticket.signal, signal: ticket.signal } : undefined;
+    return cluster
+      ? client.sendCommand(keys[0], false, args, options)
+      : client.sendCommand(args, options);
+  };
+  return {
+    description: cluster ? 'node-redis cluster' : 'node-redis client',
+    cluster,
+    evalsha: (sha1, keys, args, ticket) =>
+      send(['EVALSHA', sha1, String(keys.length), ...keys, ...args], keys, ticket),
+    eval: (script, keys, args, ticket) =>
+      send(['EVAL', script, String(keys.length), ...keys, ...args], keys, ticket),
   };
 }

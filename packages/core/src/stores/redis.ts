@@ -5,15 +5,22 @@
  * script's batch variant (redis-batch.ts); `batch: false` sends one EVALSHA per decision.
  */
 import { ALGORITHMS } from '../algorithms/index.js';
-import { type Clock, readMicros } from '../clock.js';
+import { type Clock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
-import { RateLimitStoreError } from '../errors.js';
+import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
-import { configError, positiveInteger, readOptions } from '../options.js';
+import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
 import { Batcher, type BatchLimits, DEFAULT_BATCH_LIMITS } from './redis-batch.js';
-import { type ScriptClient, toScriptClient } from './redis-client.js';
+import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
 import { batchScriptFor, scriptFor } from './scripts.js';
+import {
+  NOT_RUN_REPLY,
+  notRunError,
+  SendTicket,
+  TICKET,
+  type TicketedPromise,
+} from './send-ticket.js';
 import type { PreparedPolicies, Store } from './store.js';
 
 export interface RedisStoreOptions {
@@ -59,6 +66,19 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   return new RedisStore(options);
 }
 
+/** Every option name of RedisStoreOptions, checked against the type. */
+const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>({
+  client: true,
+  clock: true,
+  batch: true,
+});
+
+/** Every option name of `batch` as an object, checked against the type. */
+const BATCH_OPTION_NAMES = optionNames<Exclude<RedisStoreOptions['batch'], boolean | undefined>>({
+  maxDecisions: true,
+  maxBytes: true,
+});
+
 export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly client: ScriptClient;
@@ -71,22 +91,27 @@ export class RedisStore implements Store {
   private readonly batcher: Batcher | undefined;
 
   constructor(options: RedisStoreOptions) {
-    const o = readOptions(options, 'redisStore', ['client', 'clock', 'batch']);
-    this.client = toScriptClient(o.client);
-    if (o.clock !== undefined && typeof o.clock !== 'function') {
-      throw configError('redisStore.clock', o.clock, 'a function returning epoch milliseconds');
+    const passed = clientKind(options);
+    if (passed !== undefined) {
+      // `redisStore(client)`: said plainly, rather than "redisStore.options is not an option".
+      throw new RateLimitConfigError(
+        'FLOODGATE_INVALID_OPTION',
+        'redisStore',
+        options,
+        `redisStore() takes an options object, and was given ${/^[aeiou]/.test(passed) ? 'an' : 'a'} ${passed} itself: write redisStore({ client })`,
+      );
     }
-    this.clock = o.clock as Clock | undefined;
+    const o = readOptions(options, 'redisStore', REDIS_STORE_OPTION_NAMES);
+    this.client = toScriptClient(o.client);
+    this.clock = readClockOption(o.clock, 'redisStore.clock');
     this.ttlSlack = this.clock ? String(INJECTED_CLOCK_TTL_SLACK_MS) : '0';
-    // An ioredis Cluster with auto-pipelining already groups each tick's commands per node,
-    // and its script commands re-send EVALSHA on their own: batching stays off there (measured
-    // to reorder a key's calls after a NOSCRIPT inside ioredis's pipeline).
-    const limits = readBatch(o.batch);
-    this.batch = this.client.runScript ? undefined : limits;
+    // The shims send commands themselves (never through ioredis auto-pipelining), so batching
+    // works the same on every client; a cluster batches per slot.
+    this.batch = readBatch(o.batch);
     this.batcher =
       this.batch &&
       new Batcher(
-        (script, keys, args) => this.runRaw(script, keys, args),
+        (script, keys, args, ticket) => this.runRaw(script, keys, args, ticket),
         this.batch,
         this.client.cluster === true,
       );
@@ -180,7 +205,7 @@ export class RedisStore implements Store {
         const args = head(peek ? MODE_PEEK : MODE_CONSUME, cost);
         return send(keys, [...args, ...policyArgs], forCost(cost), size(args) + policySize);
       },
-      reserve: async (keys, cost, slack) => {
+      reserve: (keys, cost, slack) => {
         const args = [...head(MODE_RESERVE, cost), String(slack)];
         return send(keys, [...args, ...policyArgs], forCost(cost), size(args) + policySize);
       },
@@ -199,7 +224,9 @@ export class RedisStore implements Store {
 
   /**
    * EVALSHA, decoded; on NOSCRIPT (restart, SCRIPT FLUSH, failover) EVAL, which also caches the
-   * script. One `then` on the client's promise: no extra hop on the hot path.
+   * script. One `then` on the client's promise: no extra hop on the hot path. The promise carries
+   * the command's ticket, which the limiter's guard abandons when its timeout answers: a command
+   * still queued then never runs, and no command runs twice (send-ticket.ts).
    */
   private run(
     script: GeneratedScript,
@@ -208,16 +235,19 @@ export class RedisStore implements Store {
     { decode, wrap }: Handlers,
   ): Promise<StoreDecision> {
     const client = this.client;
+    const ticket = new SendTicket();
+    let pending: TicketedPromise<StoreDecision>;
     try {
-      if (client.runScript) return client.runScript(script, keys, args).then(decode, wrap);
-      return client.evalsha(script.sha1, keys, args).then(decode, (error: unknown) => {
+      pending = client.evalsha(script.sha1, keys, args, ticket).then(decode, (error: unknown) => {
         if (!String((error as Error)?.message).startsWith('NOSCRIPT')) return wrap(error);
-        return client.eval(script.source, keys, args).then(decode, wrap);
+        return client.eval(script.source, keys, args, ticket).then(decode, wrap);
       });
     } catch (error) {
       // A client that throws instead of rejecting (e.g. a closed node-redis client).
-      return Promise.reject(error).then(decode, wrap);
+      pending = Promise.reject(error).then(decode, wrap);
     }
+    pending[TICKET] = ticket;
+    return pending;
   }
 
   /** `run` without decoding: the raw reply, or the client's own error (batches read both). */
@@ -225,13 +255,13 @@ export class RedisStore implements Store {
     script: GeneratedScript,
     keys: readonly string[],
     args: readonly string[],
+    ticket: SendTicket,
   ): Promise<unknown> {
     const client = this.client;
     try {
-      if (client.runScript) return client.runScript(script, keys, args);
-      return client.evalsha(script.sha1, keys, args).catch((error: unknown) => {
+      return client.evalsha(script.sha1, keys, args, ticket).catch((error: unknown) => {
         if (!String((error as Error)?.message).startsWith('NOSCRIPT')) throw error;
-        return client.eval(script.source, keys, args);
+        return client.eval(script.source, keys, args, ticket);
       });
     } catch (error) {
       return Promise.reject(error);
@@ -257,7 +287,7 @@ function readBatch(value: unknown): BatchLimits | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw configError('redisStore.batch', value, 'true, false or { maxDecisions?, maxBytes? }');
   }
-  const o = readOptions(value, 'redisStore.batch', ['maxDecisions', 'maxBytes']);
+  const o = readOptions(value, 'redisStore.batch', BATCH_OPTION_NAMES);
   return Object.freeze({
     maxDecisions:
       o.maxDecisions === undefined
@@ -282,6 +312,7 @@ function decodeDecision(reply: unknown, n: number): StoreDecision {
     };
   }
   if (!Array.isArray(reply) || reply.length !== 1 + FIELDS_PER_POLICY * n) {
+    if (reply === NOT_RUN_REPLY) throw new RateLimitStoreError(notRunError().message);
     throw new RateLimitStoreError(
       `unexpected reply from the rate-limit script: ${JSON.stringify(reply)}`,
     );

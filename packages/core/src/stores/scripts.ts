@@ -48,7 +48,7 @@ export function batchScriptFor(script: GeneratedScript): GeneratedScript {
     // The same text the generator makes for `engine-batch`, with only these algorithms.
     const parts = [
       SCRIPT_PARTS.batchHeader,
-      SCRIPT_PARTS.prelude,
+      SCRIPT_PARTS.batchPrelude,
       SCRIPT_PARTS.mixedHeader,
       ...script.algorithms.map((n) => SCRIPT_PARTS.algorithms[n]!),
       SCRIPT_PARTS.mixedFooter,
