@@ -78,6 +78,11 @@ export function readBlockDuration(value: unknown, field: string): Lockout | unde
   return Object.freeze({ initial, multiplier, max, forgetAfter });
 }
 
+/** A lockout as lua/include/engine.lua reads it from ARGV: '' for none. */
+export function lockoutArg(l: Lockout | undefined): string {
+  return l === undefined ? '' : `${l.initial}:${String(l.multiplier)}:${l.max}:${l.forgetAfter}`;
+}
+
 /** The length of the block after `level` blocks in a row (the same steps as lua/include/engine.lua). */
 export function lockoutLength(lockout: Lockout, level: number): number {
   let d = lockout.initial;

@@ -6,21 +6,26 @@
  */
 import { ALGORITHMS } from '../algorithms/index.js';
 import { type Clock, readClockOption, readMicros } from '../clock.js';
-import type { StoreDecision, StoreResult } from '../decision.js';
+import type { StoreDecision } from '../decision.js';
 import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
-import type { Policy } from '../policy.js';
+import { lockoutArg, type Policy } from '../policy.js';
 import { Batcher, type BatchLimits, DEFAULT_BATCH_LIMITS } from './redis-batch.js';
 import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
-import { batchScriptFor, scriptFor } from './scripts.js';
 import {
-  NOT_RUN_REPLY,
-  notRunError,
-  SendTicket,
-  TICKET,
-  type TicketedPromise,
-} from './send-ticket.js';
+  decodeDecision,
+  MODE_BLOCK,
+  MODE_CONSUME,
+  MODE_PEEK,
+  MODE_REFUND,
+  MODE_RESERVE,
+  MODE_RESET,
+  MODE_UNBLOCK,
+  NO_DECISION,
+} from './redis-reply.js';
+import { batchScriptFor, scriptFor } from './scripts.js';
+import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
 import type { PreparedPolicies, Store } from './store.js';
 
 export interface RedisStoreOptions {
@@ -50,17 +55,6 @@ export interface RedisStoreOptions {
  * little longer never changes a decision. With Redis TIME there is no slack.
  */
 export const INJECTED_CLOCK_TTL_SLACK_MS = 5_000;
-
-const MODE_CONSUME = '0';
-const MODE_PEEK = '1';
-const MODE_RESET = '2';
-const MODE_RESERVE = '3';
-const MODE_BLOCK = '4';
-const MODE_UNBLOCK = '5';
-const MODE_REFUND = '6';
-/** The first integer of a blocked reply: { 2, by (0: by hand), left µs (−1: for ever) }. */
-const BLOCKED = 2;
-const FIELDS_PER_POLICY = 5;
 
 export function redisStore(options: RedisStoreOptions): RedisStore {
   return new RedisStore(options);
@@ -129,12 +123,7 @@ export class RedisStore implements Store {
     const policyArgs: string[] = [];
     for (const p of policies) policyArgs.push(p.kind, ...p.params.map((v) => String(v)));
     // The last n ARGV: each policy's lockout (lua/include/engine.lua).
-    for (const p of policies) {
-      const l = p.lockout;
-      policyArgs.push(
-        l === undefined ? '' : `${l.initial}:${String(l.multiplier)}:${l.max}:${l.forgetAfter}`,
-      );
-    }
+    for (const p of policies) policyArgs.push(lockoutArg(p.lockout));
     const n = policies.length;
     // With Redis TIME and cost 1 (nearly every call) the whole ARGV is constant: build it once.
     const consumeOne = [MODE_CONSUME, '', '1', this.ttlSlack, ...policyArgs];
@@ -298,34 +287,4 @@ function readBatch(value: unknown): BatchLimits | undefined {
         ? DEFAULT_BATCH_LIMITS.maxBytes
         : positiveInteger(o.maxBytes, 'redisStore.batch.maxBytes'),
   });
-}
-
-/** What `run` answers for a reset, whose reply is not a decision. */
-const NO_DECISION: StoreDecision = Object.freeze({ admitted: true, results: [] });
-
-function decodeDecision(reply: unknown, n: number): StoreDecision {
-  if (Array.isArray(reply) && reply[0] === BLOCKED && reply.length === 3) {
-    return {
-      admitted: false,
-      results: [],
-      blocked: { by: Number(reply[1]) - 1, left: Number(reply[2]) },
-    };
-  }
-  if (!Array.isArray(reply) || reply.length !== 1 + FIELDS_PER_POLICY * n) {
-    if (reply === NOT_RUN_REPLY) throw new RateLimitStoreError(notRunError().message);
-    throw new RateLimitStoreError(
-      `unexpected reply from the rate-limit script: ${JSON.stringify(reply)}`,
-    );
-  }
-  const results: StoreResult[] = new Array(n);
-  for (let i = 0, j = 1; i < n; i++, j += FIELDS_PER_POLICY) {
-    results[i] = {
-      allowed: reply[j] === 1,
-      remaining: Number(reply[j + 1]),
-      resetAfter: Number(reply[j + 2]),
-      retryAfter: Number(reply[j + 3]),
-      delay: Number(reply[j + 4]),
-    };
-  }
-  return { admitted: reply[0] === 1, results };
 }
