@@ -2,12 +2,17 @@
  * Every algorithm's cases. A new algorithm adds its `<kind>.cases.ts` and one line here; the
  * conformance and differential tests pick it up.
  */
+
+import {
+  lockoutScenarios,
+  mixedProtectionScenarios,
+  refundScenarios,
+} from '../protection.scenarios';
 import type { AlgorithmCases, Scenario } from '../table';
 import { fixedWindowCases } from './fixed-window.cases';
 import { gcraCases } from './gcra.cases';
 import { leakyBucketCases } from './leaky-bucket.cases';
 import { multiPolicyScenarios } from './multi.cases';
-import { lockoutScenarios, mixedProtectionScenarios, refundScenarios } from './protection.cases';
 import { slidingLogCases } from './sliding-log.cases';
 import { slidingWindowCases } from './sliding-window.cases';
 import { smoothBurstyCases } from './smooth-bursty.cases';

@@ -13,8 +13,8 @@ import {
   smoothBursty,
   smoothWarmingUp,
   tokenBucket,
-} from '../../../src/index';
-import type { Scenario, Step } from '../table';
+} from '../../src/index';
+import type { Scenario, Step } from './table';
 
 /** Refunds per algorithm (docs/algorithms.md#refunds). */
 export const refundScenarios: Scenario[] = [
