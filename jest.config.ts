@@ -22,7 +22,8 @@ const base = {
   // NestJS 12 ships ESM only: swc turns it into CommonJS like our sources.
   transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(fast-check|pure-rand|@nestjs))'],
   moduleNameMapper: {
-    '^@floodgate/(core|express|fastify|koa|nestjs)$': '<rootDir>/packages/$1/src/index.ts',
+    '^@floodgate/(core|express|fastify|koa|nestjs|opentelemetry)$':
+      '<rootDir>/packages/$1/src/index.ts',
     '^@floodgate/core/http$': '<rootDir>/packages/core/src/http/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },

@@ -50,6 +50,7 @@ const LINKS: Record<string, string> = {
   '@nestjs/testing': 'node_modules/@nestjs/testing',
   'reflect-metadata': 'node_modules/reflect-metadata',
   rxjs: 'node_modules/rxjs',
+  '@opentelemetry/api': 'packages/opentelemetry/node_modules/@opentelemetry/api',
   typescript: 'node_modules/typescript',
   jest: 'node_modules/jest',
   'ts-jest': 'node_modules/ts-jest',

@@ -48,6 +48,7 @@ export type {
   FallbackLimiter,
   OnStoreError,
   RateLimiterHooks,
+  StoreCallEvent,
   StoreErrorEvent,
   StoreFailure,
 } from './failure-policy.js';

@@ -60,6 +60,7 @@ const TYPES = [
   'SmoothBurstyOptions',
   'SmoothWarmingUpOptions',
   'Store',
+  'StoreCallEvent',
   'StoreErrorEvent',
   'StoreFailure',
   'TokenBucketOptions',

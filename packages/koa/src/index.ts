@@ -19,6 +19,13 @@ import {
 } from '@floodgate/core/http';
 import type { Context, Middleware, Next } from 'koa';
 
+declare module 'koa' {
+  interface DefaultState {
+    /** The decision of the last rate limiter this request passed through (@floodgate/koa). */
+    rateLimit?: Decision;
+  }
+}
+
 /** Replaces the default 429 response; the rate-limit headers are already set. */
 export type OnLimited = (ctx: Context, next: Next, decision: Decision) => unknown;
 

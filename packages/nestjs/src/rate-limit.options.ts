@@ -14,6 +14,7 @@ import {
 import {
   configError,
   createRateLimiter,
+  emitWarning,
   KEY_OPTION_NAMES,
   type KeyConfig,
   type KeyOptions,
@@ -143,10 +144,10 @@ export function parseModuleOptions(
     store = memoryStore();
     if (!warnedDefaultStore) {
       warnedDefaultStore = true;
-      process.emitWarning(
+      emitWarning(
+        'FLOODGATE_DEFAULT_MEMORY_STORE',
         `${where} has no store, so it counts in this process's memory (memoryStore()): every ` +
           'process keeps its own counts. Give store: redisStore({ client }) to share them.',
-        { code: 'FLOODGATE_DEFAULT_MEMORY_STORE' },
       );
     }
   }
