@@ -2,6 +2,7 @@
  * The memory store's block states (lockouts and blocks by hand): the twin of the block string
  * in lua/include/blocks.lua, one entry per block key.
  */
+import type { Algorithm, Params } from '../algorithms/algorithm.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { type Lockout, lockoutLength } from '../policy.js';
 
@@ -49,11 +50,9 @@ export class BlockTable {
     this.write(key, micros === 0 ? 0 : now + micros, 0, level, previous?.forgetAt ?? 0);
   }
 
-  /**
-   * Policy `i` (of the limiter whose block key is `key`) locks the key out after `level`
-   * lockouts in a row: the blocked answer.
-   */
-  lockOut(key: string, i: number, lockout: Lockout, level: number, now: number): StoreDecision {
+  /** Policy `i` (of the limiter whose block key is `key`) locks the key out: the answer. */
+  lockOut(key: string, i: number, lockout: Lockout, now: number): StoreDecision {
+    const level = this.level(key, now);
     const length = lockoutLength(lockout, level);
     const until = now + length;
     this.write(key, until, i + 1, level + 1, until + lockout.forgetAfter);
@@ -114,4 +113,29 @@ export function longestLockout(
     }
   }
   return by;
+}
+
+/**
+ * Gives back up to `cost` units to every policy's live state (the twins' `refund`), in place;
+ * a state back to what a missing key means is dropped.
+ */
+export function refundStates(
+  plan: { readonly algorithms: readonly Algorithm[]; readonly params: readonly Params[] },
+  keys: readonly string[],
+  cost: number,
+  now: number,
+  entries: ReadonlyMap<string, { state: unknown; expiresAt: number }>,
+  drop: (key: string, entry: never) => void,
+): void {
+  for (let i = 0; i < plan.algorithms.length; i++) {
+    const key = keys[i]!;
+    const entry = entries.get(key);
+    if (entry === undefined || entry.expiresAt <= now) continue;
+    const refunded = plan.algorithms[i]!.refund(entry.state, now, cost, plan.params[i]!);
+    if (refunded === 'delete') drop(key, entry as never);
+    else if (refunded !== undefined) {
+      entry.state = refunded.next;
+      entry.expiresAt = now + refunded.ttl;
+    }
+  }
 }

@@ -7,36 +7,24 @@ import { type Clock, processClock, readClockOption, readMicros } from '../clock.
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import type { Lockout, Policy } from '../policy.js';
-import { BlockTable, longestLockout } from './memory-blocks.js';
-import { DEFAULT_MAX_KEYS, type MemoryStoreOptions, SWEEP_INTERVAL_MS } from './memory-options.js';
-import type { PreparedPolicies, Store } from './store.js';
+import { BlockTable, longestLockout, refundStates } from './memory-blocks.js';
+import { memoryLeases } from './memory-leases.js';
+import {
+  DEFAULT_MAX_KEYS,
+  type Entry,
+  FULL_SWEEP_SPACING_US,
+  MEMORY_STORE_OPTION_NAMES,
+  type MemoryStoreOptions,
+  type Plan,
+  SWEEP_INTERVAL_MS,
+} from './memory-options.js';
+import type { PreparedPolicies, Store, StoreLeases } from './store.js';
 
-export { DEFAULT_MAX_KEYS, type MemoryStoreOptions, SWEEP_INTERVAL_MS } from './memory-options.js';
-
-/** When full, at most one full sweep per this many µs of store time; denials retry after it. */
-const FULL_SWEEP_SPACING_US = 1_000_000;
-
-interface Entry {
-  state: unknown;
-  /** Store time (µs) after which the state no longer matters. */
-  expiresAt: number;
-  /** Set when the entry leaves the table: a limiter's remembered slot must look it up again. */
-  dropped?: true;
-}
-
-/** A limiter's policies as the store runs them: their twins, params and lockouts. */
-interface Plan {
-  readonly algorithms: readonly Algorithm[];
-  readonly params: readonly (readonly number[])[];
-  readonly lockouts: readonly (Lockout | undefined)[];
-}
+export type { MemoryStoreOptions } from './memory-options.js';
 
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   return new MemoryStore(options);
 }
-
-/** Every option name of MemoryStoreOptions, checked against the type. */
-const MEMORY_STORE_OPTION_NAMES = optionNames<MemoryStoreOptions>({ clock: true, maxKeys: true });
 
 export class MemoryStore implements Store {
   readonly kind = 'memory';
@@ -100,7 +88,8 @@ export class MemoryStore implements Store {
         this.blocks.delete(keys[n]!);
       },
       refund: async (keys, cost) => {
-        if (cost > 0) this.refund(plan, keys, cost, readMicros(this.clock));
+        if (cost > 0)
+          refundStates(plan, keys, cost, readMicros(this.clock), this.entries, this.drop);
         return decideNow(keys, 0, true);
       },
       block: async (keys, micros) => {
@@ -113,28 +102,42 @@ export class MemoryStore implements Store {
     };
   }
 
-  /** Gives back up to `cost` units to every policy's state (twins' `refund`). */
-  private refund({ algorithms, params }: Plan, keys: readonly string[], cost: number, now: number) {
-    for (let i = 0; i < algorithms.length; i++) {
-      const key = keys[i]!;
-      const entry = this.entries.get(key);
-      if (entry === undefined || entry.expiresAt <= now) continue;
-      const refunded = algorithms[i]!.refund(entry.state, now, cost, params[i]!);
-      if (refunded === 'delete') this.drop(key, entry);
-      else if (refunded !== undefined) {
-        entry.state = refunded.next;
-        entry.expiresAt = now + refunded.ttl;
-      }
-    }
-  }
-
   /** Policy `i` locks the key out (docs/algorithms.md#blocks); its state starts fresh. */
   private lockOut(keys: readonly string[], i: number, lockout: Lockout, now: number) {
     const entry = this.entries.get(keys[i]!);
     if (entry !== undefined) this.drop(keys[i]!, entry);
     this.startSweeper();
-    const blockKey = keys[keys.length - 1]!;
-    return this.blocks.lockOut(blockKey, i, lockout, this.blocks.level(blockKey, now), now);
+    return this.blocks.lockOut(keys[keys.length - 1]!, i, lockout, now);
+  }
+
+  /** The leases of ConcurrencyLimiter, in this store's table (memory-leases.ts). */
+  leases(): StoreLeases {
+    return memoryLeases({
+      clock: this.clock,
+      fullRetry: FULL_SWEEP_SPACING_US,
+      read: (key, now) => {
+        const entry = this.entries.get(key);
+        return entry !== undefined && entry.expiresAt > now
+          ? (entry.state as Map<string, number>)
+          : undefined;
+      },
+      write: (key, leases, expiresAt, now) => {
+        const entry = this.entries.get(key);
+        if (entry !== undefined) {
+          entry.state = leases;
+          entry.expiresAt = expiresAt;
+        } else {
+          if (!this.makeRoom(1, now)) return false;
+          this.entries.set(key, { state: leases, expiresAt });
+        }
+        this.startSweeper();
+        return true;
+      },
+      delete: (key) => {
+        const entry = this.entries.get(key);
+        if (entry !== undefined) this.drop(key, entry);
+      },
+    });
   }
 
   /** Drops every expired key now. */
@@ -150,10 +153,10 @@ export class MemoryStore implements Store {
     return dropped + this.blocks.sweep(now);
   }
 
-  private drop(key: string, entry: Entry): void {
+  private readonly drop = (key: string, entry: Entry): void => {
     this.entries.delete(key);
     entry.dropped = true;
-  }
+  };
 
   /**
    * The entry of `key` in the table, if any, expired or not. `slot` is the entry this limiter
@@ -249,11 +252,8 @@ export class MemoryStore implements Store {
     const r = algorithm.check(state, now, cost, params, slack);
     if (!r.allowed) {
       const lockout = plan.lockouts[0];
-      if (!peek && r.retryAfter >= 0 && lockout !== undefined) {
-        return this.lockOut(keys, 0, lockout, now);
-      }
-      // With one policy there is no other key to describe as it stands.
-      return { admitted: false, results: [r] };
+      if (!peek && r.retryAfter >= 0 && lockout) return this.lockOut(keys, 0, lockout, now);
+      return { admitted: false, results: [r] }; // no other key to describe as it stands
     }
     if (!peek && cost > 0) {
       if (entry !== undefined) {

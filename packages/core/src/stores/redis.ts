@@ -13,6 +13,7 @@ import { configError, optionNames, positiveInteger, readOptions } from '../optio
 import { lockoutArg, type Policy } from '../policy.js';
 import { Batcher, type BatchLimits, DEFAULT_BATCH_LIMITS } from './redis-batch.js';
 import { clientKind, type RedisClient, type ScriptClient, toScriptClient } from './redis-client.js';
+import { redisLeases } from './redis-leases.js';
 import {
   decodeDecision,
   MODE_BLOCK,
@@ -26,7 +27,7 @@ import {
 } from './redis-reply.js';
 import { batchScriptFor, scriptFor } from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
-import type { PreparedPolicies, Store } from './store.js';
+import type { PreparedPolicies, Store, StoreLeases } from './store.js';
 
 export interface RedisStoreOptions {
   /** An ioredis `Redis` or `Cluster`, or a node-redis client or cluster (v4+). */
@@ -76,6 +77,8 @@ const BATCH_OPTION_NAMES = optionNames<Exclude<RedisStoreOptions['batch'], boole
 export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly client: ScriptClient;
+  /** The client given: stores on one client share one circuit breaker. */
+  readonly connection: object;
   /** The injected clock, if any (ConcurrencyLimiter reads it too). */
   readonly clock: Clock | undefined;
   /** Milliseconds added to every TTL: INJECTED_CLOCK_TTL_SLACK_MS with an injected clock. */
@@ -97,6 +100,7 @@ export class RedisStore implements Store {
     }
     const o = readOptions(options, 'redisStore', REDIS_STORE_OPTION_NAMES);
     this.client = toScriptClient(o.client);
+    this.connection = o.client as object;
     this.clock = readClockOption(o.clock, 'redisStore.clock');
     this.ttlSlack = this.clock ? String(INJECTED_CLOCK_TTL_SLACK_MS) : '0';
     // The shims send commands themselves (never through ioredis auto-pipelining), so batching
@@ -239,9 +243,14 @@ export class RedisStore implements Store {
     return pending;
   }
 
-  /** `run` without decoding: the raw reply, or the client's own error (batches read both). */
-  private runRaw(
-    script: GeneratedScript,
+  /** The leases of ConcurrencyLimiter, run by `runRaw` (redis-leases.ts). */
+  leases(): StoreLeases {
+    return redisLeases(this);
+  }
+
+  /** EVALSHA, EVAL on NOSCRIPT, undecoded: batches and leases read the raw reply. */
+  runRaw(
+    script: { readonly sha1: string; readonly source: string },
     keys: readonly string[],
     args: readonly string[],
     ticket: SendTicket,
