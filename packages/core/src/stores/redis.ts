@@ -57,6 +57,20 @@ export interface RedisStoreOptions {
  */
 export const INJECTED_CLOCK_TTL_SLACK_MS = 5_000;
 
+/**
+ * A store in Redis: each decision is one EVALSHA of the Lua engine, atomic next to the data,
+ * timed by Redis `TIME` (one clock for every app server). Takes an ioredis `Redis` or
+ * `Cluster`, or a node-redis client or cluster (v4+).
+ *
+ * @example
+ * ```ts
+ * import { fixedWindow, RateLimiter, redisStore } from '@floodgate/core';
+ * import { Redis } from 'ioredis';
+ *
+ * const store = redisStore({ client: new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') });
+ * const limiter = new RateLimiter({ store, policies: fixedWindow({ limit: 100, window: '1m' }) });
+ * ```
+ */
 export function redisStore(options: RedisStoreOptions): RedisStore {
   return new RedisStore(options);
 }
