@@ -9,11 +9,12 @@ import { type Clock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision } from '../decision.js';
 import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
-import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
+import { configError, readOptions } from '../options.js';
 import { lockoutArg, type Policy } from '../policy.js';
-import { Batcher, type BatchLimits, DEFAULT_BATCH_LIMITS } from './redis-batch.js';
-import { clientKind, type RedisClient, type ScriptClient, toScriptClient } from './redis-client.js';
+import { Batcher, type BatchLimits } from './redis-batch.js';
+import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
 import { redisLeases } from './redis-leases.js';
+import { REDIS_STORE_OPTION_NAMES, type RedisStoreOptions, readBatch } from './redis-options.js';
 import {
   decodeDecision,
   MODE_BLOCK,
@@ -28,26 +29,6 @@ import {
 import { batchScriptFor, scriptFor } from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
 import type { PreparedPolicies, Store, StoreLeases } from './store.js';
-
-export interface RedisStoreOptions {
-  /** An ioredis `Redis` or `Cluster`, or a node-redis client or cluster (v4+). */
-  client: RedisClient;
-  /**
-   * Epoch milliseconds (fractions allowed). Without it the script reads Redis `TIME`, one clock
-   * for every app server; inject one only for tests and simulations.
-   */
-  clock?: Clock;
-  /**
-   * Decisions issued while an earlier round trip to the same Redis node (cluster: the same slot)
-   * is in flight go out together as one script call that decides them in order, exactly as
-   * single calls would (one Redis TIME for all). A lone decision is never delayed. `false` sends
-   * one EVALSHA per decision; an object bounds a batch (`maxDecisions` calls, `maxBytes`
-   * characters of keys and arguments). Not used with an ioredis Cluster in auto-pipelining
-   * mode, which groups each tick's commands itself.
-   * @default true (64 decisions, 64 KiB)
-   */
-  batch?: boolean | { maxDecisions?: number; maxBytes?: number };
-}
 
 /**
  * With an injected clock Redis still expires keys on its own clock, so TTLs get this much
@@ -74,19 +55,6 @@ export const INJECTED_CLOCK_TTL_SLACK_MS = 5_000;
 export function redisStore(options: RedisStoreOptions): RedisStore {
   return new RedisStore(options);
 }
-
-/** Every option name of RedisStoreOptions, checked against the type. */
-const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>({
-  client: true,
-  clock: true,
-  batch: true,
-});
-
-/** Every option name of `batch` as an object, checked against the type. */
-const BATCH_OPTION_NAMES = optionNames<Exclude<RedisStoreOptions['batch'], boolean | undefined>>({
-  maxDecisions: true,
-  maxBytes: true,
-});
 
 export class RedisStore implements Store {
   readonly kind = 'redis';
@@ -291,23 +259,4 @@ function size(strings: readonly string[]): number {
   let n = 0;
   for (const s of strings) n += s.length + 1;
   return n;
-}
-
-function readBatch(value: unknown): BatchLimits | undefined {
-  if (value === undefined || value === true) return DEFAULT_BATCH_LIMITS;
-  if (value === false) return undefined;
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw configError('redisStore.batch', value, 'true, false or { maxDecisions?, maxBytes? }');
-  }
-  const o = readOptions(value, 'redisStore.batch', BATCH_OPTION_NAMES);
-  return Object.freeze({
-    maxDecisions:
-      o.maxDecisions === undefined
-        ? DEFAULT_BATCH_LIMITS.maxDecisions
-        : positiveInteger(o.maxDecisions, 'redisStore.batch.maxDecisions'),
-    maxBytes:
-      o.maxBytes === undefined
-        ? DEFAULT_BATCH_LIMITS.maxBytes
-        : positiveInteger(o.maxBytes, 'redisStore.batch.maxBytes'),
-  });
 }
