@@ -21,6 +21,8 @@ export interface ScriptClient {
     args: readonly string[],
     ticket?: SendTicket,
   ): Promise<unknown>;
+  /** Any other command (e.g. CONFIG GET), sent to the node that holds `key` on a cluster. */
+  command(key: string, args: readonly string[]): Promise<unknown>;
   /** EVAL (which also caches the script), with the same ticket rules as `evalsha`. */
   eval(
     script: string,
@@ -40,10 +42,11 @@ interface IoredisCommand {
 type IoredisCommandClass = new (
   name: string,
   args: unknown[],
-  options: { keyPrefix?: string },
+  options: { keyPrefix?: string; replyEncoding?: string },
 ) => IoredisCommand;
 interface IoredisLike {
   evalsha: Fn;
+  call: Fn;
   eval: Fn;
   sendCommand: (command: IoredisCommand) => Promise<unknown>;
   defineCommand: (name: string, definition: { numberOfKeys: number; lua: string }) => void;
@@ -123,7 +126,8 @@ function ioredisShim(client: IoredisLike, Command: IoredisCommandClass): ScriptC
       args: unknown[],
       private readonly ticket: SendTicket | undefined,
     ) {
-      super(name, args, { keyPrefix });
+      // utf8: strings (an error inside a batch reply, NOT_RUN_REPLY) arrive as strings, not Buffers.
+      super(name, args, { keyPrefix, replyEncoding: 'utf8' });
     }
     override toWritable(socket: unknown): string | Buffer {
       if (this.ticket?.abandoned) return NOT_RUN_COMMAND;
@@ -144,6 +148,7 @@ function ioredisShim(client: IoredisLike, Command: IoredisCommandClass): ScriptC
       client.sendCommand(
         new SendOnceCommand('eval', [script, keys.length, ...keys, ...args], ticket),
       ),
+    command: (_key, args) => client.call(...args),
   };
 }
 
@@ -193,5 +198,7 @@ function nodeRedisShim(client: NodeRedisLike): ScriptClient {
       send(['EVALSHA', sha1, String(keys.length), ...keys, ...args], keys, ticket),
     eval: (script, keys, args, ticket) =>
       send(['EVAL', script, String(keys.length), ...keys, ...args], keys, ticket),
+    command: (key, args) =>
+      cluster ? client.sendCommand(key, true, [...args]) : client.sendCommand([...args]),
   };
 }

@@ -7,7 +7,7 @@
 import { ALGORITHMS } from '../algorithms/index.js';
 import { type Clock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
-import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
+import { emitWarning, RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
@@ -129,12 +129,12 @@ export class RedisStore implements Store {
     const peekOne = [MODE_PEEK, '', '1', this.ttlSlack, ...policyArgs];
     // The reply handlers, made once per limiter rather than per call.
     const client = this.client;
-    const wrap = (error: unknown): never => {
-      throw new RateLimitStoreError(
+    const storeError = (error: unknown): RateLimitStoreError =>
+      new RateLimitStoreError(
         `${client.description} failed running the ${script.name} script: ${(error as Error)?.message ?? error}`,
-        { cause: error },
+        { cause: error, outOfMemory: isOutOfMemory(error) },
       );
-    };
+    const wrap = (error: unknown): Promise<never> => Promise.reject(storeError(error));
     // One policy whose script packs its reply into one integer: read it with the twin's unpack.
     const unpack = n === 1 ? ALGORITHMS[policies[0]!.kind]?.unpack : undefined;
     const params = policies[0]!.params;
@@ -147,9 +147,33 @@ export class RedisStore implements Store {
         }
         return decodeDecision(reply, n);
       };
-    const costOne: Handlers = { decode: decodeFor(1), wrap };
-    const forCost = (cost: number): Handlers =>
-      cost === 1 ? costOne : { decode: decodeFor(cost), wrap };
+    /**
+     * A full Redis (maxmemory with noeviction) refuses every write but still runs reads: a
+     * charge it refused is asked again as a peek, and a denial stands (an over-limit key stays
+     * limited, whatever the failure policy); only a charge that would have been admitted fails,
+     * for the failure policy to answer (new keys, mostly). One extra round trip, only then.
+     */
+    const recoverFor =
+      (cost: number, peekHandlers: () => Handlers) =>
+      (error: unknown, keys: readonly string[]): Promise<unknown> => {
+        if (!isOutOfMemory(error)) return wrap(error);
+        const args = [MODE_PEEK, this.clock ? String(readMicros(this.clock)) : '', String(cost)];
+        args.push(this.ttlSlack, ...policyArgs);
+        return send(keys, args, peekHandlers(), size(args) + size(keys)).then(
+          (decision) => (decision.admitted ? wrap(error) : decision),
+          () => wrap(error),
+        );
+      };
+    const peekOneHandlers: Handlers = { decode: decodeFor(1), wrap };
+    const peekFor = (cost: number): Handlers =>
+      cost === 1 ? peekOneHandlers : { decode: decodeFor(cost), wrap };
+    const chargeFor = (cost: number): Handlers => ({
+      decode: decodeFor(cost),
+      wrap: recoverFor(cost, () => peekFor(cost)),
+    });
+    const costOne = chargeFor(1);
+    const forCost = (cost: number, peek = false): Handlers =>
+      peek ? peekFor(cost) : cost === 1 ? costOne : chargeFor(cost);
     const asReset: Handlers = { decode: () => NO_DECISION, wrap };
     // One call: batched when batching is on, else its own EVALSHA. `size` counts its argument
     // characters for the batch bound (constant for the prebuilt arrays).
@@ -163,6 +187,7 @@ export class RedisStore implements Store {
       handlers: Handlers,
       argsSize: number,
     ): Promise<StoreDecision> => {
+      if (!this.memoryChecked) this.checkMemoryPolicy(keys[0] ?? '');
       if (batcher === undefined) return this.run(script, keys, args, handlers);
       return batcher.send(
         script,
@@ -182,10 +207,12 @@ export class RedisStore implements Store {
     return {
       decide: (keys, cost, peek) => {
         if (cost === 1 && !this.clock) {
-          return send(keys, peek ? peekOne : consumeOne, costOne, oneSize);
+          return peek
+            ? send(keys, peekOne, peekOneHandlers, oneSize)
+            : send(keys, consumeOne, costOne, oneSize);
         }
         const args = head(peek ? MODE_PEEK : MODE_CONSUME, cost);
-        return send(keys, [...args, ...policyArgs], forCost(cost), size(args) + policySize);
+        return send(keys, [...args, ...policyArgs], forCost(cost, peek), size(args) + policySize);
       },
       reserve: (keys, cost, slack) => {
         const args = [...head(MODE_RESERVE, cost), String(slack)];
@@ -196,6 +223,35 @@ export class RedisStore implements Store {
         await send(keys, [...args, ...policyArgs], asReset, size(args) + policySize);
       },
     };
+  }
+
+  /** Set once Redis's maxmemory settings were read (or cannot be: managed Redis may forbid CONFIG). */
+  private memoryChecked = false;
+
+  /**
+   * Reads `maxmemory` and `maxmemory-policy` once (on this store's first call, off its path) and
+   * warns when Redis may evict limiter keys: every limiter key has a TTL, so volatile-* policies
+   * evict them as readily as allkeys-* ones, and a client minting keys can then push a victim's
+   * counter out, resetting its limit. Under `noeviction` a full Redis refuses writes instead,
+   * which the store answers without resetting anyone (see `recoverFor`).
+   */
+  private checkMemoryPolicy(key: string): void {
+    this.memoryChecked = true;
+    this.client.command(key, ['CONFIG', 'GET', 'maxmemory*']).then(
+      (reply) => {
+        const config = configReply(reply);
+        const policy = config['maxmemory-policy'];
+        if (Number(config.maxmemory ?? 0) > 0 && policy !== undefined && policy !== 'noeviction') {
+          warnEvicting(policy);
+        }
+      },
+      (error: unknown) => {
+        // A refusal (CONFIG disabled, no permission) is final; a connection error is retried.
+        if (!/^(ERR|NOPERM|WRONGPASS|unknown command)/i.test(String((error as Error)?.message))) {
+          this.memoryChecked = false;
+        }
+      },
+    );
   }
 
   /**
@@ -214,13 +270,14 @@ export class RedisStore implements Store {
     const ticket = new SendTicket();
     let pending: TicketedPromise<StoreDecision>;
     try {
+      const failed = (error: unknown) => wrap(error, keys) as Promise<StoreDecision>;
       pending = client.evalsha(script.sha1, keys, args, ticket).then(decode, (error: unknown) => {
-        if (!String((error as Error)?.message).startsWith('NOSCRIPT')) return wrap(error);
-        return client.eval(script.source, keys, args, ticket).then(decode, wrap);
+        if (!String((error as Error)?.message).startsWith('NOSCRIPT')) return failed(error);
+        return client.eval(script.source, keys, args, ticket).then(decode, failed);
       });
     } catch (error) {
       // A client that throws instead of rejecting (e.g. a closed node-redis client).
-      pending = Promise.reject(error).then(decode, wrap);
+      pending = wrap(error, keys) as Promise<StoreDecision>;
     }
     pending[TICKET] = ticket;
     return pending;
@@ -247,7 +304,35 @@ export class RedisStore implements Store {
 
 interface Handlers {
   decode(reply: unknown): StoreDecision;
-  wrap(error: unknown): never;
+  /** Rejects with the store's error, or resolves with what a full Redis could still decide. */
+  wrap(error: unknown, keys: readonly string[]): Promise<unknown>;
+}
+
+/** CONFIG GET's reply (a flat array, or a map under RESP3) as an object. */
+function configReply(reply: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (Array.isArray(reply)) {
+    for (let i = 0; i + 1 < reply.length; i += 2) out[String(reply[i])] = String(reply[i + 1]);
+  } else if (reply !== null && typeof reply === 'object') {
+    for (const [name, value] of Object.entries(reply)) out[name] = String(value);
+  }
+  return out;
+}
+
+const warnedPolicies = new Set<string>();
+/** Once per process and policy: many stores usually share one Redis. */
+function warnEvicting(policy: string): void {
+  if (warnedPolicies.has(policy)) return;
+  warnedPolicies.add(policy);
+  emitWarning(
+    'FLOODGATE_EVICTING_MAXMEMORY',
+    `Redis maxmemory-policy is '${policy}': when Redis is full it evicts rate-limit keys (all of them have a TTL), which resets those clients' limits, and anyone who can mint keys can evict a victim's counter. Give rate limiting a Redis with maxmemory-policy noeviction, sized for its keys (docs/reliability.md, "Redis memory").`,
+  );
+}
+
+/** Redis refused a write: `maxmemory` reached and nothing may be evicted. */
+function isOutOfMemory(error: unknown): boolean {
+  return String((error as Error)?.message ?? error).includes('OOM command not allowed');
 }
 
 /** Characters in `strings` (a batch's size bound counts keys and arguments this way). */
