@@ -14,23 +14,47 @@ const swc = [
   },
 ] as const;
 
-const config: Config = {
+/** What every project of the run shares. */
+const base = {
   rootDir: '.',
   testEnvironment: 'node',
-  testMatch: [
-    '<rootDir>/packages/*/test/**/*.test.ts',
-    '<rootDir>/packages/*/src/**/*.test.ts',
-    '<rootDir>/examples/*/test/**/*.test.ts',
-    // Smoke tests of the packed packages, installed as a user gets them (test/harness/packed.ts).
-    '<rootDir>/test/packed/**/*.test.ts',
-  ],
   transform: { '^.+\\.(t|j)sx?$': swc as unknown as [string, Record<string, unknown>] },
-  transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(fast-check|pure-rand))'],
+  // NestJS 12 ships ESM only: swc turns it into CommonJS like our sources.
+  transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(fast-check|pure-rand|@nestjs))'],
   moduleNameMapper: {
-    '^@floodgate/(core|express|fastify|koa|nestjs)$': '<rootDir>/packages/$1/src/index.ts',
+    '^@floodgate/(core|express|fastify|koa|nestjs|opentelemetry)$':
+      '<rootDir>/packages/$1/src/index.ts',
     '^@floodgate/core/http$': '<rootDir>/packages/core/src/http/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
+};
+
+const config: Config = {
+  projects: [
+    {
+      ...base,
+      displayName: 'floodgate',
+      testMatch: [
+        '<rootDir>/packages/*/test/**/*.test.ts',
+        '<rootDir>/packages/*/src/**/*.test.ts',
+        '<rootDir>/examples/*/test/**/*.test.ts',
+        // Smoke tests of the packed packages, installed as a user gets them (test/harness/packed.ts).
+        '<rootDir>/test/packed/**/*.test.ts',
+      ],
+    },
+    {
+      // @floodgate/nestjs's HTTP suites again on NestJS 11 (the root devDependencies): the peer
+      // range covers 11 and 12, and packages/nestjs develops against 12.
+      ...base,
+      displayName: 'nestjs-11',
+      testMatch: ['<rootDir>/packages/nestjs/test/rate-limit.{config,e2e,features}.test.ts'],
+      moduleNameMapper: {
+        '^@nestjs/(common|core|testing|platform-express|platform-fastify)(/.*)?$':
+          '<rootDir>/node_modules/@nestjs/$1$2',
+        ...base.moduleNameMapper,
+      },
+    },
+  ],
   globalSetup: '<rootDir>/test/harness/global-setup.ts',
   globalTeardown: '<rootDir>/test/harness/global-teardown.ts',
   testTimeout: 30_000,

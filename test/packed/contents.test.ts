@@ -39,6 +39,7 @@ test('every public package is packed', () => {
       '@floodgate/fastify',
       '@floodgate/koa',
       '@floodgate/nestjs',
+      '@floodgate/opentelemetry',
     ]),
   );
 });
@@ -49,6 +50,7 @@ describe.each([
   '@floodgate/fastify',
   '@floodgate/koa',
   '@floodgate/nestjs',
+  '@floodgate/opentelemetry',
 ])('%s', (name) => {
   test('ships both builds with their types, LICENSE, README and CHANGELOG; no sources, tests or maps', () => {
     const files = tarballFiles(name);

@@ -115,6 +115,26 @@ describe('@floodgate/nestjs', () => {
   });
 });
 
+describe('@floodgate/opentelemetry', () => {
+  test.each(runs)('%s builds hooks on the global MeterProvider', (_label, format, options) => {
+    const file = `otel-${format}.${format === 'esm' ? 'mjs' : 'cjs'}`;
+    const load =
+      format === 'esm'
+        ? "import { floodgateMetrics } from '@floodgate/opentelemetry';"
+        : "const { floodgateMetrics } = require('@floodgate/opentelemetry');";
+    project.write(
+      file,
+      `${load}\nconsole.log(JSON.stringify(Object.keys(floodgateMetrics({ limiter: 'x' }).hooks).sort()));\n`,
+    );
+    expect(JSON.parse(project.run(file, options()))).toEqual([
+      'onCircuitChange',
+      'onDecision',
+      'onStoreCall',
+      'onStoreError',
+    ]);
+  });
+});
+
 test('import and require in one process reach one copy of each package (no dual-package hazard)', () => {
   project.write(
     'one-copy.mjs',
@@ -128,6 +148,7 @@ for (const [name, symbol] of [
   ['@floodgate/express', 'rateLimit'],
   ['@floodgate/koa', 'rateLimit'],
   ['@floodgate/fastify', 'rateLimit'],
+  ['@floodgate/opentelemetry', 'floodgateMetrics'],
   ['@floodgate/nestjs', 'RateLimitGuard'],
 ]) {
   if (name === '@floodgate/nestjs') await import('reflect-metadata');
@@ -138,6 +159,6 @@ console.log(JSON.stringify(pairs));
 `,
   );
   const pairs = JSON.parse(project.run('one-copy.mjs', { nodeArgs: NO_REQUIRE_ESM }));
-  expect(Object.values(pairs)).toHaveLength(7);
+  expect(Object.values(pairs)).toHaveLength(8);
   expect(pairs).toEqual(Object.fromEntries(Object.keys(pairs).map((k) => [k, true])));
 });

@@ -22,8 +22,13 @@ import { rateLimit as fastifyRateLimit } from '@floodgate/fastify';
 import { rateLimit as koaRateLimit } from '@floodgate/koa';
 import Fastify from 'fastify';
 import { RateLimit, RateLimitGuard, RateLimitModule } from '@floodgate/nestjs';
+import { floodgateMetrics } from '@floodgate/opentelemetry';
 
-const limiter = new RateLimiter({ store: memoryStore(), policies: gcra({ limit: 2, window: '1s' }) });
+const limiter = new RateLimiter({
+  store: memoryStore(),
+  policies: gcra({ limit: 2, window: '1s' }),
+  hooks: floodgateMetrics({ limiter: 'ts' }).hooks,
+});
 export async function check(key: string): Promise<boolean> {
   const decision: Decision = await limiter.consume(key);
   return decision.allowed;

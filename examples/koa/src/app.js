@@ -1,6 +1,6 @@
 // A small API with three limits, each keyed differently:
 //   /devices/*   per appKey (X-App-Key header or ?appKey=): a burst of 10, refilled at 5/s,
-//                and at most 1000 an hour
+//                and at most 1000 an hour; only issued app keys count, others get a 403
 //   POST /login  per client IP: nginx-style leaky bucket, 5 a minute with a burst of 2
 //   /reports     per authenticated client id (stand-in auth: "Authorization: Bearer <id>"):
 //                20 a minute and at most 2 in flight
@@ -9,10 +9,17 @@ import { rateLimit } from '@floodgate/koa';
 import Router from '@koa/router';
 import Koa from 'koa';
 
-/** @param {{ store: import('@floodgate/core').Store }} options */
-export function createApp({ store }) {
+/** App keys this API has issued (a real app looks them up in its database). */
+export const ISSUED_APP_KEYS = new Set(['my-app', 'app-a', 'app-b']);
+
+/**
+ * @param {{ store: import('@floodgate/core').Store, appKeys?: ReadonlySet<string> }} options
+ */
+export function createApp({ store, appKeys = ISSUED_APP_KEYS }) {
   const app = new Koa();
-  // Behind a reverse proxy, trust it so ctx.ip is the client: app.proxy = true
+  // Behind N reverse proxies of your own, trust exactly N hops so ctx.ip is the client:
+  // app.proxy = true; app.maxIpsCount = 1. Without maxIpsCount Koa takes the leftmost
+  // X-Forwarded-For entry, which any client can forge.
 
   // Stand-in authentication: a real app would verify a token and load the principal.
   app.use(async (ctx, next) => {
@@ -27,6 +34,9 @@ export function createApp({ store }) {
     store,
     prefix: 'devices',
     key: 'appKey',
+    // A client picks its X-App-Key freely: only keys you issued get a budget of their own.
+    verifyAppKey: (appKey) => appKeys.has(appKey),
+    unknownAppKey: 'refuse',
     policies: [
       tokenBucket({ name: 'device-burst', limit: 5, window: '1s', burst: 10 }),
       fixedWindow({ name: 'device-hourly', limit: 1000, window: '1h' }),

@@ -6,14 +6,15 @@ import { createStore } from './store.js';
 
 const burst = Number(process.env.BURST ?? 15);
 const { store, close, description } = createStore();
-const server = createApp({ store }).listen(0, '127.0.0.1');
+const appKey = `demo-${Date.now()}`;
+// The demo issues itself a fresh app key, so every run starts with a full budget.
+const server = createApp({ store, appKeys: new Set([appKey]) }).listen(0, '127.0.0.1');
 await new Promise((resolve, reject) => {
   server.once('listening', resolve);
   server.once('error', reject);
 });
 const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
 const url = `http://127.0.0.1:${port}/devices`;
-const appKey = `demo-${Date.now()}`;
 
 console.log(
   `Floodgate demo: ${burst} requests at GET ${url} with X-App-Key ${appKey} (${description})`,

@@ -3,6 +3,14 @@ import request from 'supertest';
 // @ts-expect-error — the example is plain JavaScript
 import { createApp } from '../src/app.js';
 
+// The example is a correct setup: no Floodgate diagnostic may fire while it runs.
+const warnings = jest.spyOn(process, 'emitWarning');
+afterAll(() => {
+  const codes = warnings.mock.calls.map((call) => (call[1] as { code?: string } | undefined)?.code);
+  expect(codes.filter((code) => code?.startsWith('FLOODGATE_'))).toEqual([]);
+  warnings.mockRestore();
+});
+
 describe('examples/koa', () => {
   const app = () =>
     createApp({ store: memoryStore({ clock: () => 1_700_000_000_000 }) }).listen(0, '127.0.0.1');
@@ -12,12 +20,17 @@ describe('examples/koa', () => {
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 12; i++) {
-        statuses.push((await request(server).get('/devices').set('X-App-Key', 'a')).status);
+        statuses.push((await request(server).get('/devices').set('X-App-Key', 'app-a')).status);
       }
       // The store's clock stands still, so nothing refills during the burst.
       expect(statuses).toEqual([...Array(10).fill(200), 429, 429]);
-      // Another appKey has its own budget.
-      expect((await request(server).get('/devices?appKey=b')).status).toBe(200);
+      // Another issued appKey has its own budget.
+      expect((await request(server).get('/devices?appKey=app-b')).status).toBe(200);
+      // A key nobody issued gets no budget of its own: refused, however many are minted.
+      for (const minted of ['x1', 'x2', 'x3']) {
+        const refused = await request(server).get('/devices').set('X-App-Key', minted);
+        expect(refused.status).toBe(403);
+      }
     } finally {
       server.close();
     }

@@ -33,7 +33,9 @@ export type RateLimitConfigErrorCode =
   | 'FLOODGATE_UNKNOWN_OPTION'
   | 'FLOODGATE_NO_POLICIES'
   | 'FLOODGATE_DUPLICATE_POLICY'
-  | 'FLOODGATE_UNKNOWN_CLIENT';
+  | 'FLOODGATE_UNKNOWN_CLIENT'
+  /** A limiter keyed by the client id ran before authentication (NestJS guard order). */
+  | 'FLOODGATE_GUARD_ORDER';
 
 /** An option is missing, unknown or has a bad value. Thrown at construction, never later. */
 export class RateLimitConfigError extends Error {

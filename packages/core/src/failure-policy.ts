@@ -44,12 +44,22 @@ export interface CallContext {
   readonly cost: number;
   /** `true` for `peek`. */
   readonly peek: boolean;
+  /** `true` when the local cache of denied keys answered (no store call was made). */
+  readonly cached?: boolean;
 }
 
 export interface StoreErrorEvent extends CallContext {
   /** `store-error` or `timeout` (a call skipped by the open circuit is no error). */
   readonly failure: Exclude<StoreFailure, 'circuit-open'>;
   readonly error: RateLimitStoreError;
+}
+
+/** One store call (a decision's round trip), for latency metrics. */
+export interface StoreCallEvent extends CallContext {
+  /** How the call ended: answered, failed, or cut off by the timeout. */
+  readonly outcome: 'ok' | Exclude<StoreFailure, 'circuit-open'>;
+  /** Milliseconds from the call to its answer (or to the failure or timeout). */
+  readonly durationMs: number;
 }
 
 export interface RateLimiterHooks {
@@ -59,6 +69,11 @@ export interface RateLimiterHooks {
   onDecision?: (decision: Decision, context: CallContext) => void;
   /** Called when the circuit breaker changes state. */
   onCircuitChange?: (state: CircuitState) => void;
+  /**
+   * Called after every store call the limiter makes for a decision (not for calls the open
+   * circuit skipped, nor for answers from the in-process memory store or the denied-key cache).
+   */
+  onStoreCall?: (event: StoreCallEvent) => void;
 }
 
 /** @default 1000 ms — long enough for a loaded Redis, short enough to keep a request moving. */
@@ -90,6 +105,7 @@ const HOOK_NAMES = optionNames<RateLimiterHooks>({
   onStoreError: true,
   onDecision: true,
   onCircuitChange: true,
+  onStoreCall: true,
 });
 
 export function readFailureOptions(o: Record<string, unknown>, where: string): FailureConfig {

@@ -7,14 +7,24 @@
  * adapters share live at `@floodgate/core/http`; engine internals are not exported.
  * `test/exports.test.ts` lists every name, so adding one is a decision.
  */
-export { type FixedWindowOptions, fixedWindow } from './algorithms/fixed-window.js';
-export { type GcraOptions, gcra } from './algorithms/gcra.js';
-export { type LeakyBucketOptions, leakyBucket } from './algorithms/leaky-bucket.js';
-export { type SlidingLogOptions, slidingLog } from './algorithms/sliding-log.js';
-export { type SlidingWindowOptions, slidingWindow } from './algorithms/sliding-window.js';
-export { type SmoothBurstyOptions, smoothBursty } from './algorithms/smooth-bursty.js';
-export { type SmoothWarmingUpOptions, smoothWarmingUp } from './algorithms/smooth-warming-up.js';
-export { type TokenBucketOptions, tokenBucket } from './algorithms/token-bucket.js';
+export type { FixedWindowOptions } from './algorithms/fixed-window.js';
+export type { GcraOptions } from './algorithms/gcra.js';
+export {
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  slidingLog,
+  slidingWindow,
+  smoothBursty,
+  smoothWarmingUp,
+  tokenBucket,
+} from './algorithms/index.js';
+export type { LeakyBucketOptions } from './algorithms/leaky-bucket.js';
+export type { SlidingLogOptions } from './algorithms/sliding-log.js';
+export type { SlidingWindowOptions } from './algorithms/sliding-window.js';
+export type { SmoothBurstyOptions } from './algorithms/smooth-bursty.js';
+export type { SmoothWarmingUpOptions } from './algorithms/smooth-warming-up.js';
+export type { TokenBucketOptions } from './algorithms/token-bucket.js';
 export type { Clock } from './clock.js';
 export {
   type ConcurrencyDecision,
@@ -38,6 +48,7 @@ export type {
   FallbackLimiter,
   OnStoreError,
   RateLimiterHooks,
+  StoreCallEvent,
   StoreErrorEvent,
   StoreFailure,
 } from './failure-policy.js';

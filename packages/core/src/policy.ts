@@ -14,8 +14,9 @@ export interface Policy {
   /** Used in headers and decisions; derived from kind and parameters unless given. */
   readonly name: string;
   /**
-   * Stable id derived from kind and parameters, used in storage keys: changing a parameter
-   * changes the id, so an old key is never read with a new meaning.
+   * Stable id derived from kind, parameters and the explicit `name` if one was given, used in
+   * storage keys: changing a parameter changes the id, so an old key is never read with a new
+   * meaning, and differently named policies never share state.
    */
   readonly id: string;
   /** The `limit` option: units per window (the sustained rate is limit / window). */
@@ -47,8 +48,11 @@ export interface PolicyDefinition {
 
 export function definePolicy(def: PolicyDefinition): Policy {
   const name = optionalName(def.name, def.nameField) ?? def.defaultName;
+  // An explicit name is part of the identity: two routes' policies named differently never
+  // share state, even with equal parameters (share a budget on purpose with one limiter).
+  const named = def.name === undefined ? '' : `|name=${name}`;
   const digest = createHash('sha1')
-    .update(`${def.kind}|${def.params.join(',')}`)
+    .update(`${def.kind}|${def.params.join(',')}${named}`)
     .digest('base64url');
   return Object.freeze({
     kind: def.kind,

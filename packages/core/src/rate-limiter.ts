@@ -162,7 +162,7 @@ export class RateLimiter {
         const cached = cache.lookup(key, cost);
         if (cached !== undefined) {
           if (this.guard.config.hooks.onDecision) {
-            this.guard.notify('onDecision', cached, { key, cost, peek });
+            this.guard.notify('onDecision', cached, { key, cost, peek, cached: true });
           }
           return Promise.resolve(cached);
         }

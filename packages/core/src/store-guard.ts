@@ -56,12 +56,15 @@ export class StoreGuard {
       this.setState('half-open');
     }
     const timeoutMs = this.config.timeoutMs;
+    // Timed only when someone listens (hooks.onStoreCall): the hot path stays as it was.
+    const startedAt = this.config.hooks.onStoreCall ? performance.now() : 0;
     return new Promise((resolve) => {
       let settled = false;
       const fail = (failure: 'store-error' | 'timeout', error: RateLimitStoreError): void => {
         settled = true;
         // A full Redis answers at once: no reason to stop asking it (new keys get the policy).
         if (!error.outOfMemory) this.failed();
+        if (startedAt) this.timed(context, failure, startedAt);
         this.notify('onStoreError', { ...context, failure, error });
         resolve({
           ok: false,
@@ -90,6 +93,7 @@ export class StoreGuard {
           settled = true;
           clearTimeout(timer);
           this.succeeded();
+          if (startedAt) this.timed(context, 'ok', startedAt);
           resolve({ ok: true, value });
         },
         (error: unknown) => {
@@ -140,6 +144,14 @@ export class StoreGuard {
         `RateLimiter hooks.${name} threw (further hook errors are ignored): ${(error as Error)?.message ?? error}`,
       );
     }
+  }
+
+  private timed(
+    context: CallContext,
+    outcome: 'ok' | 'store-error' | 'timeout',
+    startedAt: number,
+  ): void {
+    this.notify('onStoreCall', { ...context, outcome, durationMs: performance.now() - startedAt });
   }
 
   private succeeded(): void {

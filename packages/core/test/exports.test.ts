@@ -59,6 +59,7 @@ const TYPES = [
   'SmoothBurstyOptions',
   'SmoothWarmingUpOptions',
   'Store',
+  'StoreCallEvent',
   'StoreErrorEvent',
   'StoreFailure',
   'TokenBucketOptions',

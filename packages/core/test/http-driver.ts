@@ -8,8 +8,13 @@ import type { Server } from 'node:http';
 export interface TestAppOptions {
   /** Options of each `rateLimit(...)` to mount, in order (several = stacked limiters). */
   limiters: readonly Record<string, unknown>[];
-  /** Express `trust proxy` / Koa `app.proxy`. */
-  trustProxy?: boolean;
+  /**
+   * Express `trust proxy` / Koa `app.proxy` (+ `app.maxIpsCount` when a number): a number is
+   * the count of trusted proxy hops, `true` trusts every hop.
+   */
+  trustProxy?: boolean | number;
+  /** Builds each limiter inside a handler, per request (the mistake a diagnostic reports). */
+  perRequest?: boolean;
   /** Called by the `/hold` route with a function that finishes the response. */
   onHold?: (finish: () => void, req: unknown) => void;
   /** Called by every other route when the request reaches the handler. */

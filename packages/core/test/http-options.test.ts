@@ -30,7 +30,9 @@ const view = (over: Partial<HttpRequestView> = {}): HttpRequestView => ({
 const policies = fixedWindow({ limit: 2, window: '1m' });
 
 describe('resolveKey', () => {
-  const keys = (o: Record<string, unknown>) => parseKeyOptions<Req>(o, 'rateLimit');
+  // Diagnostics are tested through real servers (http-diagnostics.test.ts); quiet here.
+  const keys = (o: Record<string, unknown>) =>
+    parseKeyOptions<Req>({ validate: false, ...o }, 'rateLimit');
 
   it('defaults to the normalised IP', async () => {
     expect(await resolveKey(keys({}), view({ ip: '::ffff:10.0.0.1' }), {})).toBe('ip:10.0.0.1');
@@ -60,7 +62,10 @@ describe('resolveKey', () => {
   });
 
   it('an array is tried in order, then the documented fallback', async () => {
-    const k = keys({ key: ['clientId', 'appKey', 'ip'] });
+    const k = keys({
+      key: ['clientId', 'appKey', 'ip'],
+      verifyAppKey: (appKey: string) => appKey === 'A',
+    });
     expect(await resolveKey(k, view({ user: { id: 'u' } }), {})).toBe('client:u');
     expect(await resolveKey(k, view({ headers: { 'x-app-key': 'A' } }), {})).toBe('app:A');
     expect(await resolveKey(k, view(), {})).toBe('ip:203.0.113.7');
@@ -93,10 +98,10 @@ describe('resolveKey', () => {
     });
   });
 
-  it('warns once when X-Forwarded-For arrives and no proxy is trusted', async () => {
+  it('warns once per process when X-Forwarded-For arrives and no proxy is trusted', async () => {
     const warn = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
     try {
-      const k = keys({});
+      const k = parseKeyOptions<Req>({}, 'rateLimit');
       const forwarded = view({ headers: { 'x-forwarded-for': '198.51.100.1' } });
       await resolveKey(k, view(), {});
       expect(warn).not.toHaveBeenCalled();
@@ -105,6 +110,8 @@ describe('resolveKey', () => {
       expect(warn).toHaveBeenCalledTimes(1);
       expect(warn.mock.calls[0]![1]).toMatchObject({ code: 'FLOODGATE_UNTRUSTED_PROXY' });
       await resolveKey(keys({}), { ...forwarded, trustProxy: true }, {});
+      // Another middleware: still once per process.
+      await resolveKey(parseKeyOptions<Req>({}, 'rateLimit'), forwarded, {});
       expect(warn).toHaveBeenCalledTimes(1);
     } finally {
       warn.mockRestore();

@@ -117,9 +117,14 @@ describe('durations', () => {
     expect(gcra({ limit: 10, window: '1s' }).name).toBe('gcra-10-per-1s');
   });
 
-  test('ids follow parameters, not names', () => {
+  test('ids follow parameters and explicit names', () => {
     const a = fixedWindow({ limit: 100, window: '1m' });
-    expect(fixedWindow({ limit: 100, window: 60_000, name: 'x' }).id).toBe(a.id);
+    expect(fixedWindow({ limit: 100, window: 60_000 }).id).toBe(a.id);
+    // An explicit name is part of the identity: differently named policies never share state.
+    const x = fixedWindow({ limit: 100, window: 60_000, name: 'x' });
+    expect(x.id).not.toBe(a.id);
+    expect(fixedWindow({ limit: 100, window: '1m', name: 'x' }).id).toBe(x.id);
+    expect(fixedWindow({ limit: 100, window: '1m', name: 'y' }).id).not.toBe(x.id);
     expect(fixedWindow({ limit: 101, window: '1m' }).id).not.toBe(a.id);
     expect(fixedWindow({ limit: 100, window: '61s' }).id).not.toBe(a.id);
     expect(slidingLog({ limit: 100, window: '1m' }).id).not.toBe(a.id);
@@ -156,18 +161,15 @@ describe('RateLimiter options', () => {
     expect(error.message).toContain('"api"');
   });
 
-  test('two policies with the same parameters would share state', () => {
-    const error = configErrorOf(
-      () =>
-        new RateLimiter({
-          store,
-          policies: [policy, fixedWindow({ limit: 1, window: 1000, name: 'other' })],
-        }),
-    );
-    expect(error).toMatchObject({
-      code: 'FLOODGATE_DUPLICATE_POLICY',
-      field: 'RateLimiter.policies[1]',
+  test('two policies with the same parameters and different names keep their own state', async () => {
+    const limiter = new RateLimiter({
+      store: memoryStore(),
+      policies: [policy, fixedWindow({ limit: 1, window: 1000, name: 'other' })],
     });
+    expect(limiter.policies[0]!.id).not.toBe(limiter.policies[1]!.id);
+    const first = await limiter.consume('k');
+    expect(first.policies.map((p) => p.remaining)).toEqual([0, 0]);
+    expect((await limiter.consume('k')).allowed).toBe(false);
   });
 
   test('something that is not a policy', () => {
@@ -204,14 +206,14 @@ describe('RateLimiter options', () => {
     expect(configErrorOf(() => memoryStore({ ttl: 5 } as never)).code).toBe(
       'FLOODGATE_UNKNOWN_OPTION',
     );
-    const unknownClient = configErrorOf(() => redisStore({ client: { get() {} } }));
+    const unknownClient = configErrorOf(() => redisStore({ client: { get() {} } as never }));
     expect(unknownClient).toMatchObject({
       code: 'FLOODGATE_UNKNOWN_CLIENT',
       field: 'redisStore.client',
     });
     expect(unknownClient.message).toContain('ioredis');
-    expect(configErrorOf(() => redisStore({ client: 'redis://localhost' })).message).toContain(
-      '"redis://localhost"',
-    );
+    expect(
+      configErrorOf(() => redisStore({ client: 'redis://localhost' as never })).message,
+    ).toContain('"redis://localhost"');
   });
 });

@@ -1,56 +1,72 @@
 /**
- * redisStore's batching, on the real test Redis: what goes over the wire (counted by a thin
+ * redisStore's batching, on a real Redis of its own: what goes over the wire (counted by a thin
  * wrapper that forwards every call to the real ioredis client), the bounds, per-decision
  * failures and NOSCRIPT recovery. Exactness in batched mode is the differential, conformance,
  * multi-process and cluster suites' job (each runs batched too).
  */
-import type { Redis } from 'ioredis';
-import { useTestRedis } from '../../../test/harness/redis';
+import { Redis } from 'ioredis';
+import { type RedisServerHandle, startRedisServer } from '../../../test/harness/redis-server';
 import { BATCH_SCRIPTS, SCRIPTS } from '../src/generated/scripts';
 import { fixedWindow, gcra, RateLimitConfigError, RateLimiter, redisStore } from '../src/index';
 
-const testRedis = useTestRedis();
+// The script cache is server-wide and other jest workers share the suite's server (a worker's
+// SCRIPT FLUSH or LOAD would change which calls meet NOSCRIPT): these tests get their own.
+let server: RedisServerHandle;
+let client: Redis;
+beforeAll(async () => {
+  server = await startRedisServer();
+  client = new Redis(server.port);
+});
+afterAll(async () => {
+  client.disconnect();
+  await server.stop();
+});
+beforeEach(async () => {
+  await client.flushdb();
+  await client.script('FLUSH');
+});
+const testRedis = (): Redis => client;
 
 interface Sent {
   command: 'evalsha' | 'eval';
   script: string;
   keys: number;
-  /** Set when the call was made: the number of setImmediate turns since the test started. */
-  turn: number;
 }
 
-/** An ioredis client as the store sees it, forwarding to the real one and recording each call. */
-function recording(client: Redis) {
+/**
+ * A real ioredis client of its own whose every command is recorded as it is handed to the
+ * connection (the store sends its scripts through `sendCommand`).
+ */
+function recording() {
   const sent: Sent[] = [];
-  let turn = 0;
-  const sha1Name = new Map(
-    [...Object.values(SCRIPTS), ...Object.values(BATCH_SCRIPTS)].map((s) => [s.sha1, s.name]),
-  );
+  const scripts = [...Object.values(SCRIPTS), ...Object.values(BATCH_SCRIPTS)];
   const nameOf = (sha1OrSource: string): string =>
-    sha1Name.get(sha1OrSource) ??
-    [...Object.values(SCRIPTS), ...Object.values(BATCH_SCRIPTS)].find(
-      (s) => s.source === sha1OrSource,
-    )?.name ??
-    'other';
-  const wrapper = {
-    evalsha: (sha1: string, n: number, ...rest: string[]) => {
-      sent.push({ command: 'evalsha', script: nameOf(sha1), keys: n, turn });
-      return client.evalsha(sha1, n, ...rest);
-    },
-    eval: (source: string, n: number, ...rest: string[]) => {
-      sent.push({ command: 'eval', script: nameOf(source), keys: n, turn });
-      return client.eval(source, n, ...rest);
-    },
-    defineCommand: () => undefined,
+    scripts.find((s) => s.sha1 === sha1OrSource || s.source === sha1OrSource)?.name ?? 'other';
+  const wrapper = new Redis(server.port);
+  opened.push(wrapper);
+  const send = wrapper.sendCommand.bind(wrapper);
+  // ioredis hands a command to sendCommand again when it leaves the offline queue: count once.
+  const seen = new WeakSet<object>();
+  wrapper.sendCommand = (command, stream) => {
+    const name = command.name.toLowerCase();
+    if ((name === 'evalsha' || name === 'eval') && !seen.has(command)) {
+      seen.add(command);
+      const [script, keys] = command.args as [string, number];
+      sent.push({ command: name, script: nameOf(String(script)), keys: Number(keys) });
+    }
+    return send(command, stream);
   };
-  const ticker = setInterval(() => turn++, 0);
-  return { wrapper, sent, stop: () => clearInterval(ticker) };
+  return { wrapper, sent };
 }
+const opened: Redis[] = [];
+afterEach(() => {
+  for (const c of opened.splice(0)) c.disconnect();
+});
 
 const evalshas = (sent: Sent[]) => sent.filter((s) => s.command === 'evalsha');
 
 test('decisions made while a round trip is in flight go out as one batch script call', async () => {
-  const { wrapper, sent, stop } = recording(testRedis());
+  const { wrapper, sent } = recording();
   const limiter = new RateLimiter({
     store: redisStore({ client: wrapper }),
     policies: [fixedWindow({ limit: 100, window: '1m' })],
@@ -59,7 +75,6 @@ test('decisions made while a round trip is in flight go out as one batch script 
   const first = limiter.consume('a');
   const rest = Array.from({ length: 20 }, (_, i) => limiter.consume(`k${i % 5}`));
   const decisions = await Promise.all([first, ...rest]);
-  stop();
   expect(decisions.every((d) => d.allowed && d.reason === undefined)).toBe(true);
   // All 21 were made in one tick: one EVALSHA of the batch script (after the flush, NOSCRIPT,
   // then EVAL of the same batch).
@@ -71,7 +86,7 @@ test('decisions made while a round trip is in flight go out as one batch script 
 });
 
 test('a lone decision goes out at once, as a single script call', async () => {
-  const { wrapper, sent, stop } = recording(testRedis());
+  const { wrapper, sent } = recording();
   const limiter = new RateLimiter({
     store: redisStore({ client: wrapper }),
     policies: [gcra({ limit: 10, window: '1s' })],
@@ -84,12 +99,11 @@ test('a lone decision goes out at once, as a single script call', async () => {
   expect((await decision).allowed).toBe(true);
   // The next lone call, after the reply, goes alone too.
   await limiter.consume('alone');
-  stop();
   expect(evalshas(sent).map((s) => s.script)).toEqual(['gcra', 'gcra']);
 });
 
 test('calls made while a batch is in flight wait for its reply, then go together', async () => {
-  const { wrapper, sent, stop } = recording(testRedis());
+  const { wrapper, sent } = recording();
   const limiter = new RateLimiter({
     store: redisStore({ client: wrapper }),
     policies: [fixedWindow({ limit: 100, window: '1m' })],
@@ -103,7 +117,6 @@ test('calls made while a batch is in flight wait for its reply, then go together
   await new Promise((resolve) => setImmediate(resolve));
   for (let i = 0; i < 6; i++) later.push(limiter.consume(`y${i}`));
   await Promise.all([first, ...later]);
-  stop();
   const calls = evalshas(sent);
   if (calls.length === 2) {
     // `first` was still in flight when the six were made: they went out as one batch.
@@ -118,7 +131,7 @@ test('calls made while a batch is in flight wait for its reply, then go together
 });
 
 test('a batch is bounded by maxDecisions and by maxBytes', async () => {
-  const { wrapper, sent, stop } = recording(testRedis());
+  const { wrapper, sent } = recording();
   const byCount = new RateLimiter({
     store: redisStore({ client: wrapper, batch: { maxDecisions: 4 } }),
     policies: [fixedWindow({ limit: 100, window: '1m' })],
@@ -134,19 +147,17 @@ test('a batch is bounded by maxDecisions and by maxBytes', async () => {
   });
   // Each call is its key and ARGV, ~62 characters: two fit in 130, three do not.
   await Promise.all(Array.from({ length: 6 }, (_, i) => byBytes.consume(`user-${i}`)));
-  stop();
   expect(evalshas(sent).map((s) => s.keys)).toEqual([2, 2, 2]);
 });
 
 test('batch: false sends one EVALSHA per decision', async () => {
-  const { wrapper, sent, stop } = recording(testRedis());
+  const { wrapper, sent } = recording();
   const limiter = new RateLimiter({
     store: redisStore({ client: wrapper, batch: false }),
     policies: [fixedWindow({ limit: 100, window: '1m' })],
     prefix: 'batch6',
   });
   await Promise.all(Array.from({ length: 5 }, (_, i) => limiter.consume(`k${i}`)));
-  stop();
   expect(evalshas(sent).map((s) => [s.script, s.keys])).toEqual(
     new Array(5).fill(['fixed-window', 1]),
   );
@@ -177,7 +188,7 @@ test('one failing decision never fails its neighbours in the batch', async () =>
 
 test('NOSCRIPT: each batch recovers with EVAL after SCRIPT FLUSH, without charging twice', async () => {
   const redis = testRedis();
-  const { wrapper, sent, stop } = recording(redis);
+  const { wrapper, sent } = recording();
   const limiter = new RateLimiter({
     store: redisStore({ client: wrapper, batch: { maxDecisions: 3 } }),
     policies: [fixedWindow({ limit: 100, window: '1m' })],
@@ -190,7 +201,6 @@ test('NOSCRIPT: each batch recovers with EVAL after SCRIPT FLUSH, without chargi
       Array.from({ length: 7 }, (_, i) => 100 - round * 7 - i - 1),
     );
   }
-  stop();
   // Three batches per round were in flight together: all three got NOSCRIPT and were re-sent
   // with EVAL, in order.
   expect(sent.map((s) => `${s.command}:${s.keys}`)).toEqual([

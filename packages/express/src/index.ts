@@ -14,6 +14,7 @@ import {
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
   releaseWhenDone,
+  UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
@@ -52,20 +53,40 @@ function requestView(req: Request): HttpRequestView {
     },
     user: (req as { user?: unknown }).user,
     trustProxy: Boolean(req.app.get('trust proxy')),
+    trustsEveryProxy: req.app.get('trust proxy') === true,
   };
 }
 
-/** Express middleware that rate-limits every request it sees. */
+/**
+ * Express middleware that rate-limits every request it sees. Every error after it starts (a
+ * key function, the store, a throwing or rejecting `onLimited`) goes to `next(err)`: Express 4
+ * does not catch a rejected middleware promise.
+ */
 export function rateLimit(options: RateLimitOptions): RequestHandler {
   const config = parseHttpRateLimitOptions<Request, OnLimited>(options, 'rateLimit');
   return async function rateLimit(req, res, next) {
-    let check: HttpCheck | undefined;
     try {
-      check = await checkHttpRequest(config, requestView(req), req);
+      const check = await checkHttpRequest(config, requestView(req), req, req);
+      if (check === undefined) return next();
+      if (!(await answer(check, req, res, next))) return;
     } catch (error) {
+      if (error instanceof UnknownAppKeyError && !res.headersSent) {
+        res.status(error.status).setHeader('Content-Type', error.contentType);
+        res.end(JSON.stringify(error.problem));
+        return;
+      }
       return next(error);
     }
-    if (check === undefined) return next();
+    next();
+  };
+
+  /** Sets the decision and headers; answers a denial. True when the request goes on. */
+  async function answer(
+    check: HttpCheck,
+    req: Request,
+    res: Response,
+    next: NextFunction,
+  ): Promise<boolean> {
     const { decision, lease } = check;
     if (lease) releaseWhenDone(res, lease);
     req.rateLimit = decision;
@@ -75,13 +96,15 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
       config.headers,
     );
     if (!decision.allowed) {
-      if (config.onLimited) return config.onLimited(req, res, next, decision);
-      const problem = deniedProblem(decision);
-      res.status(problem.status).setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
-      res.end(JSON.stringify(problem));
-      return;
+      if (config.onLimited) await config.onLimited(req, res, next, decision);
+      else {
+        const problem = deniedProblem(decision);
+        res.status(problem.status).setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
+        res.end(JSON.stringify(problem));
+      }
+      return false;
     }
     await waitForDelay(decision);
-    next();
-  };
+    return true;
+  }
 }

@@ -6,17 +6,29 @@
 import type { AddressInfo } from 'node:net';
 import { rateLimit } from '@floodgate/express';
 import express from 'express';
-import type { TestApp, TestAppOptions } from '../../core/test/http-driver';
+import express4 from 'express4';
+import type { Serve, TestApp, TestAppOptions } from '../../core/test/http-driver';
 
-export async function serveExpress(options: TestAppOptions): Promise<TestApp> {
-  const app = express();
-  if (options.trustProxy) app.set('trust proxy', true);
+/** Serves the app on Express 5 (the devDependency `express`). */
+export const serveExpress: Serve = (options) => serveWith(express, options);
+/** Serves the same app on Express 4 (the devDependency alias `express4`). */
+export const serveExpress4: Serve = (options) =>
+  serveWith(express4 as unknown as typeof express, options);
+
+async function serveWith(factory: typeof express, options: TestAppOptions): Promise<TestApp> {
+  const app = factory();
+  // A number is a hop count (the safe setting); `true` trusts every hop.
+  if (options.trustProxy !== undefined) app.set('trust proxy', options.trustProxy);
   app.use((req, _res, next) => {
     const token = req.get('authorization')?.replace(/^Bearer /, '');
     if (token) (req as { user?: unknown }).user = { id: token };
     next();
   });
-  for (const limiter of options.limiters) app.use(rateLimit(limiter as never));
+  for (const limiter of options.limiters) {
+    if (options.perRequest)
+      app.use((req, res, next) => rateLimit(limiter as never)(req, res, next));
+    else app.use(rateLimit(limiter as never));
+  }
   app.get('/hold', (req, res) => {
     options.onHold?.(() => res.json({ rateLimit: req.rateLimit ?? null }), req);
   });

@@ -16,6 +16,7 @@ import {
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
   releaseWhenDone,
+  UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
 import type {
@@ -94,7 +95,13 @@ function requestView(request: FastifyRequest): HttpRequestView {
 /** The hook that limits one route (or the 404s) with a parsed config. */
 function limitRequests(config: Config) {
   return async function rateLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-    const check = await checkHttpRequest(config, requestView(request), request);
+    let check: Awaited<ReturnType<typeof checkHttpRequest>>;
+    try {
+      check = await checkHttpRequest(config, requestView(request), request, request.raw);
+    } catch (error) {
+      if (!(error instanceof UnknownAppKeyError)) throw error;
+      return reply.code(error.status).type(error.contentType).send(JSON.stringify(error.problem));
+    }
     if (check === undefined) return undefined;
     const { decision, lease } = check;
     if (lease) releaseWhenDone(reply.raw, lease);

@@ -11,7 +11,8 @@ import type { TestApp, TestAppOptions } from '../../core/test/http-driver';
 
 /** The app with its routes, not yet listening (for `inject`). */
 export async function buildFastify(options: TestAppOptions): Promise<FastifyInstance> {
-  const app = Fastify({ trustProxy: options.trustProxy === true });
+  // A number is a hop count (the safe setting); `true` trusts every hop.
+  const app = Fastify({ trustProxy: options.trustProxy ?? false });
   app.decorateRequest('get', function get(this: FastifyRequest, name: string) {
     const value = this.headers[name.toLowerCase()];
     return Array.isArray(value) ? value.join(', ') : value;

@@ -8,14 +8,23 @@ import {
   applyCheckHeaders,
   checkHttpRequest,
   deniedProblem,
+  type HttpCheck,
   type HttpRateLimitOptions,
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
   releaseWhenDone,
+  UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
 import type { Context, Middleware, Next } from 'koa';
+
+declare module 'koa' {
+  interface DefaultState {
+    /** The decision of the last rate limiter this request passed through (@floodgate/koa). */
+    rateLimit?: Decision;
+  }
+}
 
 /** Replaces the default 429 response; the rate-limit headers are already set. */
 export type OnLimited = (ctx: Context, next: Next, decision: Decision) => unknown;
@@ -35,6 +44,8 @@ function requestView(ctx: Context): HttpRequestView {
     query: ctx.query,
     user: ctx.state.user,
     trustProxy: ctx.app.proxy === true,
+    // Koa takes the leftmost X-Forwarded-For entry unless maxIpsCount says how many hops to trust.
+    trustsEveryProxy: ctx.app.proxy === true && !(ctx.app.maxIpsCount > 0),
   };
 }
 
@@ -46,7 +57,16 @@ function requestView(ctx: Context): HttpRequestView {
 export function rateLimit(options: RateLimitOptions): Middleware {
   const config = parseHttpRateLimitOptions<Context, OnLimited>(options, 'rateLimit');
   return async function rateLimit(ctx, next) {
-    const check = await checkHttpRequest(config, requestView(ctx), ctx);
+    let check: HttpCheck | undefined;
+    try {
+      check = await checkHttpRequest(config, requestView(ctx), ctx, ctx.req);
+    } catch (error) {
+      if (!(error instanceof UnknownAppKeyError)) throw error;
+      ctx.status = error.status;
+      ctx.type = error.contentType;
+      ctx.body = JSON.stringify(error.problem);
+      return;
+    }
     if (check === undefined) return next();
     const { decision, lease } = check;
     if (lease) releaseWhenDone(ctx.res, lease);

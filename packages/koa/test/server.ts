@@ -6,11 +6,21 @@
 import type { AddressInfo } from 'node:net';
 import { rateLimit } from '@floodgate/koa';
 import Koa from 'koa';
-import type { TestApp, TestAppOptions } from '../../core/test/http-driver';
+import Koa2 from 'koa2';
+import type { Serve, TestApp, TestAppOptions } from '../../core/test/http-driver';
 
-export async function serveKoa(options: TestAppOptions): Promise<TestApp> {
-  const app = new Koa();
-  if (options.trustProxy) app.proxy = true;
+/** Serves the app on Koa 3 (the devDependency `koa`). */
+export const serveKoa: Serve = (options) => serveWith(Koa, options);
+/** Serves the same app on Koa 2 (the devDependency alias `koa2`). */
+export const serveKoa2: Serve = (options) => serveWith(Koa2 as unknown as typeof Koa, options);
+
+async function serveWith(Framework: typeof Koa, options: TestAppOptions): Promise<TestApp> {
+  const app = new Framework();
+  // A number is a hop count (`maxIpsCount`, the safe setting); `true` trusts every hop.
+  if (options.trustProxy !== undefined && options.trustProxy !== false) {
+    app.proxy = true;
+    if (typeof options.trustProxy === 'number') app.maxIpsCount = options.trustProxy;
+  }
   app.use(async (ctx, next) => {
     try {
       await next();
@@ -32,7 +42,10 @@ export async function serveKoa(options: TestAppOptions): Promise<TestApp> {
     if (token) ctx.state.user = { id: token };
     await next();
   });
-  for (const limiter of options.limiters) app.use(rateLimit(limiter as never));
+  for (const limiter of options.limiters) {
+    if (options.perRequest) app.use((ctx, next) => rateLimit(limiter as never)(ctx, next));
+    else app.use(rateLimit(limiter as never));
+  }
   app.use(async (ctx) => {
     if (ctx.path === '/hold') {
       await new Promise<void>((release) => options.onHold?.(release, ctx));

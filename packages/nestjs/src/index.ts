@@ -1,17 +1,25 @@
 /**
- * @floodgate/nestjs — RateLimitModule, `@RateLimit`, `@SkipRateLimit`, RateLimitGuard and
- * RateLimitException: Floodgate's limiters in front of Nest controllers, on Express or Fastify.
+ * @floodgate/nestjs — RateLimitModule, `@RateLimit`, `@SkipRateLimit`, RateLimitGuard (or
+ * RateLimitInterceptor) and RateLimitException: Floodgate's limiters in front of Nest
+ * controllers on Express or Fastify, GraphQL resolvers and WebSocket gateways.
  */
 export { RATE_LIMIT_OPTIONS, RateLimitStore } from './rate-limit.constants.js';
+export { connectionKey } from './rate-limit.context.js';
 export {
   DECISION_PROPERTY,
   RateLimit,
   RateLimitDecision,
   SkipRateLimit,
 } from './rate-limit.decorator.js';
-export { RateLimitException } from './rate-limit.exception.js';
+export {
+  type RateLimitBody,
+  RateLimitException,
+  RateLimitGraphQLError,
+  TOO_MANY_REQUESTS,
+} from './rate-limit.exception.js';
 export { RateLimitExceptionFilter } from './rate-limit.filter.js';
 export { RateLimitGuard } from './rate-limit.guard.js';
+export { RateLimitInterceptor } from './rate-limit.interceptor.js';
 export type {
   RateLimitCost,
   RateLimitKey,
@@ -22,6 +30,7 @@ export type {
   RateLimitOptions,
   RateLimitOptionsFactory,
   RateLimitPoliciesOptions,
+  RateLimitScope,
   RateLimitWindowOptions,
 } from './rate-limit.interfaces.js';
 export { RateLimitModule } from './rate-limit.module.js';

@@ -3,7 +3,7 @@
  * provides, as nestjs/throttler does with `ThrottlerStorage`:
  * `constructor(@Inject(RateLimitStore) store: RateLimitStore)`.
  */
-import type { Store } from '@floodgate/core';
+import { type Store } from '@floodgate/core';
 
 /** The store every limiter of the module uses (`memoryStore()`, `redisStore({ client })`). */
 export type RateLimitStore = Store;

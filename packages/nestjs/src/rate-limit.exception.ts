@@ -1,23 +1,79 @@
 /**
- * The 429 the guard throws (503 when `onStoreError: 'closed'` refused because the store could
- * not decide). It is an HttpException, so exception filters see it and can read
- * `decision`; Nest's default filter sends `getResponse()`, the RFC 9457 problem object the
- * Express and Koa adapters send.
+ * The 429 the guard throws on HTTP (503 when `onStoreError: 'closed'` refused because the store
+ * could not decide). It is an HttpException, so exception filters see it and can read
+ * `decision`; Nest's default filter sends `getResponse()`: Nest's own error shape
+ * `{ statusCode, message, error }` (what @nestjs/throttler clients read) plus the decision's
+ * fields. RateLimitExceptionFilter sends the RFC 9457 problem instead.
  */
 import type { Decision } from '@floodgate/core';
-import { deniedProblem, storeDecided } from '@floodgate/core/http';
+import { storeDecided } from '@floodgate/core/http';
 import { HttpException, HttpStatus } from '@nestjs/common';
+
+/** The 429 (or 503) body: Nest's error shape plus the decision (times in milliseconds). */
+export interface RateLimitBody {
+  readonly statusCode: 429 | 503;
+  readonly message: string;
+  readonly error: 'Too Many Requests' | 'Service Unavailable';
+  /** The policy that decided. */
+  readonly policy: string;
+  readonly limit: number;
+  readonly remaining: number;
+  /** Milliseconds until the request would be admitted; −1 when it never can be. */
+  readonly retryAfter: number;
+  /** Milliseconds until the key is back to full capacity. */
+  readonly resetAfter: number;
+}
+
+/**
+ * The body of a denial with `message`: 429 when the policies denied, 503 when the store could
+ * not decide and `onStoreError: 'closed'` refused.
+ */
+export function rateLimitBody(decision: Decision, message: string): RateLimitBody {
+  const decided = storeDecided(decision);
+  return {
+    statusCode: decided ? HttpStatus.TOO_MANY_REQUESTS : HttpStatus.SERVICE_UNAVAILABLE,
+    message,
+    error: decided ? 'Too Many Requests' : 'Service Unavailable',
+    policy: decision.policy,
+    limit: decision.limit,
+    remaining: decision.remaining,
+    retryAfter: decision.retryAfter,
+    resetAfter: decision.resetAfter,
+  };
+}
 
 export class RateLimitException extends HttpException {
   /** The denying decision: which policy decided, `retryAfter`, every policy's view. */
   readonly decision: Decision;
 
-  constructor(decision: Decision, body: string | object = deniedProblem(decision)) {
-    if (storeDecided(decision)) {
-      super(body, HttpStatus.TOO_MANY_REQUESTS, { description: 'Too Many Requests' });
-    } else {
-      super(body, HttpStatus.SERVICE_UNAVAILABLE, { description: 'Service Unavailable' });
-    }
+  constructor(decision: Decision, body?: string | object) {
+    const fields = rateLimitBody(
+      decision,
+      storeDecided(decision) ? 'Too Many Requests' : 'Service Unavailable',
+    );
+    super(body ?? fields, fields.statusCode, { description: fields.error });
     this.decision = decision;
+  }
+}
+
+/** `extensions.code` of GraphQL denials, `code` of WebSocket denials. */
+export const TOO_MANY_REQUESTS = 'TOO_MANY_REQUESTS';
+
+/**
+ * A GraphQL denial. graphql-js copies `extensions` of an error thrown in a resolver into the
+ * response's error (Apollo and Mercurius alike), so no `graphql` import is needed here.
+ */
+export class RateLimitGraphQLError extends Error {
+  override readonly name = 'RateLimitGraphQLError';
+  /** `code` `TOO_MANY_REQUESTS`, `retryAfter` (ms), `policy`, `limit`, `remaining`, `resetAfter`. */
+  readonly extensions: Record<string, unknown>;
+
+  constructor(
+    message: string,
+    readonly decision: Decision,
+  ) {
+    super(message);
+    const { statusCode, message: _m, error: _e, ...fields } = rateLimitBody(decision, message);
+    this.extensions = { code: TOO_MANY_REQUESTS, statusCode, ...fields };
   }
 }

@@ -1,9 +1,8 @@
 /**
- * Optional: sends RateLimitException as `application/problem+json`, byte for byte what the
- * Express and Koa adapters send. Without it Nest's default filter sends the same body as
- * `application/json` (it resets any other Content-Type on an error body).
+ * Optional: sends RateLimitException as an RFC 9457 `application/problem+json` body, byte for
+ * byte what the Express and Koa adapters send, instead of Nest's `{ statusCode, message, error }`.
  */
-import { PROBLEM_CONTENT_TYPE } from '@floodgate/core/http';
+import { deniedProblem, PROBLEM_CONTENT_TYPE } from '@floodgate/core/http';
 import { type ArgumentsHost, Catch, type ExceptionFilter, Injectable } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { RateLimitException } from './rate-limit.exception.js';
@@ -18,6 +17,10 @@ export class RateLimitExceptionFilter implements ExceptionFilter<RateLimitExcept
     const response = host.switchToHttp().getResponse();
     httpAdapter.setHeader(response, 'Content-Type', PROBLEM_CONTENT_TYPE);
     // A string body keeps the Content-Type above on both platforms.
-    httpAdapter.reply(response, JSON.stringify(exception.getResponse()), exception.getStatus());
+    httpAdapter.reply(
+      response,
+      JSON.stringify(deniedProblem(exception.decision)),
+      exception.getStatus(),
+    );
   }
 }

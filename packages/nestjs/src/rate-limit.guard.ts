@@ -1,41 +1,70 @@
 /**
- * RateLimitGuard: consumes the route's limiter once per request, sets the headers through the
- * platform adapter (Express or Fastify alike), and throws RateLimitException on a denial.
- * Subclass it and override `getKey`, `getPolicies` or `throwRateLimitException`.
+ * RateLimitGuard: charges a request once against every policy that applies to its handler
+ * (the module's and the handler's `@RateLimit`), sets the headers through the platform adapter
+ * (Express or Fastify alike; for GraphQL on the HTTP response), and throws a denial the
+ * transport understands: RateLimitException (HTTP), a GraphQL error with `extensions.code`
+ * `TOO_MANY_REQUESTS` (GraphQL), a `WsException` (WebSocket). Subclass it and override `getKey`,
+ * `getPolicies` or `throwRateLimitException`.
  */
 import { type Decision, type Policy, RateLimitConfigError } from '@floodgate/core';
 import {
   applyRateLimitHeaders,
-  type HeaderTarget,
-  type HttpRequestView,
+  type KeyConfig,
   resolveCost,
   resolveKey,
+  storeDecided,
+  UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
-import { type CanActivate, type ExecutionContext, Injectable, Optional } from '@nestjs/common';
+import {
+  type CanActivate,
+  type ExecutionContext,
+  ForbiddenException,
+  Injectable,
+  Optional,
+} from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { RATE_LIMIT_GUARD_MARK } from './rate-limit.constants.js';
+import {
+  headerTarget,
+  type RequestLike,
+  requestOf,
+  requestView,
+  transportOf,
+} from './rate-limit.context.js';
 import { DECISION_PROPERTY } from './rate-limit.decorator.js';
-import { RateLimitException } from './rate-limit.exception.js';
-import { policySignature, RateLimitService, type RouteLimit } from './rate-limit.service.js';
+import {
+  RateLimitException,
+  RateLimitGraphQLError,
+  rateLimitBody,
+  TOO_MANY_REQUESTS,
+} from './rate-limit.exception.js';
+import { mergeDecisions } from './rate-limit.merge.js';
+import { DEFAULT_ERROR_MESSAGE } from './rate-limit.options.js';
+import { localLimiters, policySignature } from './rate-limit.routes.js';
+import { RateLimitService, type RouteLimit } from './rate-limit.service.js';
 
 /**
- * Set on the request: the limiters (policy set + key) already charged for it, so a global guard
- * and a `@UseGuards(RateLimitGuard)` on the same route charge once, not twice.
+ * Where a request's charges are remembered, so it is charged once per handler and policy set
+ * whichever guard class (global, local, subclass) or interceptor runs: the HTTP request, the
+ * GraphQL field's `info` (each field resolution, aliases included), the WebSocket call's args.
  */
 const CHARGED = Symbol.for('floodgate.nestjs.charged');
+const chargedByCall = new WeakMap<object, Set<string>>();
 
-type RequestLike = Record<PropertyKey, unknown> & {
-  ip?: string;
-  headers?: Record<string, string | string[] | undefined>;
-  query?: Record<string, unknown>;
-  user?: unknown;
-};
+/** One limiter call: the caller's key and the (scoped) policies charged under it. */
+interface KeyedCharge {
+  readonly key: string;
+  readonly policies: Policy[];
+}
 
 @Injectable()
 export class RateLimitGuard implements CanActivate {
   /** Lets the module recognise this class and its subclasses in `@UseGuards(...)`. */
   static readonly [RATE_LIMIT_GUARD_MARK] = true;
+
+  /** Whether every guard has run before this one (interceptor mode). */
+  protected readonly afterGuards: boolean = false;
 
   constructor(
     @Optional() protected readonly rateLimit: RateLimitService,
@@ -53,104 +82,209 @@ export class RateLimitGuard implements CanActivate {
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    // Only HTTP is limited; RPC, WebSocket and GraphQL contexts pass through untouched.
-    if (context.getType() !== 'http') return true;
+    // HTTP, GraphQL and WebSocket contexts are limited; RPC passes through.
+    if (transportOf(context) === undefined) return true;
     const route = this.routeOf(context);
-    if (route.skip) return true;
-    const policies = await this.getPolicies(context);
-    if (policies === undefined || policies.length === 0) return true;
+    if (route.skip === true || this.defersToLocal(context)) return true;
+    const skip = this.rateLimit.config.skip;
+    if (skip !== undefined && (await skip(context))) return true;
 
-    const request = context.switchToHttp().getRequest<RequestLike>();
-    // A subclass's getKey may come back empty: such requests share the fallback bucket.
-    const identity = (await this.getKey(context)) || route.keys.fallbackKey;
-    const key = `${route.route}|${identity}`;
-    if (!(request[CHARGED] instanceof Set)) request[CHARGED] = new Set<string>();
-    const charged = request[CHARGED] as Set<string>;
-    const mark = `${policySignature(policies)}\n${key}`;
-    if (charged.has(mark)) return true;
-    charged.add(mark);
+    const own = await this.getPolicies(context);
+    const sets: [readonly Policy[], 'module' | 'own'][] = [];
+    if (route.module) sets.push([route.module.policies, 'module']);
+    if (own !== undefined && own.length > 0) sets.push([own, 'own']);
+    const skipped = route.skip === false ? undefined : route.skip;
+    const applied = sets
+      .map(
+        ([policies, from]) =>
+          [skipped ? policies.filter((p) => !skipped.has(p.name)) : policies, from] as const,
+      )
+      .filter(([policies]) => policies.length > 0);
+    if (applied.length === 0) return true;
 
+    const marks = this.marksOf(context);
+    const mark = `${route.route}\n${applied.map(([p]) => policySignature(p)).join(';')}`;
+    if (marks.has(mark)) return true;
+    marks.add(mark);
+
+    const charges: KeyedCharge[] = [];
+    for (const [policies, from] of applied) {
+      const charge = from === 'module' ? route.module! : route.own;
+      const keys = charge?.keys ?? route.keys;
+      // A subclass's getKey may come back empty: such requests share the fallback bucket.
+      const key = (await this.getKey(context, keys)) || keys.fallbackKey;
+      const scope = charge?.scope ?? 'route';
+      const scoped = policies.map((p) => this.rateLimit.scoped(p, scope, route));
+      const same = charges.find((c) => c.key === key);
+      if (same) {
+        for (const p of scoped)
+          if (!same.policies.some((q) => q.id === p.id)) same.policies.push(p);
+      } else {
+        charges.push({ key, policies: scoped });
+      }
+    }
     const cost = await resolveCost(route, context);
-    const decision = await this.rateLimit.limiter(policies).consume(key, { cost });
-    request[DECISION_PROPERTY] = decision;
-    applyRateLimitHeaders(this.headerTarget(context), decision, this.rateLimit.headers);
-    if (!decision.allowed) this.throwRateLimitException(context, decision);
+    const decision = await this.charge(charges, cost);
+    requestOf(context)[DECISION_PROPERTY] = decision;
+    const target = headerTarget(context, this.adapterHost);
+    if (target) applyRateLimitHeaders(target, decision, this.rateLimit.headers);
+    if (!decision.allowed) {
+      await this.throwRateLimitException(context, decision);
+      // An override that returned instead of throwing still denies.
+      throw new RateLimitException(decision, rateLimitBody(decision, DEFAULT_ERROR_MESSAGE));
+    }
     // Shaping policies admit now but ask the request to wait (nginx `delay=`).
     await waitForDelay(decision);
     return true;
   }
 
   /**
-   * The caller's identity (without the route): by default the first of the route's key sources
-   * that yields one (`'clientId'` reads `request.user`, so an auth guard must run first), else
-   * the fallback key.
+   * The caller's identity under `keys` (without scope): by default the first of the key
+   * sources that yields one (`'clientId'` reads `request.user`, so an auth guard must run
+   * first), else the fallback key. Override it to key every policy of the request your way.
    */
-  protected getKey(context: ExecutionContext): string | Promise<string> {
-    const request = context.switchToHttp().getRequest<RequestLike>();
-    return resolveKey(this.routeOf(context).keys, this.requestView(request), context);
+  protected getKey(
+    context: ExecutionContext,
+    keys?: KeyConfig<ExecutionContext>,
+  ): string | Promise<string> {
+    return this.defaultKey(context, keys);
+  }
+
+  private async defaultKey(
+    context: ExecutionContext,
+    keys?: KeyConfig<ExecutionContext>,
+  ): Promise<string> {
+    const config = keys ?? this.routeOf(context).keys;
+    const request = requestOf(context);
+    const view = requestView(context, request);
+    if (!this.afterGuards && this.rateLimit.config.onMissingPrincipal === 'error') {
+      await this.checkPrincipal(context, config, view.user, view.headers);
+    }
+    // `unknownAppKey: 'refuse'`: an app key verifyAppKey rejected is a 403.
+    return resolveKey(config, view, context).catch((error: unknown) => {
+      throw error instanceof UnknownAppKeyError ? new ForbiddenException(error.problem) : error;
+    });
   }
 
   /**
-   * The policies this request is charged against: the handler's `@RateLimit`, else the
-   * controller's, else the module's `policies`; `undefined` (or `[]`) leaves it unlimited.
-   * Return the same policies for the same route: equal sets share one limiter.
+   * The handler's own policies, charged on top of the module's (unless its `@RateLimit` says
+   * `override: true`): the handler's `@RateLimit`, else its class's; `undefined` (or `[]`) for
+   * none. Return the same policies for the same handler: equal sets share one limiter.
    */
   protected getPolicies(
     context: ExecutionContext,
   ): readonly Policy[] | undefined | Promise<readonly Policy[] | undefined> {
-    return this.routeOf(context).policies;
+    return this.routeOf(context).own?.policies;
   }
 
-  /** Throws the 429. Override to throw your own HttpException (the headers are already set). */
-  protected throwRateLimitException(_context: ExecutionContext, decision: Decision): never {
-    throw new RateLimitException(decision);
+  /**
+   * Throws the denial (the headers are already set). Override to throw your own exception; an
+   * async override is awaited, and one that returns without throwing still denies.
+   */
+  protected async throwRateLimitException(
+    context: ExecutionContext,
+    decision: Decision,
+  ): Promise<never> {
+    const message = this.errorMessage(context, decision);
+    const transport = transportOf(context);
+    if (transport === 'graphql') throw new RateLimitGraphQLError(message, decision);
+    if (transport === 'ws') {
+      const { WsException } = await import('@nestjs/websockets');
+      throw new WsException({
+        status: 'error',
+        ...rateLimitBody(decision, message),
+        code: TOO_MANY_REQUESTS,
+      });
+    }
+    throw new RateLimitException(decision, rateLimitBody(decision, message));
   }
 
-  /** The route's resolved limits (computed once per handler). */
+  /** The handler's resolved limits (computed once per handler). */
   protected routeOf(context: ExecutionContext): RouteLimit {
     return this.rateLimit.route(context.getClass(), context.getHandler());
   }
 
-  /** The neutral view the core's key sources read; Express and Fastify requests alike. */
-  protected requestView(request: RequestLike): HttpRequestView {
-    return {
-      ip: request.ip,
-      headers: request.headers ?? {},
-      query: request.query,
-      user: request.user,
-      trustProxy: trustsProxy(request),
-    };
-  }
-
-  private headerTarget(context: ExecutionContext): HeaderTarget {
-    const response = context.switchToHttp().getResponse();
-    const adapter = this.adapterHost?.httpAdapter;
-    if (adapter) {
-      return {
-        get: (name) => adapter.getHeader(response, name),
-        set: (name, value) => adapter.setHeader(response, name, value),
-      };
+  private errorMessage(context: ExecutionContext, decision: Decision): string {
+    const option = this.rateLimit.config.errorMessage;
+    if (option === undefined) {
+      return storeDecided(decision) ? DEFAULT_ERROR_MESSAGE : 'Service Unavailable';
     }
-    // No HTTP adapter (e.g. a hand-made context): a Node response or a Fastify reply.
-    return {
-      get: (name) => (response.getHeader as (n: string) => string | undefined)(name),
-      set: (name, value) =>
-        typeof response.header === 'function'
-          ? response.header(name, value)
-          : response.setHeader(name, value),
-    };
+    return typeof option === 'function' ? option(context, decision) : option;
+  }
+
+  /** One store call per distinct key; several keys are charged all-or-nothing. */
+  private async charge(charges: KeyedCharge[], cost: number): Promise<Decision> {
+    if (charges.length === 1) {
+      const [{ key, policies }] = charges as [KeyedCharge];
+      return this.rateLimit.limiter(policies).consume(key, { cost });
+    }
+    // Different keys live under different hash tags, so no one script can charge them all:
+    // read every budget first and charge none if any denies. Two requests racing between the
+    // read and the charge can each be charged under one key and denied under another.
+    const limiters = charges.map((c) => this.rateLimit.limiter(c.policies));
+    const peeks = await Promise.all(limiters.map((l, i) => l.peek(charges[i]!.key, { cost })));
+    if (peeks.some((d) => !d.allowed)) return mergeDecisions(peeks);
+    return mergeDecisions(
+      await Promise.all(limiters.map((l, i) => l.consume(charges[i]!.key, { cost }))),
+    );
+  }
+
+  /**
+   * A global instance steps aside when the handler or its class names a RateLimitGuard (or
+   * interceptor) of another class in `@UseGuards`/`@UseInterceptors`: that one charges, with
+   * its own keys and policies, and the request is not charged twice under two keys.
+   */
+  private defersToLocal(context: ExecutionContext): boolean {
+    const local = localLimiters(context.getClass(), context.getHandler());
+    return local.length > 0 && !local.includes(this.constructor);
+  }
+
+  private marksOf(context: ExecutionContext): Set<string> {
+    const transport = transportOf(context);
+    if (transport === 'http') {
+      const request = requestOf(context);
+      if (!(request[CHARGED] instanceof Set)) request[CHARGED] = new Set<string>();
+      return request[CHARGED] as Set<string>;
+    }
+    const holder = (transport === 'graphql' ? context.getArgByIndex(3) : null) ?? context.getArgs();
+    let marks = chargedByCall.get(holder);
+    if (!marks) {
+      marks = new Set();
+      chargedByCall.set(holder, marks);
+    }
+    return marks;
+  }
+
+  /**
+   * `'clientId'` finds no principal although the request carries credentials: this guard ran
+   * before authentication, and falling back would put every such client into one bucket.
+   */
+  private async checkPrincipal(
+    context: ExecutionContext,
+    keys: KeyConfig<ExecutionContext>,
+    user: unknown,
+    headers: Readonly<Record<string, string | string[] | undefined>>,
+  ): Promise<void> {
+    if (!keys.sources.includes('clientId') || headers.authorization === undefined) return;
+    const id = keys.clientId ? await keys.clientId(context) : principalId(user);
+    if (id !== undefined && id !== null && id !== '') return;
+    throw new RateLimitConfigError(
+      'FLOODGATE_GUARD_ORDER',
+      'key',
+      'clientId',
+      `RateLimitGuard on ${this.routeOf(context).where} keys by 'clientId', but the request carries ` +
+        'an Authorization header and no principal (request.user) is set yet: the limiter ran before ' +
+        'authentication. Use RateLimitModule.forRoot({ ..., global: true, mode: "interceptor" }) (runs ' +
+        'after every guard), list the auth guard first in @UseGuards(AuthGuard, RateLimitGuard), or ' +
+        "set onMissingPrincipal: 'fallback' to use the next key source",
+    );
   }
 }
 
-/**
- * Whether the platform trusts a proxy, as it resolved `request.ip` (the core warns once when
- * X-Forwarded-For arrives at an app that trusts none). Express keeps a `trust proxy` setting;
- * Fastify does not expose `trustProxy`, but a trusted proxy makes `request.ip` differ from the
- * socket's address.
- */
-function trustsProxy(request: RequestLike): boolean {
-  const express = request.app as { get?: (name: string) => unknown } | undefined;
-  if (express && typeof express.get === 'function') return Boolean(express.get('trust proxy'));
-  const raw = request.raw as { socket?: { remoteAddress?: string } } | undefined;
-  return raw?.socket !== undefined && request.ip !== raw.socket.remoteAddress;
+function principalId(user: unknown): unknown {
+  if (user === null || typeof user !== 'object') return undefined;
+  const u = user as { id?: unknown; clientId?: unknown };
+  return u.id ?? u.clientId;
 }
+
+export type { RequestLike };

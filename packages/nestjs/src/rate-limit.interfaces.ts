@@ -2,8 +2,14 @@
  * Option types of RateLimitModule and @RateLimit. Key names and header options are the ones
  * the Express and Koa adapters take; Nest key functions receive the ExecutionContext.
  */
-import type { Duration, Policy, RateLimiterOptions, Store } from '@floodgate/core';
-import type { RateLimitHeaderOptions } from '@floodgate/core/http';
+import {
+  type Decision,
+  type Duration,
+  type Policy,
+  type RateLimiterOptions,
+  type Store,
+} from '@floodgate/core';
+import { type RateLimitHeaderOptions } from '@floodgate/core/http';
 import type { ExecutionContext, InjectionToken, ModuleMetadata, Type } from '@nestjs/common';
 
 /** A key function: the caller's identity for this request, or `undefined` to try the next. */
@@ -27,11 +33,28 @@ export type RateLimitKey =
 /** Units a request takes: a number, or a function of the ExecutionContext. @default 1 */
 export type RateLimitCost = number | ((context: ExecutionContext) => number | Promise<number>);
 
+/**
+ * Which requests share a budget (per key): `'route'` each handler (HTTP method and path, GraphQL
+ * field, WebSocket message), `'controller'` every handler of the class, `'global'` every
+ * handler whose limit uses the same policy, across the whole API.
+ */
+export type RateLimitScope = 'route' | 'controller' | 'global';
+
 interface RateLimitCommon {
   /** Who is limited; @default the module's `key`. */
   key?: RateLimitKey;
-  /** Units each request takes. @default 1 */
+  /**
+   * Units each request takes, charged to these policies and to the module's policies alike.
+   * @default 1
+   */
   cost?: RateLimitCost;
+  /** Which requests share these policies' budget. @default 'route' */
+  scope?: RateLimitScope;
+  /**
+   * `true`: only these policies apply here, not the module's `policies` as well.
+   * @default false
+   */
+  override?: boolean;
 }
 
 /** `@RateLimit({ limit: 100, window: '1m' })`: shorthand for one `fixedWindow` policy. */
@@ -58,13 +81,39 @@ export type RateLimitOptions = RateLimitWindowOptions | RateLimitPoliciesOptions
  * `hooks`) is passed to each limiter the module builds.
  */
 export interface RateLimitModuleOptions extends Omit<RateLimiterOptions, 'store' | 'policies'> {
-  /** Where state lives: `memoryStore()` or `redisStore({ client })`. */
-  store: Store;
   /**
-   * Policies for every guarded route without `@RateLimit`; without them such routes are not
-   * limited. @default none
+   * Where state lives: `memoryStore()` or `redisStore({ client })`.
+   * @default `memoryStore()`, with a one-time warning (one process's memory: not for a cluster)
+   */
+  store?: Store;
+  /**
+   * Policies for every guarded handler; a handler's `@RateLimit` adds its own on top (the
+   * request must pass both) unless it says `override: true`. @default none
    */
   policies?: Policy | readonly Policy[];
+  /** Which requests share the module policies' budget. @default 'route' */
+  scope?: RateLimitScope;
+  /** Requests for which this returns true are not limited at all (health checks, e2e tests). */
+  skip?: (context: ExecutionContext) => boolean | Promise<boolean>;
+  /**
+   * `message` of the 429 body (and of GraphQL and WebSocket denials).
+   * @default 'Too Many Requests'
+   */
+  errorMessage?: string | ((context: ExecutionContext, decision: Decision) => string);
+  /**
+   * Where the limit runs when `global` is on: `'guard'` (an `APP_GUARD`, before the guards of
+   * controllers and handlers) or `'interceptor'` (an `APP_INTERCEPTOR`, after every guard, so
+   * an auth guard has set `request.user` whatever its place). @default 'guard'
+   */
+  mode?: 'guard' | 'interceptor';
+  /**
+   * What a key with `'clientId'` does when the request carries credentials (an `Authorization`
+   * header) but no principal is set: the limiter ran before authentication. `'error'` throws
+   * RateLimitConfigError `FLOODGATE_GUARD_ORDER` (a 500 naming the fix) instead of putting every
+   * such client into one bucket; `'fallback'` uses the next key source. Interceptor mode always
+   * falls back (every guard has run by then). @default 'error'
+   */
+  onMissingPrincipal?: 'error' | 'fallback';
   /** Default key of every route; a decorator's `key` replaces it. @default 'ip' */
   key?: RateLimitKey;
   /**
@@ -89,8 +138,11 @@ export interface RateLimitModuleOptions extends Omit<RateLimiterOptions, 'store'
   global?: boolean;
 }
 
-/** What `forRootAsync`'s factory returns: everything but `global`, which must be static. */
-export type RateLimitModuleFactoryOptions = Omit<RateLimitModuleOptions, 'global'>;
+/**
+ * What `forRootAsync`'s factory returns: everything but `global` and `mode`, which must be
+ * static (they decide which providers the module registers).
+ */
+export type RateLimitModuleFactoryOptions = Omit<RateLimitModuleOptions, 'global' | 'mode'>;
 
 /** A class that makes the module's options (`forRootAsync({ useClass })`). */
 export interface RateLimitOptionsFactory {
@@ -109,4 +161,6 @@ export interface RateLimitModuleAsyncOptions extends Pick<ModuleMetadata, 'impor
   useExisting?: Type<RateLimitOptionsFactory>;
   /** Register RateLimitGuard as a global guard (`APP_GUARD`). @default false */
   global?: boolean;
+  /** As `mode` of `forRoot`. @default 'guard' */
+  mode?: 'guard' | 'interceptor';
 }

@@ -6,9 +6,10 @@
 import { RateLimitConfigError } from '@floodgate/core';
 import { configError, optionNames, readOptions } from '@floodgate/core/http';
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
-import { APP_GUARD, DiscoveryModule } from '@nestjs/core';
+import { APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { RATE_LIMIT_GLOBAL, RATE_LIMIT_OPTIONS, RateLimitStore } from './rate-limit.constants.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
+import { RateLimitInterceptor } from './rate-limit.interceptor.js';
 import type {
   RateLimitModuleAsyncOptions,
   RateLimitModuleOptions,
@@ -25,17 +26,19 @@ const ASYNC_OPTION_NAMES = optionNames<RateLimitModuleAsyncOptions>({
   useClass: true,
   useExisting: true,
   global: true,
+  mode: true,
 });
 
 @Module({})
 // biome-ignore lint/complexity/noStaticOnlyClass: Nest modules are classes with static forRoot().
 export class RateLimitModule {
   /** Configures rate limiting with options known up front. */
-  static forRoot(options: RateLimitModuleOptions): DynamicModule {
+  static forRoot(options: RateLimitModuleOptions = {}): DynamicModule {
     const where = 'RateLimitModule.forRoot';
     if (options === null || typeof options !== 'object')
       throw configError(where, options, 'an options object');
     const global = readGlobal(options.global, where);
+    const mode = readMode(options.mode, where);
     return RateLimitModule.build(
       [
         { provide: RATE_LIMIT_OPTIONS, useValue: options },
@@ -46,6 +49,7 @@ export class RateLimitModule {
       ],
       [],
       global,
+      mode,
     );
   }
 
@@ -93,13 +97,19 @@ export class RateLimitModule {
       useFactory: (made: unknown): RateLimitConfig => parseModuleOptions(made, factoryWhere, false),
       inject: [RATE_LIMIT_OPTIONS],
     });
-    return RateLimitModule.build(providers, options.imports ?? [], readGlobal(o.global, where));
+    return RateLimitModule.build(
+      providers,
+      options.imports ?? [],
+      readGlobal(o.global, where),
+      readMode(o.mode, where),
+    );
   }
 
   private static build(
     providers: Provider[],
     imports: NonNullable<DynamicModule['imports']>,
     global: boolean,
+    mode: 'guard' | 'interceptor',
   ): DynamicModule {
     return {
       module: RateLimitModule,
@@ -110,14 +120,27 @@ export class RateLimitModule {
         { provide: RATE_LIMIT_GLOBAL, useValue: global },
         RateLimitService,
         RateLimitGuard,
+        RateLimitInterceptor,
         {
           provide: RateLimitStore,
           useFactory: (config: RateLimitConfig) => config.store,
           inject: [RATE_LIMIT_CONFIG],
         },
-        ...(global ? [{ provide: APP_GUARD, useExisting: RateLimitGuard }] : []),
+        ...(global
+          ? [
+              mode === 'guard'
+                ? { provide: APP_GUARD, useExisting: RateLimitGuard }
+                : { provide: APP_INTERCEPTOR, useExisting: RateLimitInterceptor },
+            ]
+          : []),
       ],
-      exports: [RATE_LIMIT_OPTIONS, RateLimitStore, RateLimitService, RateLimitGuard],
+      exports: [
+        RATE_LIMIT_OPTIONS,
+        RateLimitStore,
+        RateLimitService,
+        RateLimitGuard,
+        RateLimitInterceptor,
+      ],
     };
   }
 }
@@ -125,5 +148,13 @@ export class RateLimitModule {
 function readGlobal(value: unknown, where: string): boolean {
   if (value === undefined) return false;
   if (typeof value !== 'boolean') throw configError(`${where}.global`, value, 'a boolean');
+  return value;
+}
+
+function readMode(value: unknown, where: string): 'guard' | 'interceptor' {
+  if (value === undefined) return 'guard';
+  if (value !== 'guard' && value !== 'interceptor') {
+    throw configError(`${where}.mode`, value, "'guard' or 'interceptor'");
+  }
   return value;
 }

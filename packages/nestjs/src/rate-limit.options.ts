@@ -4,6 +4,7 @@
  */
 import {
   fixedWindow,
+  memoryStore,
   type Policy,
   RateLimitConfigError,
   type RateLimiter,
@@ -13,6 +14,7 @@ import {
 import {
   configError,
   createRateLimiter,
+  emitWarning,
   KEY_OPTION_NAMES,
   type KeyConfig,
   type KeyOptions,
@@ -30,14 +32,19 @@ import type {
   RateLimitKey,
   RateLimitModuleOptions,
   RateLimitPoliciesOptions,
+  RateLimitScope,
   RateLimitWindowOptions,
 } from './rate-limit.interfaces.js';
 
 /** The module's options, parsed. */
 export interface RateLimitConfig {
   readonly store: Store;
-  /** Policies of guarded routes without `@RateLimit`; undefined leaves them unlimited. */
+  /** Policies of every guarded handler; undefined: none. */
   readonly policies: readonly Policy[] | undefined;
+  readonly scope: RateLimitScope;
+  readonly skip: ((context: ExecutionContext) => boolean | Promise<boolean>) | undefined;
+  readonly errorMessage: RateLimitModuleOptions['errorMessage'];
+  readonly onMissingPrincipal: 'error' | 'fallback';
   readonly keys: KeyConfig<ExecutionContext>;
   /** The key options as given, under each decorator's own `key`. */
   readonly keyOptions: Readonly<Record<string, unknown>>;
@@ -51,17 +58,39 @@ export interface ParsedRateLimit {
   readonly policies: readonly Policy[];
   readonly key: RateLimitKey | undefined;
   readonly cost: RateLimitCost;
+  readonly scope: RateLimitScope;
+  readonly override: boolean;
 }
+
+/** @default 'route' */
+export const DEFAULT_SCOPE: RateLimitScope = 'route';
+const SCOPES: readonly string[] = ['route', 'controller', 'global'];
+
+/** @default 'Too Many Requests' */
+export const DEFAULT_ERROR_MESSAGE = 'Too Many Requests';
+
+let warnedDefaultStore = false;
 
 /** The module options that are neither a key option nor passed on to each RateLimiter. */
 type ModuleOnlyOptions = Omit<
   RateLimitModuleOptions,
-  Exclude<keyof RateLimiterOptions, 'store' | 'policies'> | keyof KeyOptions<unknown> | 'global'
+  | Exclude<keyof RateLimiterOptions, 'store' | 'policies'>
+  | keyof KeyOptions<unknown>
+  | 'global'
+  | 'mode'
 >;
 
 /** Names the module reads itself; every RateLimiter option goes to each RateLimiter. */
 const MODULE_OPTION_NAMES: readonly string[] = [
-  ...optionNames<ModuleOnlyOptions>({ store: true, policies: true, headers: true }),
+  ...optionNames<ModuleOnlyOptions>({
+    store: true,
+    policies: true,
+    headers: true,
+    scope: true,
+    skip: true,
+    errorMessage: true,
+    onMissingPrincipal: true,
+  }),
   ...KEY_OPTION_NAMES,
 ];
 
@@ -73,6 +102,8 @@ const RATE_LIMIT_OPTION_NAMES = optionNames<RateLimitWindowOptions & RateLimitPo
   policies: true,
   key: true,
   cost: true,
+  scope: true,
+  override: true,
 });
 
 // Only used to validate limiter options when the module has no policies of its own.
@@ -100,7 +131,26 @@ export function parseModuleOptions(
       `${where}.global is not read here: pass global to RateLimitModule.forRootAsync({ global, ... }) itself`,
     );
   }
-  const store = o.store as Store | undefined;
+  if (!allowGlobal && o.mode !== undefined) {
+    throw new RateLimitConfigError(
+      'FLOODGATE_UNKNOWN_OPTION',
+      `${where}.mode`,
+      o.mode,
+      `${where}.mode is not read here: pass mode to RateLimitModule.forRootAsync({ mode, ... }) itself`,
+    );
+  }
+  let store = o.store as Store | undefined;
+  if (store === undefined) {
+    store = memoryStore();
+    if (!warnedDefaultStore) {
+      warnedDefaultStore = true;
+      emitWarning(
+        'FLOODGATE_DEFAULT_MEMORY_STORE',
+        `${where} has no store, so it counts in this process's memory (memoryStore()): every ` +
+          'process keeps its own counts. Give store: redisStore({ client }) to share them.',
+      );
+    }
+  }
   if (store === null || typeof store !== 'object' || typeof store.prepare !== 'function') {
     throw configError(
       `${where}.store`,
@@ -108,11 +158,30 @@ export function parseModuleOptions(
       'a store: memoryStore() or redisStore({ client })',
     );
   }
-  const own = [...MODULE_OPTION_NAMES, ...(allowGlobal ? ['global'] : [])];
+  const scope = readScope(o.scope, `${where}.scope`);
+  if (o.skip !== undefined && typeof o.skip !== 'function') {
+    throw configError(`${where}.skip`, o.skip, 'a function (context) => boolean');
+  }
+  if (
+    o.errorMessage !== undefined &&
+    typeof o.errorMessage !== 'function' &&
+    (typeof o.errorMessage !== 'string' || o.errorMessage === '')
+  ) {
+    throw configError(
+      `${where}.errorMessage`,
+      o.errorMessage,
+      'a non-empty string or a function (context, decision) => string',
+    );
+  }
+  const onMissingPrincipal = o.onMissingPrincipal ?? 'error';
+  if (onMissingPrincipal !== 'error' && onMissingPrincipal !== 'fallback') {
+    throw configError(`${where}.onMissingPrincipal`, o.onMissingPrincipal, "'error' or 'fallback'");
+  }
+  const own = [...MODULE_OPTION_NAMES, ...(allowGlobal ? ['global', 'mode'] : [])];
   const limiterOptions: Record<string, unknown> = {};
   const keyOptions: Record<string, unknown> = {};
   for (const name of Object.keys(o)) {
-    if (o[name] === undefined || name === 'global') continue;
+    if (o[name] === undefined || name === 'global' || name === 'mode') continue;
     if (KEY_OPTION_NAMES.includes(name as never)) keyOptions[name] = o[name];
     else if (RATE_LIMITER_OPTION_NAMES.includes(name as keyof RateLimiterOptions)) {
       if (!own.includes(name)) limiterOptions[name] = o[name];
@@ -131,6 +200,10 @@ export function parseModuleOptions(
   return {
     store,
     policies: o.policies === undefined ? undefined : probe.policies,
+    scope,
+    skip: o.skip as RateLimitConfig['skip'],
+    errorMessage: o.errorMessage as RateLimitConfig['errorMessage'],
+    onMissingPrincipal,
     keys: parseKeyOptions<ExecutionContext>(keyOptions, where),
     keyOptions: Object.freeze(keyOptions),
     headers: parseHeaderOptions(o.headers, `${where}.headers`),
@@ -178,7 +251,24 @@ export function parseRateLimitOptions(options: unknown, where: string): ParsedRa
       'a non-negative integer or a function (context) => number',
     );
   }
-  return { policies, key: o.key as RateLimitKey | undefined, cost: cost as RateLimitCost };
+  if (o.override !== undefined && typeof o.override !== 'boolean') {
+    throw configError(`${field}.override`, o.override, 'a boolean');
+  }
+  return {
+    policies,
+    key: o.key as RateLimitKey | undefined,
+    cost: cost as RateLimitCost,
+    scope: readScope(o.scope, `${field}.scope`),
+    override: o.override === true,
+  };
+}
+
+function readScope(value: unknown, field: string): RateLimitScope {
+  if (value === undefined) return DEFAULT_SCOPE;
+  if (!SCOPES.includes(value as string)) {
+    throw configError(field, value, "'route', 'controller' or 'global'");
+  }
+  return value as RateLimitScope;
 }
 
 /**

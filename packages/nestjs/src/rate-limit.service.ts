@@ -11,55 +11,52 @@ import {
   Injectable,
   Logger,
   type OnModuleInit,
-  RequestMethod,
   type Type,
-  VERSION_NEUTRAL,
 } from '@nestjs/common';
+import { METHOD_METADATA } from '@nestjs/common/constants.js';
 import {
-  GUARDS_METADATA,
-  METHOD_METADATA,
-  PATH_METADATA,
-  VERSION_METADATA,
-} from '@nestjs/common/constants.js';
-import { APP_GUARD, DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+  APP_GUARD,
+  APP_INTERCEPTOR,
+  DiscoveryService,
+  MetadataScanner,
+  Reflector,
+} from '@nestjs/core';
 import {
   RATE_LIMIT_GLOBAL,
-  RATE_LIMIT_GUARD_MARK,
   RATE_LIMIT_METADATA,
   SKIP_RATE_LIMIT_METADATA,
 } from './rate-limit.constants.js';
-import type { RateLimitCost, RateLimitOptions } from './rate-limit.interfaces.js';
+import type { RateLimitOptions, RateLimitScope } from './rate-limit.interfaces.js';
 import {
   buildLimiter,
   type ParsedRateLimit,
   parseRateLimitOptions,
   type RateLimitConfig,
 } from './rate-limit.options.js';
+import { checkNames, parseSkipNames } from './rate-limit.policies.js';
+import {
+  controllerOf,
+  hasGuard,
+  isRateLimitGuard,
+  MESSAGE_METADATA,
+  policySignature,
+  RESOLVER_TYPE_METADATA,
+  type RouteCharge,
+  type RouteLimit,
+  routeOf,
+} from './rate-limit.routes.js';
 
 /** Injection token of the parsed module options. */
 export const RATE_LIMIT_CONFIG: unique symbol = Symbol('RATE_LIMIT_CONFIG');
 
-/** How one handler is limited. */
-export interface RouteLimit {
-  /** `Controller.handler`, for messages. */
-  readonly where: string;
-  /** Method and route path, e.g. `GET /devices/:id`: the route part of every storage key. */
-  readonly route: string;
-  /** `@SkipRateLimit()` applies. */
-  readonly skip: boolean;
-  /** Handler's `@RateLimit`, else the controller's, else the module's; undefined: not limited. */
-  readonly policies: readonly Policy[] | undefined;
-  readonly keys: KeyConfig<ExecutionContext>;
-  readonly cost: RateLimitCost;
-}
-
-/** A route handler, as `ExecutionContext.getHandler()` returns it. */
+/** A handler, as `ExecutionContext.getHandler()` returns it. */
 type Handler = Function;
 
-/** Resolves routes and hands out limiters; the guard's only dependency. */
+/** Resolves handlers and hands out limiters; the guard's only dependency. */
 @Injectable()
 export class RateLimitService implements OnModuleInit {
   private readonly limiters = new Map<string, RateLimiter>();
+  private readonly scopedPolicies = new Map<string, Policy>();
   private readonly routes = new Map<Type, Map<Handler, RouteLimit>>();
   private readonly parsed = new WeakMap<object, ParsedRateLimit>();
   private readonly keyConfigs = new WeakMap<object, KeyConfig<ExecutionContext>>();
@@ -83,30 +80,50 @@ export class RateLimitService implements OnModuleInit {
   }
 
   /**
-   * Validates every `@RateLimit` of every controller and builds their limiters, so a bad option
-   * stops the application at bootstrap, with the controller and handler in the message.
+   * Validates every `@RateLimit` and `@SkipRateLimit` of every controller, resolver and gateway
+   * and builds their limiters, so a bad option stops the application at bootstrap, with the
+   * class and handler in the message.
    */
   onModuleInit(): void {
     const unguarded: string[] = [];
     const globalGuard = this.global || this.hasGlobalGuardProvider();
-    for (const wrapper of this.discovery.getControllers()) {
-      const controller = wrapper.metatype as Type | null;
-      if (!controller || typeof controller !== 'function') continue;
+    const controllers = new Set(this.discovery.getControllers().map((w) => w.metatype));
+    const classes = [
+      ...controllers,
+      ...this.discovery.getProviders().map((w) => (w.isDependencyTreeStatic() ? w.metatype : null)),
+    ];
+    const seen = new Set<unknown>();
+    for (const metatype of classes) {
+      const target = metatype as Type | null;
+      if (!target || typeof target !== 'function' || seen.has(target)) continue;
+      seen.add(target);
       const classOptions = this.reflector.get<RateLimitOptions | undefined>(
         RATE_LIMIT_METADATA,
-        controller,
+        target,
       );
-      if (classOptions !== undefined) this.parse(classOptions, controller.name);
-      const prototype = controller.prototype as Record<string, unknown>;
+      if (classOptions !== undefined) this.parse(classOptions, target.name);
+      const isController = controllers.has(target);
+      const prototype = target.prototype as Record<string, unknown> | undefined;
+      if (!prototype) continue;
       for (const name of this.scanner.getAllMethodNames(prototype)) {
         const handler = prototype[name];
         if (typeof handler !== 'function') continue;
-        const isRoute = Reflect.getMetadata(METHOD_METADATA, handler) !== undefined;
-        const own = this.reflector.get<RateLimitOptions | undefined>(RATE_LIMIT_METADATA, handler);
-        if (!isRoute && own === undefined) continue;
-        const route = this.route(controller, handler);
+        const isHandler =
+          (isController && Reflect.getMetadata(METHOD_METADATA, handler) !== undefined) ||
+          Reflect.getMetadata(RESOLVER_TYPE_METADATA, handler) !== undefined ||
+          Reflect.getMetadata(MESSAGE_METADATA, handler) !== undefined;
+        const own = this.reflector.get<unknown>(RATE_LIMIT_METADATA, handler);
+        const skip = this.reflector.get<unknown>(SKIP_RATE_LIMIT_METADATA, handler);
+        if (!isHandler && own === undefined && skip === undefined) continue;
+        const route = this.route(target, handler);
         const decorated = own !== undefined || classOptions !== undefined;
-        if (decorated && !route.skip && !globalGuard && !hasGuard(controller, handler)) {
+        if (
+          isController &&
+          decorated &&
+          route.skip !== true &&
+          !globalGuard &&
+          !hasGuard(target, handler)
+        ) {
           unguarded.push(route.where);
         }
       }
@@ -120,16 +137,16 @@ export class RateLimitService implements OnModuleInit {
     }
   }
 
-  /** How `handler` of `controller` is limited (computed once, then cached). */
-  route(controller: Type, handler: Handler): RouteLimit {
-    let byHandler = this.routes.get(controller);
+  /** How `handler` of `target` is limited (computed once, then cached). */
+  route(target: Type, handler: Handler): RouteLimit {
+    let byHandler = this.routes.get(target);
     if (!byHandler) {
       byHandler = new Map();
-      this.routes.set(controller, byHandler);
+      this.routes.set(target, byHandler);
     }
     let route = byHandler.get(handler);
     if (!route) {
-      route = this.resolveRoute(controller, handler);
+      route = this.resolveRoute(target, handler);
       byHandler.set(handler, route);
     }
     return route;
@@ -149,37 +166,86 @@ export class RateLimitService implements OnModuleInit {
     return limiter;
   }
 
-  /** An `APP_GUARD` provider whose class is RateLimitGuard or a subclass. */
+  /**
+   * `policy` with its scope in its id, so its storage key is `<prefix>:{<key>}:<id>|<scope>`:
+   * the key (the hash tag) is the caller alone, and every policy a request is charged against
+   * under one key can share one limiter, one round trip, all-or-nothing. Scope 'global' keeps
+   * the policy's own id.
+   */
+  scoped(policy: Policy, scope: RateLimitScope, route: RouteLimit): Policy {
+    if (scope === 'global') return policy;
+    const label = scope === 'route' ? route.route : route.controller;
+    const id = `${policy.id}|${label}`;
+    let made = this.scopedPolicies.get(id);
+    if (!made) {
+      made = Object.freeze({ ...policy, id });
+      this.scopedPolicies.set(id, made);
+    }
+    return made;
+  }
+
+  /** An `APP_GUARD` or `APP_INTERCEPTOR` provider whose class is one of this package's. */
   private hasGlobalGuardProvider(): boolean {
     return this.discovery
       .getProviders()
-      .some((w) => String(w.token).startsWith(APP_GUARD) && isRateLimitGuard(w.metatype));
+      .some(
+        (w) =>
+          (String(w.token).startsWith(APP_GUARD) || String(w.token).startsWith(APP_INTERCEPTOR)) &&
+          isRateLimitGuard(w.metatype),
+      );
   }
 
-  private resolveRoute(controller: Type, handler: Handler): RouteLimit {
-    const handlerWhere = `${controller.name}.${handler.name}`;
-    const skip =
-      this.reflector.getAllAndOverride<boolean | undefined>(SKIP_RATE_LIMIT_METADATA, [
-        handler,
-        controller,
-      ]) === true;
+  private resolveRoute(target: Type, handler: Handler): RouteLimit {
+    const handlerWhere = `${target.name}.${handler.name}`;
     const own = this.reflector.get<RateLimitOptions | undefined>(RATE_LIMIT_METADATA, handler);
-    const inherited = this.reflector.get<RateLimitOptions | undefined>(
-      RATE_LIMIT_METADATA,
-      controller,
-    );
+    const inherited = this.reflector.get<RateLimitOptions | undefined>(RATE_LIMIT_METADATA, target);
     const options = own ?? inherited;
-    const where = own !== undefined ? handlerWhere : controller.name;
+    const where = own !== undefined ? handlerWhere : target.name;
     const parsed = options === undefined ? undefined : this.parse(options, where);
-    const policies = parsed?.policies ?? this.config.policies;
+    const keys = options === undefined ? this.config.keys : this.keyConfig(options, parsed!, where);
+    const modulePolicies = this.config.policies;
+    const ownCharge: RouteCharge | undefined = parsed && {
+      policies: parsed.policies,
+      scope: parsed.scope,
+      keys,
+    };
+    const moduleCharge: RouteCharge | undefined =
+      modulePolicies && !parsed?.override
+        ? { policies: modulePolicies, scope: this.config.scope, keys: this.config.keys }
+        : undefined;
+    if (ownCharge && moduleCharge) checkNames(moduleCharge, ownCharge, where);
+    const skip = this.readSkip(target, handler, [
+      ...(moduleCharge?.policies ?? []),
+      ...(ownCharge?.policies ?? []),
+    ]);
     return {
       where: handlerWhere,
-      route: routeOf(controller, handler),
+      route: routeOf(target, handler),
+      controller: controllerOf(target),
       skip,
-      policies,
-      keys: options === undefined ? this.config.keys : this.keyConfig(options, parsed!, where),
+      module: moduleCharge,
+      own: ownCharge,
+      policies: parsed?.policies ?? modulePolicies,
+      keys,
       cost: parsed?.cost ?? 1,
     };
+  }
+
+  /** `@SkipRateLimit(...)` of the handler, else of its class; names must be policies here. */
+  private readSkip(
+    target: Type,
+    handler: Handler,
+    policies: readonly Policy[],
+  ): boolean | ReadonlySet<string> {
+    const fromHandler = this.reflector.get<unknown>(SKIP_RATE_LIMIT_METADATA, handler);
+    const value =
+      fromHandler !== undefined
+        ? fromHandler
+        : this.reflector.get<unknown>(SKIP_RATE_LIMIT_METADATA, target);
+    const where = `@SkipRateLimit(${fromHandler !== undefined ? `${target.name}.${handler.name}` : target.name})`;
+    if (value === undefined || value === false) return false;
+    if (value === true) return true;
+    return parseSkipNames(value, where, policies);
   }
 
   /** Parses a decorator's options once and builds its limiter (so both fail at bootstrap). */
@@ -213,59 +279,5 @@ export class RateLimitService implements OnModuleInit {
   }
 }
 
-function isRateLimitGuard(value: unknown): boolean {
-  return (
-    typeof value === 'function' &&
-    (value as { [RATE_LIMIT_GUARD_MARK]?: boolean })[RATE_LIMIT_GUARD_MARK] === true
-  );
-}
-
-function hasGuard(controller: Type, handler: Handler): boolean {
-  const guards = [
-    ...((Reflect.getMetadata(GUARDS_METADATA, controller) as unknown[] | undefined) ?? []),
-    ...((Reflect.getMetadata(GUARDS_METADATA, handler) as unknown[] | undefined) ?? []),
-  ];
-  // A guard given as an instance is recognised by its class.
-  return guards.some(
-    (g) => isRateLimitGuard(g) || isRateLimitGuard((g as object | null)?.constructor),
-  );
-}
-
-/** Identifies a policy set: ids (what is stored) and names (what headers say). */
-export function policySignature(policies: readonly Policy[]): string {
-  return policies.map((p) => `${p.id}/${p.name}`).join(',');
-}
-
-/**
- * `GET /devices/:id` from the routing metadata: the same on every platform and for every
- * process, and unchanged when a class or method is renamed. Global prefixes are left out
- * (use the module's `prefix` to separate applications that share a store).
- */
-export function routeOf(controller: Type, handler: Handler): string {
-  const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
-  const verb = method === undefined ? 'ALL' : (RequestMethod[method] ?? String(method));
-  const bases = paths(Reflect.getMetadata(PATH_METADATA, controller));
-  const own = paths(Reflect.getMetadata(PATH_METADATA, handler));
-  const full = [...new Set(bases.flatMap((b) => own.map((h) => joinPath(b, h))))].sort();
-  const version =
-    Reflect.getMetadata(VERSION_METADATA, handler) ??
-    Reflect.getMetadata(VERSION_METADATA, controller);
-  const versions =
-    version === undefined
-      ? ''
-      : ` v${([] as unknown[])
-          .concat(version)
-          .map((v) => (v === VERSION_NEUTRAL ? 'neutral' : String(v)))
-          .join(',')}`;
-  return `${verb} ${full.join(',')}${versions}`;
-}
-
-function paths(value: unknown): string[] {
-  if (value === undefined || value === null) return ['/'];
-  return ([] as unknown[]).concat(value).map((p) => String(p));
-}
-
-function joinPath(base: string, own: string): string {
-  const path = `/${base}/${own}`.replace(/\/{2,}/g, '/');
-  return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
-}
+export type { RouteCharge, RouteLimit } from './rate-limit.routes.js';
+export { policySignature, routeOf } from './rate-limit.routes.js';

@@ -4,7 +4,7 @@
  */
 import 'reflect-metadata';
 import { fixedWindow, memoryStore, RateLimitConfigError } from '@floodgate/core';
-import { RateLimit, RateLimitGuard, RateLimitModule } from '@floodgate/nestjs';
+import { RateLimit, RateLimitGuard, RateLimitModule, SkipRateLimit } from '@floodgate/nestjs';
 import { Controller, Get, type ModuleMetadata, type Type, UseGuards } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
@@ -87,6 +87,8 @@ describe('invalid @RateLimit options fail at bootstrap', () => {
       [{ limit: 1, window: '1m', key: 'email' }, 'FLOODGATE_INVALID_OPTION', '.key'],
       [{ limit: 1, window: '1m', key: ['clientId', 7] }, 'FLOODGATE_INVALID_OPTION', '.key[1]'],
       [{ limit: 1, window: '1m', cost: -1 }, 'FLOODGATE_INVALID_OPTION', '.cost'],
+      [{ limit: 1, window: '1m', scope: 'app' }, 'FLOODGATE_INVALID_OPTION', '.scope'],
+      [{ limit: 1, window: '1m', override: 'yes' }, 'FLOODGATE_INVALID_OPTION', '.override'],
     ]),
   )('%s at %s', async (code, field, options) => {
     const error = await configErrorOf(withModule(controllerWith('DevicesController', options)));
@@ -124,8 +126,15 @@ describe('invalid @RateLimit options fail at bootstrap', () => {
 describe('invalid module options fail at bootstrap', () => {
   it.each(
     labelled([
-      [{}, 'FLOODGATE_MISSING_OPTION', 'RateLimitModule.forRoot.store'],
       [{ store: {} }, 'FLOODGATE_INVALID_OPTION', 'RateLimitModule.forRoot.store'],
+      [{ scope: 'api' }, 'FLOODGATE_INVALID_OPTION', 'RateLimitModule.forRoot.scope'],
+      [{ skip: true }, 'FLOODGATE_INVALID_OPTION', 'RateLimitModule.forRoot.skip'],
+      [{ errorMessage: '' }, 'FLOODGATE_INVALID_OPTION', 'RateLimitModule.forRoot.errorMessage'],
+      [
+        { onMissingPrincipal: 'ip' },
+        'FLOODGATE_INVALID_OPTION',
+        'RateLimitModule.forRoot.onMissingPrincipal',
+      ],
       [
         { store: memoryStore(), polices: [] },
         'FLOODGATE_UNKNOWN_OPTION',
@@ -165,7 +174,10 @@ describe('invalid module options fail at bootstrap', () => {
     expect(error.field).toBe(field);
   });
 
-  it('reads `global` when forRoot is called', () => {
+  it('reads `global` and `mode` when forRoot is called', () => {
+    expect(() => RateLimitModule.forRoot({ mode: 'pipe' as never })).toThrow(
+      expect.objectContaining({ field: 'RateLimitModule.forRoot.mode' }),
+    );
     expect(() => RateLimitModule.forRoot({ store: memoryStore(), global: 'yes' as never })).toThrow(
       expect.objectContaining({ field: 'RateLimitModule.forRoot.global' }),
     );
@@ -195,6 +207,82 @@ describe('invalid module options fail at bootstrap', () => {
     });
     expect(error.field).toBe('RateLimitModule.forRootAsync useFactory.global');
     expect(error.message).toContain('pass global to RateLimitModule.forRootAsync');
+  });
+});
+
+describe('@SkipRateLimit(name)', () => {
+  const controllerSkipping = (...names: string[]) => {
+    @Controller('skipping')
+    @RateLimit({ policies: [fixedWindow({ limit: 5, window: '1s', name: 'burst' })] })
+    class SkippingController {
+      @Get()
+      @SkipRateLimit(...(names as [string]))
+      list() {
+        return [];
+      }
+    }
+    return SkippingController;
+  };
+  const moduleWithDaily = RateLimitModule.forRoot({
+    store: memoryStore(),
+    global: true,
+    policies: fixedWindow({ limit: 100, window: '1d', name: 'daily' }),
+  });
+
+  it('fails bootstrap when no policy of the handler has that name', async () => {
+    const error = await configErrorOf({
+      imports: [moduleWithDaily],
+      controllers: [controllerSkipping('burst', 'short')],
+    });
+    expect(error.code).toBe('FLOODGATE_INVALID_OPTION');
+    expect(error.field).toBe('@SkipRateLimit(SkippingController.list)[1]');
+    expect(error.message).toContain('"short" is not the name of a policy that applies here');
+    expect(error.message).toContain('"daily", "burst"');
+  });
+
+  it("rejects @nestjs/throttler's object form, which used to skip nothing", async () => {
+    const error = await configErrorOf({
+      imports: [moduleWithDaily],
+      controllers: [controllerSkipping({ short: true } as never)],
+    });
+    expect(error.field).toBe('@SkipRateLimit(SkippingController.list)');
+  });
+
+  it('accepts the names of module and handler policies', async () => {
+    await bootstrap({ imports: [moduleWithDaily], controllers: [controllerSkipping('daily')] });
+    await bootstrap({ imports: [moduleWithDaily], controllers: [controllerSkipping('burst')] });
+  });
+});
+
+describe('RateLimitModule.forRoot() without a store', () => {
+  it('uses memoryStore() and warns once', async () => {
+    const warn = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    // Fresh copies of the package (and Nest): other tests here may have warned already.
+    let fresh!: {
+      nest: typeof import('@floodgate/nestjs');
+      testing: typeof import('@nestjs/testing');
+    };
+    jest.isolateModules(() => {
+      fresh = { nest: require('@floodgate/nestjs'), testing: require('@nestjs/testing') };
+    });
+    const { RateLimitModule, RateLimitStore } = fresh.nest;
+    const { Test } = fresh.testing;
+    try {
+      for (let i = 0; i < 2; i++) {
+        const moduleRef = await Test.createTestingModule({
+          imports: [RateLimitModule.forRoot()],
+        }).compile();
+        expect(moduleRef.get(RateLimitStore)).toMatchObject({ prepare: expect.any(Function) });
+        await moduleRef.close();
+      }
+      const calls = warn.mock.calls.filter(
+        ([, options]) => (options as { code?: string })?.code === 'FLOODGATE_DEFAULT_MEMORY_STORE',
+      );
+      expect(calls).toHaveLength(1);
+      expect(String(calls[0]![0])).toContain('redisStore({ client })');
+    } finally {
+      warn.mockRestore();
+    }
   });
 });
 

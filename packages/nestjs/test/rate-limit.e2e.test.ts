@@ -17,7 +17,10 @@ import {
   RateLimitStore,
 } from '@floodgate/nestjs';
 import {
+  type ArgumentsHost,
+  Catch,
   Controller,
+  type ExceptionFilter,
   type ExecutionContext,
   Get,
   HttpException,
@@ -26,7 +29,7 @@ import {
   Module,
   UseGuards,
 } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, HttpAdapterHost } from '@nestjs/core';
 import request from 'supertest';
 import {
   BearerAuthGuard,
@@ -85,9 +88,10 @@ describe.each(CASES)(
       // An authenticated client from the same address has its own bucket.
       await request(server).get('/devices').set(bearer('app-a')).expect(200, { remaining: 2 });
       if (store.name === 'redis') {
-        expect((await redisKeys()).map((k) => k.replace(/:fw.*$/, ''))).toEqual([
-          'rl:{GET /devices|client:app-a}',
-          'rl:{GET /devices|ip:127.0.0.1}',
+        // The caller alone is the hash tag; the route is part of the policy's scoped id.
+        expect((await redisKeys()).map((k) => k.replace(/:fw[^|]*\|/, ':<id>|'))).toEqual([
+          'rl:{client:app-a}:<id>|GET /devices',
+          'rl:{ip:127.0.0.1}:<id>|GET /devices',
         ]);
       }
     });
@@ -110,11 +114,11 @@ describe.each(CASES)(
       await from('2001:db8:0:abff::2').expect(429);
       await from('2001:db8:0:ac00::1').expect(200);
       if (store.name === 'redis') {
-        expect((await redisKeys()).map((k) => k.replace(/:fw.*$/, ''))).toEqual([
-          'rl:{GET /devices/:id|ip:2001:db8:0:ab00::/56}',
-          'rl:{GET /devices/:id|ip:2001:db8:0:ac00::/56}',
-          'rl:{GET /devices/:id|ip:203.0.113.7}',
-          'rl:{GET /devices/:id|ip:203.0.113.8}',
+        expect((await redisKeys()).map((k) => k.replace(/:fw[^|]*\|/, ':<id>|'))).toEqual([
+          'rl:{ip:2001:db8:0:ab00::/56}:<id>|GET /devices/:id',
+          'rl:{ip:2001:db8:0:ac00::/56}:<id>|GET /devices/:id',
+          'rl:{ip:203.0.113.7}:<id>|GET /devices/:id',
+          'rl:{ip:203.0.113.8}:<id>|GET /devices/:id',
         ]);
       }
     });
@@ -123,7 +127,7 @@ describe.each(CASES)(
       const server = (await devicesApp()).getHttpServer();
       await request(server).get('/devices/7').set(bearer('app-a')).expect(200, { id: '7' });
       const denied = await request(server).get('/devices/7').set(bearer('app-a')).expect(429);
-      expect(denied.body['violated-policies']).toEqual(['device-read']);
+      expect(denied.body.policy).toBe('device-read');
       // Another route of the controller keeps its own count under the controller's policy.
       await request(server).get('/devices').set(bearer('app-a')).expect(200, { remaining: 2 });
     });
@@ -148,7 +152,7 @@ describe.each(CASES)(
       await request(server).get('/devices').expect(200, { remaining: 2 });
     });
 
-    it('sets the IETF headers, Retry-After and a problem body, as the Express adapter does', async () => {
+    it("sets the IETF headers, Retry-After and Nest's error body with the decision", async () => {
       const server = (await devicesApp()).getHttpServer();
       const ok = await request(server).get('/devices').set(bearer('app-a')).expect(200);
       // The clock stands 10 s into its minute: 50 s to the end of the fixed window.
@@ -161,10 +165,15 @@ describe.each(CASES)(
       const denied = await request(server).get('/devices').set(bearer('app-a')).expect(429);
       expect(denied.headers['retry-after']).toBe('50');
       expect(denied.headers.ratelimit).toBe('"fixed-3-per-60s";r=0;t=50');
-      expect(denied.body).toMatchObject({
-        type: QUOTA_EXCEEDED_TYPE,
-        status: 429,
-        'violated-policies': ['fixed-3-per-60s'],
+      expect(denied.body).toEqual({
+        statusCode: 429,
+        message: 'Too Many Requests',
+        error: 'Too Many Requests',
+        policy: 'fixed-3-per-60s',
+        limit: 3,
+        remaining: 0,
+        retryAfter: 50_000,
+        resetAfter: 50_000,
       });
     });
 
@@ -350,9 +359,8 @@ describe.each(CASES)(
       );
     });
 
-    it('cannot see the client id when it runs before the auth guard', async () => {
-      // The wrong order, on purpose: request.user is not set yet, so both clients fall back to
-      // the IP and share one bucket. This is why the auth guard must come first.
+    describe('run before the auth guard', () => {
+      // The wrong order, on purpose: request.user is not set yet when the limiter runs.
       @Controller('misordered')
       @UseGuards(RateLimitGuard, BearerAuthGuard)
       @RateLimit({ limit: 1, window: '1m', key: ['clientId', 'ip'] })
@@ -362,12 +370,42 @@ describe.each(CASES)(
           return { ok: true };
         }
       }
-      const app = await platform.boot({
-        imports: [RateLimitModule.forRoot({ store: s })],
-        controllers: [MisorderedController],
+
+      it('refuses to put clients with credentials but no principal into one bucket', async () => {
+        const errors: unknown[] = [];
+        @Catch()
+        class CatchAll implements ExceptionFilter {
+          constructor(private readonly host: HttpAdapterHost) {}
+          catch(error: unknown, host: ArgumentsHost): void {
+            errors.push(error);
+            const status = error instanceof HttpException ? error.getStatus() : 500;
+            this.host.httpAdapter.reply(host.switchToHttp().getResponse(), {}, status);
+          }
+        }
+        const app = await platform.boot({
+          imports: [RateLimitModule.forRoot({ store: s })],
+          controllers: [MisorderedController],
+          providers: [{ provide: APP_FILTER, useClass: CatchAll }],
+        });
+        await request(app.getHttpServer()).get('/misordered').set(bearer('app-a')).expect(500);
+        expect(errors[0]).toMatchObject({
+          name: 'RateLimitConfigError',
+          code: 'FLOODGATE_GUARD_ORDER',
+        });
+        expect((errors[0] as Error).message).toMatch(/mode: "interceptor"/);
+        // Without credentials there is nothing to wait for: the IP is the key.
+        await request(app.getHttpServer()).get('/misordered').expect(200);
+        await request(app.getHttpServer()).get('/misordered').expect(429);
       });
-      await request(app.getHttpServer()).get('/misordered').set(bearer('app-a')).expect(200);
-      await request(app.getHttpServer()).get('/misordered').set(bearer('app-b')).expect(429);
+
+      it("falls back to the next key source with onMissingPrincipal: 'fallback'", async () => {
+        const app = await platform.boot({
+          imports: [RateLimitModule.forRoot({ store: s, onMissingPrincipal: 'fallback' })],
+          controllers: [MisorderedController],
+        });
+        await request(app.getHttpServer()).get('/misordered').set(bearer('app-a')).expect(200);
+        await request(app.getHttpServer()).get('/misordered').set(bearer('app-b')).expect(429);
+      });
     });
 
     describe('forRootAsync', () => {

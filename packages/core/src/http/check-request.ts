@@ -6,6 +6,7 @@
 import type { ConcurrencyDecision, Lease } from '../concurrency-limiter.js';
 import type { Decision } from '../decision.js';
 import { describeValue, RateLimitArgumentError } from '../errors.js';
+import { noteCharge } from './budget.js';
 import type { RateLimitHeaderConfig } from './header-options.js';
 import { applyRateLimitHeaders, type HeaderTarget } from './headers.js';
 import { type HttpRequestView, resolveKey } from './keys.js';
@@ -47,26 +48,44 @@ export interface HttpCheck {
 }
 
 /**
- * Runs the shared per-request steps: `skip` (→ undefined), key, cost, one `consume`, then, if
- * admitted and `concurrency` is on, one `acquire`. Errors from user functions and the store
- * propagate to the adapter.
+ * Runs the shared per-request steps: `skip` (→ undefined), key, cost, then, with `concurrency`,
+ * one `acquire` first, and one `consume` only when a slot was granted: a request refused for
+ * concurrency is never charged to the rate policies (their headers then come from a cost-0
+ * `peek`), and a slot taken by a request the rate policies refuse is given back at once.
+ * Errors from user functions and the store propagate to the adapter (after any slot is given
+ * back). `message` is Node's request object (for the double-count diagnostic).
  */
 export async function checkHttpRequest<Req>(
   config: HttpRateLimitConfig<Req, unknown>,
   view: HttpRequestView,
   req: Req,
+  message?: object,
 ): Promise<HttpCheck | undefined> {
+  config.firstRequest.check(config.diagnostics);
   if (config.skip !== undefined && (await config.skip(req))) return undefined;
   const key = await resolveKey(config, view, req);
   const cost = await resolveCost(config, req);
-  const rate = config.limiter ? await config.limiter.consume(key, { cost }) : undefined;
-  const concurrency =
-    config.concurrency && (rate === undefined || rate.allowed)
-      ? await config.concurrency.acquire(key)
-      : undefined;
-  const decision =
-    rate && (!rate.allowed || !concurrency || concurrency.allowed) ? rate : concurrency!;
-  return { key, cost, decision, rate, concurrency, lease: concurrency?.lease };
+  const concurrency = config.concurrency ? await config.concurrency.acquire(key) : undefined;
+  if (concurrency !== undefined && !concurrency.allowed) {
+    const rate = config.limiter ? await config.limiter.peek(key, { cost: 0 }) : undefined;
+    return { key, cost, decision: concurrency, rate, concurrency, lease: undefined };
+  }
+  const lease = concurrency?.lease;
+  let rate: Decision | undefined;
+  try {
+    if (config.limiter) {
+      if (config.budget !== undefined) noteCharge(config.diagnostics, message, config.budget);
+      rate = await config.limiter.consume(key, { cost });
+    }
+  } catch (error) {
+    await lease?.release().catch(() => undefined);
+    throw error;
+  }
+  if (rate !== undefined && !rate.allowed) {
+    await lease?.release().catch(() => undefined);
+    return { key, cost, decision: rate, rate, concurrency: undefined, lease: undefined };
+  }
+  return { key, cost, decision: rate ?? (concurrency as Decision), rate, concurrency, lease };
 }
 
 /** Sets the headers of every decision in `check` (the concurrency one as concurrent-requests). */

@@ -1,8 +1,10 @@
 /**
  * The adapters' `concurrency` option: at most `limit` requests in flight per key, on a
  * ConcurrencyLimiter (nginx `limit_conn`). The lease taken for a request is released when its
- * response finishes, closes (client abort) or errors, whichever comes first.
+ * response ends (before the last byte is flushed), closes (client abort) or errors, whichever
+ * comes first.
  */
+import type { ServerResponse } from 'node:http';
 import {
   ConcurrencyLimiter,
   type ConcurrencyLimiterOptions,
@@ -11,6 +13,7 @@ import {
 import type { Duration } from '../duration.js';
 import { configError, optionNames, readAs, readOptions } from '../options.js';
 import type { Store } from '../stores/store.js';
+import { ownOptions } from './own-options.js';
 
 /** `concurrency` as an options object; or pass a ready ConcurrencyLimiter. */
 export interface HttpConcurrencyOptions {
@@ -54,7 +57,7 @@ export function parseConcurrencyOption(
       'a ConcurrencyLimiter or { limit, leaseTtl?, store?, prefix? }',
     );
   }
-  const o = readOptions(value, field, CONCURRENCY_OPTION_NAMES);
+  const o = readOptions(ownOptions(value, field), field, CONCURRENCY_OPTION_NAMES);
   const options: ConcurrencyLimiterOptions = {
     store: (o.store as Store | undefined) ?? defaultStore(),
     limit: o.limit as number,
@@ -64,23 +67,45 @@ export function parseConcurrencyOption(
   return readAs(options, field, () => new ConcurrencyLimiter(options));
 }
 
-/** Something that emits the end of a response: Node's `http.ServerResponse`. */
-export interface ResponseEvents {
-  once(event: 'finish' | 'close' | 'error', listener: () => void): unknown;
-}
+/**
+ * Longest a response waits for its lease's release before it is sent anyway (a store that
+ * does not answer must not hold responses; the lease then expires after its `leaseTtl`).
+ */
+export const RELEASE_WAIT_MAX_MS = 1000;
 
 /**
- * Releases `lease` once `response` finishes, closes or errors. A release that fails (store
- * down) is dropped: the lease then expires after its `leaseTtl`.
+ * Releases `lease` when `response` ends, closes or errors:
+ * - a response that is already closed (the client gave up while its key or lease was being
+ *   resolved: `close` fired before anyone listened) releases at once;
+ * - `response.end(...)` waits for the release (at most RELEASE_WAIT_MAX_MS) before it runs, so
+ *   a client that sends its next request as soon as it has this answer never finds its own
+ *   lease still held.
+ * A release that fails (store down) is dropped: the lease then expires after its `leaseTtl`.
  */
-export function releaseWhenDone(response: ResponseEvents, lease: Lease): void {
-  let released = false;
-  const release = () => {
-    if (released) return;
-    released = true;
-    lease.release().catch(() => undefined);
+export function releaseWhenDone(response: ServerResponse, lease: Lease): void {
+  let released: Promise<unknown> | undefined;
+  const release = (): Promise<unknown> => {
+    released ??= lease.release().catch(() => undefined);
+    return released;
   };
-  response.once('finish', release);
+  if (response.closed || response.destroyed) {
+    void release();
+    return;
+  }
   response.once('close', release);
   response.once('error', release);
+  const end = response.end;
+  response.end = function endAfterRelease(...args: unknown[]) {
+    response.end = end;
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, RELEASE_WAIT_MAX_MS);
+      timer.unref();
+    });
+    void Promise.race([release(), waited]).then(() => {
+      clearTimeout(timer);
+      (end as (...a: unknown[]) => unknown).apply(response, args);
+    });
+    return response;
+  } as ServerResponse['end'];
 }

@@ -20,6 +20,13 @@ export {
 export { createRateLimiter } from '../rate-limiter.js';
 export { RATE_LIMITER_OPTION_NAMES } from '../rate-limiter-options.js';
 export {
+  DEFAULT_UNKNOWN_APP_KEY,
+  type UnknownAppKeyAction,
+  UnknownAppKeyError,
+  type UnknownAppKeyProblem,
+  type VerifyAppKey,
+} from './app-key.js';
+export {
   applyCheckHeaders,
   checkHttpRequest,
   type HttpCheck,
@@ -30,9 +37,15 @@ export {
   DEFAULT_LEASE_TTL,
   type HttpConcurrencyOptions,
   parseConcurrencyOption,
-  type ResponseEvents,
+  RELEASE_WAIT_MAX_MS,
   releaseWhenDone,
 } from './concurrency.js';
+export {
+  DIAGNOSTIC_CODES,
+  type DiagnosticCode,
+  Diagnostics,
+  type ValidateOption,
+} from './diagnostics.js';
 export {
   DEFAULT_HEADER_CONFIG,
   HEADER_DRAFTS,
@@ -63,6 +76,7 @@ export {
   normalizeIp,
   parseIpv6Subnet,
 } from './ip.js';
+export { type IpHeaderOption, isHeaderName } from './ip-header.js';
 export {
   DEFAULT_APP_KEY_HEADER,
   DEFAULT_APP_KEY_QUERY,

@@ -6,9 +6,26 @@
  * Keys carry the source as a prefix (`ip:203.0.113.7`, `app:<appKey>`, `client:<id>`), so an
  * appKey can never collide with an address. A function's result is used as it is.
  */
-import { describeValue, emitWarning, RateLimitArgumentError } from '../errors.js';
+import { describeValue, RateLimitArgumentError } from '../errors.js';
 import { configError, optionNames } from '../options.js';
+import {
+  demoteUnverifiedAppKey,
+  parseUnknownAppKey,
+  parseVerifyAppKey,
+  type UnknownAppKeyAction,
+  UnknownAppKeyError,
+  type VerifyAppKey,
+} from './app-key.js';
+import { type Diagnostics, parseValidateOption, type ValidateOption } from './diagnostics.js';
 import { normalizeIp, parseIpv6Subnet } from './ip.js';
+import {
+  addressFromIpHeader,
+  type IpHeaderOption,
+  type IpHeaderRule,
+  isHeaderName,
+  parseIpHeaderOption,
+} from './ip-header.js';
+import { checkProxySetup } from './proxy-checks.js';
 
 /** What the core needs to know about a request; each adapter fills it in. */
 export interface HttpRequestView {
@@ -22,6 +39,11 @@ export interface HttpRequestView {
   readonly user?: unknown;
   /** Whether the framework trusts a proxy (Express `trust proxy`, Koa `app.proxy`). */
   readonly trustProxy: boolean;
+  /**
+   * Whether it trusts every hop (Express `trust proxy === true`, Koa `app.proxy` with
+   * `maxIpsCount` 0): the leftmost X-Forwarded-For entry, which any client can write, is the IP.
+   */
+  readonly trustsEveryProxy?: boolean;
 }
 
 /** Built-in key sources. */
@@ -50,6 +72,20 @@ export interface KeyOptions<Req> {
   clientId?: (req: Req) => string | number | undefined | null;
   /** Prefix length IPv6 addresses are grouped by, 32 to 64. @default 56 */
   ipv6Subnet?: number;
+  /**
+   * Says whether an app key is one you issued. Without it, `'appKey'` never outranks `'ip'`
+   * (a later `'ip'` is tried first) and FLOODGATE_UNVERIFIED_APP_KEY is reported once.
+   */
+  verifyAppKey?: VerifyAppKey<Req>;
+  /** An app key that does not verify: try the next source, or refuse with a 403. @default 'next' */
+  unknownAppKey?: UnknownAppKeyAction;
+  /**
+   * A CDN's client-IP header, believed only from the CDN's ranges:
+   * `{ name: 'cf-connecting-ip', trustedFrom: [CIDRs] }`, or a list of such.
+   */
+  ipHeader?: IpHeaderOption | readonly IpHeaderOption[];
+  /** Diagnostics: `false` turns them off, `{ CODE: false }` one of them. @default true */
+  validate?: ValidateOption;
 }
 
 /** @default 'ip' */
@@ -68,6 +104,10 @@ export const KEY_OPTION_NAMES = optionNames<KeyOptions<unknown>>({
   appKeyQuery: true,
   clientId: true,
   ipv6Subnet: true,
+  verifyAppKey: true,
+  unknownAppKey: true,
+  ipHeader: true,
+  validate: true,
 });
 
 /** Parsed key options; resolve a key with `resolveKey(config, view, req)`. */
@@ -78,14 +118,25 @@ export interface KeyConfig<Req> {
   readonly appKeyQuery: string | false;
   readonly clientId: ((req: Req) => unknown) | undefined;
   readonly ipv6Subnet: number;
-  /** Set once the X-Forwarded-For warning was given. */
-  warnedUntrustedProxy: boolean;
+  readonly verifyAppKey: VerifyAppKey<Req> | undefined;
+  readonly unknownAppKey: UnknownAppKeyAction;
+  readonly ipHeaders: readonly IpHeaderRule[];
+  /** The middleware's diagnostics (each reported once). */
+  readonly diagnostics: Diagnostics;
 }
 
 const KEY_NAMES: readonly string[] = ['ip', 'appKey', 'clientId'];
 
-/** Reads the key options out of an options object (other names are left to the caller). */
-export function parseKeyOptions<Req>(o: Record<string, unknown>, where: string): KeyConfig<Req> {
+/**
+ * Reads the key options out of an options object (other names are left to the caller); own
+ * properties only.
+ */
+export function parseKeyOptions<Req>(
+  options: Record<string, unknown>,
+  where: string,
+): KeyConfig<Req> {
+  const o: Record<string, unknown> = Object.create(null);
+  for (const name of KEY_OPTION_NAMES) if (Object.hasOwn(options, name)) o[name] = options[name];
   const list = o.key === undefined ? [DEFAULT_KEY_SOURCE] : Array.isArray(o.key) ? o.key : [o.key];
   if (list.length === 0)
     throw configError(`${where}.key`, o.key, 'a key source or a non-empty array');
@@ -109,14 +160,38 @@ export function parseKeyOptions<Req>(o: Record<string, unknown>, where: string):
   if (o.clientId !== undefined && typeof o.clientId !== 'function') {
     throw configError(`${where}.clientId`, o.clientId, 'a function (req) => string | undefined');
   }
+  const appKeyHeader = text('appKeyHeader', DEFAULT_APP_KEY_HEADER);
+  if (!isHeaderName(appKeyHeader)) {
+    throw configError(`${where}.appKeyHeader`, appKeyHeader, 'a header name (an RFC 9110 token)');
+  }
+  const verifyAppKey = parseVerifyAppKey<Req>(o.verifyAppKey, `${where}.verifyAppKey`);
+  const diagnostics = parseValidateOption(o.validate, `${where}.validate`);
+  const usesAppKey = list.includes('appKey');
+  if (!usesAppKey && (o.verifyAppKey !== undefined || o.unknownAppKey !== undefined)) {
+    const name = o.verifyAppKey !== undefined ? 'verifyAppKey' : 'unknownAppKey';
+    throw configError(`${where}.${name}`, o[name], "used with 'appKey' in key (it is not)");
+  }
+  if (usesAppKey && verifyAppKey === undefined) {
+    diagnostics.warn(
+      'FLOODGATE_UNVERIFIED_APP_KEY',
+      `${where}: 'appKey' is in the key chain without verifyAppKey, so any client can mint a new ` +
+        `bucket per request by sending a fresh app key. ${list.includes('ip') ? "'ip' is tried before 'appKey' until you add verifyAppKey. " : ''}` +
+        'Add verifyAppKey: (appKey, req) => isKnownKey(appKey).',
+    );
+  }
   return {
-    sources: Object.freeze([...list]) as readonly KeySource<Req>[],
+    sources: Object.freeze(
+      demoteUnverifiedAppKey(list, verifyAppKey !== undefined),
+    ) as readonly KeySource<Req>[],
     fallbackKey: text('fallbackKey', DEFAULT_FALLBACK_KEY),
-    appKeyHeader: text('appKeyHeader', DEFAULT_APP_KEY_HEADER).toLowerCase(),
+    appKeyHeader: appKeyHeader.toLowerCase(),
     appKeyQuery,
     clientId: o.clientId as ((req: Req) => unknown) | undefined,
     ipv6Subnet: parseIpv6Subnet(o.ipv6Subnet, `${where}.ipv6Subnet`),
-    warnedUntrustedProxy: false,
+    verifyAppKey,
+    unknownAppKey: parseUnknownAppKey(o.unknownAppKey, `${where}.unknownAppKey`),
+    ipHeaders: parseIpHeaderOption(o.ipHeader, `${where}.ipHeader`),
+    diagnostics,
   };
 }
 
@@ -157,30 +232,35 @@ async function keyFrom<Req>(
     return value;
   }
   if (source === 'ip') {
-    if (
-      !view.trustProxy &&
-      !config.warnedUntrustedProxy &&
-      view.headers['x-forwarded-for'] !== undefined
-    ) {
-      config.warnedUntrustedProxy = true;
-      emitWarning(
-        'FLOODGATE_UNTRUSTED_PROXY',
-        'A request carries X-Forwarded-For but no proxy is trusted, so every client behind the proxy ' +
-          'shares one rate limit (the proxy address). Set Express `app.set("trust proxy", …)` or Koa ' +
-          '`app.proxy = true` if the app runs behind a proxy.',
-      );
-    }
-    const ip = normalizeIp(view.ip, config.ipv6Subnet);
+    const fromCdn = addressFromIpHeader(config.ipHeaders, view.ip, view.headers);
+    if (fromCdn === undefined) checkProxySetup(config.diagnostics, view);
+    const ip = normalizeIp(fromCdn ?? view.ip, config.ipv6Subnet);
     return ip === undefined ? undefined : `ip:${ip}`;
   }
   if (source === 'appKey') {
     const value =
       first(view.headers[config.appKeyHeader]) ??
       (config.appKeyQuery === false ? undefined : first(view.query?.[config.appKeyQuery]));
-    return value === undefined ? undefined : `app:${value}`;
+    if (value === undefined) return undefined;
+    if (config.verifyAppKey === undefined || (await config.verifyAppKey(value, req)) === true) {
+      return `app:${value}`;
+    }
+    if (config.unknownAppKey === 'refuse') throw new UnknownAppKeyError();
+    return undefined;
   }
   const id = config.clientId ? await config.clientId(req) : principalId(view.user);
-  if (id === undefined || id === null || id === '') return undefined;
+  if (id === undefined || id === null || id === '') {
+    if (view.headers.authorization !== undefined) {
+      config.diagnostics.warn(
+        'FLOODGATE_AUTH_AFTER_LIMITER',
+        "A request with an Authorization header resolved no client id for 'clientId': the " +
+          'authentication step most likely runs after the rate limiter, so every such client ' +
+          'falls through to the next key source (or shares the fallback bucket). Mount the ' +
+          'limiter after authentication.',
+      );
+    }
+    return undefined;
+  }
   if (typeof id !== 'string' && typeof id !== 'number') {
     throw new RateLimitArgumentError(
       'key',

@@ -13,6 +13,7 @@ import { createRateLimiter, type RateLimiter } from '../rate-limiter.js';
 import { RATE_LIMITER_OPTION_NAMES, type RateLimiterOptions } from '../rate-limiter-options.js';
 import { memoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
+import { budgetOf, FirstRequestWatch, noteBudget } from './budget.js';
 import { type HttpConcurrencyOptions, parseConcurrencyOption } from './concurrency.js';
 import {
   parseHeaderOptions,
@@ -20,6 +21,7 @@ import {
   type RateLimitHeaderOptions,
 } from './header-options.js';
 import { KEY_OPTION_NAMES, type KeyConfig, type KeyOptions, parseKeyOptions } from './keys.js';
+import { ownOptions } from './own-options.js';
 
 /**
  * Options shared by `@floodgate/express` and `@floodgate/koa` (`Req` is the framework's request
@@ -75,6 +77,10 @@ export interface HttpRateLimitConfig<Req, OnLimited = unknown> extends KeyConfig
   readonly skip: ((req: Req) => boolean | Promise<boolean>) | undefined;
   readonly cost: number | ((req: Req) => number | Promise<number>);
   readonly onLimited: OnLimited | undefined;
+  /** The limiter's budget (see budget.ts), for the double-count diagnostic. */
+  readonly budget: string | undefined;
+  /** Notices a middleware built per request. */
+  readonly firstRequest: FirstRequestWatch;
 }
 
 /**
@@ -100,7 +106,7 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
       `${where}() was called with ${passed} instead of options: it was mounted without being called. Write app.use(${where}({ policies: … })), not app.use(${where})`,
     );
   }
-  const o = options as Record<string, unknown>;
+  const o = ownOptions(options, where);
   const own: readonly string[] = [...HTTP_OPTION_NAMES, ...extraNames];
   const limiterOptions: Record<string, unknown> = {};
   for (const name of Object.keys(o)) {
@@ -169,14 +175,18 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
       'used with policies (there are none: only concurrency is limited)',
     );
   }
+  const keys = parseKeyOptions<Req>(o, where);
+  if (limiter !== undefined) noteBudget(keys.diagnostics, limiter, where);
   return {
-    ...parseKeyOptions<Req>(o, where),
+    ...keys,
     limiter,
     concurrency,
     headers: parseHeaderOptions(o.headers, `${where}.headers`),
     skip: o.skip as HttpRateLimitConfig<Req>['skip'],
     cost,
     onLimited: o.onLimited as OnLimited | undefined,
+    budget: limiter === undefined ? undefined : budgetOf(limiter),
+    firstRequest: new FirstRequestWatch(),
   };
 }
 

@@ -34,6 +34,30 @@ export interface ScriptClient {
 
 // biome-ignore lint/suspicious/noExplicitAny: the clients' own signatures are wider than any one call
 type Fn = (...args: any[]) => Promise<unknown>;
+
+/**
+ * An ioredis (v5) `Redis` or `Cluster`, as the store uses it: `new Redis(url)`,
+ * `new Cluster(nodes)`. Typed by the members the store calls, so the store's types need no
+ * Redis client installed, and a URL string or a missing `{ client }` does not compile.
+ */
+export interface IoredisClient {
+  evalsha: Fn;
+  eval: Fn;
+  defineCommand(
+    name: string,
+    definition: { lua: string; numberOfKeys?: number; readOnly?: boolean },
+  ): void;
+}
+
+/** A node-redis (v4+) client or cluster, as the store uses it: `createClient()`, `createCluster()`. */
+export interface NodeRedisClient {
+  evalSha: Fn;
+  eval: Fn;
+}
+
+/** The Redis clients `redisStore({ client })` supports. */
+export type RedisClient = IoredisClient | NodeRedisClient;
+
 /** The part of an ioredis `Command` (a public export of ioredis) the shim relies on. */
 interface IoredisCommand {
   readonly promise: Promise<unknown>;
@@ -44,18 +68,13 @@ type IoredisCommandClass = new (
   args: unknown[],
   options: { keyPrefix?: string; replyEncoding?: string },
 ) => IoredisCommand;
-interface IoredisLike {
-  evalsha: Fn;
+interface IoredisLike extends IoredisClient {
   call: Fn;
-  eval: Fn;
   sendCommand: (command: IoredisCommand) => Promise<unknown>;
-  defineCommand: (name: string, definition: { numberOfKeys: number; lua: string }) => void;
   isCluster?: boolean;
   options?: { keyPrefix?: string };
 }
-interface NodeRedisLike {
-  evalSha: Fn;
-  eval: Fn;
+interface NodeRedisLike extends NodeRedisClient {
   sendCommand: Fn;
   masters?: unknown;
 }

@@ -12,7 +12,7 @@ import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
 import { Batcher, type BatchLimits, DEFAULT_BATCH_LIMITS } from './redis-batch.js';
-import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
+import { clientKind, type RedisClient, type ScriptClient, toScriptClient } from './redis-client.js';
 import { batchScriptFor, scriptFor } from './scripts.js';
 import {
   NOT_RUN_REPLY,
@@ -25,7 +25,7 @@ import type { PreparedPolicies, Store } from './store.js';
 
 export interface RedisStoreOptions {
   /** An ioredis `Redis` or `Cluster`, or a node-redis client or cluster (v4+). */
-  client: unknown;
+  client: RedisClient;
   /**
    * Epoch milliseconds (fractions allowed). Without it the script reads Redis `TIME`, one clock
    * for every app server; inject one only for tests and simulations.

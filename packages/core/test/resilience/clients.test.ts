@@ -45,7 +45,7 @@ describe('a client of an unknown kind', () => {
   ])('%s is refused at construction, naming what was received', (_label, client, described) => {
     let caught: unknown;
     try {
-      redisStore({ client });
+      redisStore({ client: client as never });
     } catch (error) {
       caught = error;
     }

@@ -5,11 +5,12 @@
 import { Cluster, Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import { testRedisUrl, workerDb } from '../../../../test/harness/redis.js';
+import type { RedisClient } from '../../src/stores/redis-client.js';
 
 export interface ConnectedClient {
   readonly label: string;
   /** What redisStore({ client }) receives. */
-  readonly client: unknown;
+  readonly client: RedisClient;
   /** Empties the script cache on every node, so the NOSCRIPT path is exercised. */
   flushScripts(): Promise<void>;
   close(): Promise<void>;

@@ -20,6 +20,7 @@ import {
   slidingLog,
   tokenBucket,
 } from '../../src/index.js';
+import type { RedisClient } from '../../src/stores/redis-client.js';
 import { scriptFor } from '../../src/stores/scripts.js';
 
 let server: RedisServerHandle;
@@ -50,7 +51,7 @@ function defaultIoredis(): Redis {
 
 const policies = () => [fixedWindow({ limit: 2, window: '1m' }), gcra({ limit: 2, window: '1m' })];
 let prefixes = 0;
-const limiterOn = (client: unknown, options: Partial<RateLimiterOptions> = {}) =>
+const limiterOn = (client: RedisClient, options: Partial<RateLimiterOptions> = {}) =>
   new RateLimiter({
     store: redisStore({ client }),
     policies: policies(),
@@ -273,7 +274,7 @@ describe('restart and script loss', () => {
     ['node-redis', 'node-redis'],
   ])('after a real restart (%s) decisions succeed again and are exact', async (_label, which) => {
     let close: () => void;
-    let client: unknown;
+    let client: RedisClient;
     if (which === 'ioredis') {
       const c = defaultIoredis();
       client = c;

@@ -22,6 +22,7 @@ import {
   type RateLimiterOptions,
   redisStore,
 } from '../../src/index.js';
+import type { RedisClient } from '../../src/stores/redis-client.js';
 import { buildCoreForChildren } from './build-core.js';
 import { connectCluster } from './clients.js';
 
@@ -107,7 +108,7 @@ function row(scenario: string, outage: ReturnType<typeof summarise>, recoveredIn
   process.stderr.write(`${rows.at(-1)}\n`);
 }
 
-type ClientMaker = (url: string) => Promise<{ client: unknown; close: () => void }>;
+type ClientMaker = (url: string) => Promise<{ client: RedisClient; close: () => void }>;
 
 const ioredisDefault: ClientMaker = async (url) => {
   const c = new Redis(url);

@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { type RedisServerHandle, startRedisServer } from '../../../../test/harness/redis-server.js';
 import { type Decision, fixedWindow, RateLimiter, redisStore } from '../../src/index.js';
+import type { RedisClient } from '../../src/stores/redis-client.js';
 
 jest.setTimeout(60_000);
 
@@ -20,7 +21,7 @@ afterAll(async () => {
 });
 
 interface Client {
-  readonly client: unknown;
+  readonly client: RedisClient;
   close(): Promise<void>;
 }
 
@@ -53,7 +54,7 @@ const LIMIT = 1_000_000_000;
 // A frozen clock: every decision lands in one window, so `remaining` counts every charge.
 const FROZEN = 1_700_000_000_000;
 let prefixes = 0;
-const limiterOn = (client: unknown, batch: boolean, onStoreError: 'open' | 'closed' = 'open') =>
+const limiterOn = (client: RedisClient, batch: boolean, onStoreError: 'open' | 'closed' = 'open') =>
   new RateLimiter({
     store: redisStore({ client, clock: () => FROZEN, batch }),
     policies: fixedWindow({ limit: LIMIT, window: '1h' }),

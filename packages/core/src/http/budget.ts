@@ -1,0 +1,123 @@
+/**
+ * Which budget a middleware spends, and the diagnostics about it: two middlewares that spend one
+ * budget without meaning to (FLOODGATE_SHARED_BUDGET), one request charged twice to the same
+ * budget (FLOODGATE_DOUBLE_COUNT), and middlewares built per request (FLOODGATE_LIMITER_PER_REQUEST).
+ *
+ * A budget is the storage a limiter reads and writes: its store (for Redis, the client: two
+ * `redisStore({ client })` on one client share keys), its prefix and its policy ids. Sharing a
+ * budget on purpose means passing the same `limiter` to both middlewares.
+ */
+import type { RateLimiter } from '../rate-limiter.js';
+import type { Diagnostics } from './diagnostics.js';
+
+const serials = new WeakMap<object, number>();
+let nextSerial = 0;
+
+/** The object whose state a store reads: a Redis store's client, else the store itself. */
+function stateOwner(store: object): object {
+  const client = (store as { client?: unknown }).client;
+  return client !== null && typeof client === 'object' ? client : store;
+}
+
+/** `<store serial>|<prefix>|<sorted policy ids>`: equal for limiters that share state. */
+export function budgetOf(limiter: Pick<RateLimiter, 'store' | 'prefix' | 'policies'>): string {
+  const owner = stateOwner(limiter.store);
+  let serial = serials.get(owner);
+  if (serial === undefined) {
+    serial = nextSerial++;
+    serials.set(owner, serial);
+  }
+  const ids = limiter.policies.map((p) => p.id).sort();
+  return `${serial}|${limiter.prefix}|${ids.join(',')}`;
+}
+
+/** Per state owner: the live limiter of each budget, and the budgets already reported. */
+const budgets = new WeakMap<
+  object,
+  { limiters: Map<string, WeakRef<object>>; reported: Set<string> }
+>();
+
+/**
+ * Records a middleware's limiter; reports FLOODGATE_SHARED_BUDGET (once per budget) when another
+ * live limiter object already spends the same budget.
+ */
+export function noteBudget(diagnostics: Diagnostics, limiter: RateLimiter, where: string): void {
+  const owner = stateOwner(limiter.store);
+  let entry = budgets.get(owner);
+  if (entry === undefined) {
+    entry = { limiters: new Map(), reported: new Set() };
+    budgets.set(owner, entry);
+  }
+  const budget = budgetOf(limiter);
+  const other = entry.limiters.get(budget)?.deref();
+  entry.limiters.set(budget, new WeakRef(limiter));
+  if (other === undefined || other === limiter || entry.reported.has(budget)) return;
+  if (!diagnostics.pending('FLOODGATE_SHARED_BUDGET')) return;
+  entry.reported.add(budget);
+  diagnostics.warn(
+    'FLOODGATE_SHARED_BUDGET',
+    `${where}: another middleware already uses the same store, prefix ("${limiter.prefix}") and ` +
+      `policies (${limiter.policies.map((p) => `"${p.name}"`).join(', ')}), so both spend one ` +
+      'budget: requests to one route use up the other. Give each its own prefix or policy names; ' +
+      'to share a budget on purpose, pass one `limiter` to both middlewares.',
+  );
+}
+
+/** Budgets each request was charged to (keyed by Node's request object). */
+const charged = new WeakMap<object, Set<string>>();
+
+/** Records that `request` was charged to `budget`; reports FLOODGATE_DOUBLE_COUNT the second time. */
+export function noteCharge(
+  diagnostics: Diagnostics,
+  request: object | undefined,
+  budget: string,
+): void {
+  if (request === undefined) return;
+  let seen = charged.get(request);
+  if (seen === undefined) {
+    seen = new Set();
+    charged.set(request, seen);
+  }
+  if (!seen.has(budget)) {
+    seen.add(budget);
+    return;
+  }
+  diagnostics.warn(
+    'FLOODGATE_DOUBLE_COUNT',
+    'One request was charged twice to the same limiter (the middleware is mounted twice, or ' +
+      'globally and on a route), so it counts double. Mount it once.',
+  );
+}
+
+/** Middlewares whose first request came in the same event-loop turn as their construction. */
+let builtPerRequest = 0;
+/** Two such middlewares are taken as a pattern (one may be a lazily built middleware). */
+const PER_REQUEST_THRESHOLD = 2;
+
+/**
+ * Tracks one middleware's first request: a middleware built per request (inside a handler) sees
+ * its first request in the same turn of the event loop as its construction, and never limits
+ * anything (a new memory store each time) or pays construction on every request.
+ */
+export class FirstRequestWatch {
+  private sameTurn = true;
+  private seen = false;
+
+  constructor() {
+    setImmediate(() => {
+      this.sameTurn = false;
+    }).unref();
+  }
+
+  /** Call at the start of every request (synchronously). */
+  check(diagnostics: Diagnostics): void {
+    if (this.seen) return;
+    this.seen = true;
+    if (!this.sameTurn || ++builtPerRequest < PER_REQUEST_THRESHOLD) return;
+    diagnostics.warn(
+      'FLOODGATE_LIMITER_PER_REQUEST',
+      'Rate-limit middlewares are being created per request (inside a handler): each has a new ' +
+        'budget, so nothing is limited. Create the middleware once, at startup, and mount it.',
+    );
+  }
+}
