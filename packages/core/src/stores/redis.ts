@@ -6,17 +6,17 @@
  */
 import { ALGORITHMS } from '../algorithms/index.js';
 import { type Clock, readClockOption, readMicros } from '../clock.js';
-import type { StoreDecision, StoreResult } from '../decision.js';
-import { emitWarning, RateLimitConfigError, RateLimitStoreError } from '../errors.js';
+import type { StoreDecision, } from '../decision.js';
+import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
 import { Batcher, type BatchLimits, DEFAULT_BATCH_LIMITS } from './redis-batch.js';
 import { clientKind, type RedisClient, type ScriptClient, toScriptClient } from './redis-client.js';
+import { checkMemoryPolicy, isOutOfMemory } from './redis-memory.js';
+import { decodeDecision, NO_DECISION } from './redis-reply.js';
 import { batchScriptFor, scriptFor } from './scripts.js';
 import {
-  NOT_RUN_REPLY,
-  notRunError,
   SendTicket,
   TICKET,
   type TicketedPromise,
@@ -55,7 +55,6 @@ const MODE_CONSUME = '0';
 const MODE_PEEK = '1';
 const MODE_RESET = '2';
 const MODE_RESERVE = '3';
-const FIELDS_PER_POLICY = 5;
 
 export function redisStore(options: RedisStoreOptions): RedisStore {
   return new RedisStore(options);
@@ -187,7 +186,12 @@ export class RedisStore implements Store {
       handlers: Handlers,
       argsSize: number,
     ): Promise<StoreDecision> => {
-      if (!this.memoryChecked) this.checkMemoryPolicy(keys[0] ?? '');
+      if (!this.memoryChecked) {
+        this.memoryChecked = true;
+        checkMemoryPolicy(this.client, keys[0] ?? '').then((retry) => {
+          if (retry) this.memoryChecked = false;
+        });
+      }
       if (batcher === undefined) return this.run(script, keys, args, handlers);
       return batcher.send(
         script,
@@ -225,34 +229,8 @@ export class RedisStore implements Store {
     };
   }
 
-  /** Set once Redis's maxmemory settings were read (or cannot be: managed Redis may forbid CONFIG). */
+  /** Set once Redis's maxmemory settings were read (or cannot be: see redis-memory.ts). */
   private memoryChecked = false;
-
-  /**
-   * Reads `maxmemory` and `maxmemory-policy` once (on this store's first call, off its path) and
-   * warns when Redis may evict limiter keys: every limiter key has a TTL, so volatile-* policies
-   * evict them as readily as allkeys-* ones, and a client minting keys can then push a victim's
-   * counter out, resetting its limit. Under `noeviction` a full Redis refuses writes instead,
-   * which the store answers without resetting anyone (see `recoverFor`).
-   */
-  private checkMemoryPolicy(key: string): void {
-    this.memoryChecked = true;
-    this.client.command(key, ['CONFIG', 'GET', 'maxmemory*']).then(
-      (reply) => {
-        const config = configReply(reply);
-        const policy = config['maxmemory-policy'];
-        if (Number(config.maxmemory ?? 0) > 0 && policy !== undefined && policy !== 'noeviction') {
-          warnEvicting(policy);
-        }
-      },
-      (error: unknown) => {
-        // A refusal (CONFIG disabled, no permission) is final; a connection error is retried.
-        if (!/^(ERR|NOPERM|WRONGPASS|unknown command)/i.test(String((error as Error)?.message))) {
-          this.memoryChecked = false;
-        }
-      },
-    );
-  }
 
   /**
    * EVALSHA, decoded; on NOSCRIPT (restart, SCRIPT FLUSH, failover) EVAL, which also caches the
@@ -308,33 +286,6 @@ interface Handlers {
   wrap(error: unknown, keys: readonly string[]): Promise<unknown>;
 }
 
-/** CONFIG GET's reply (a flat array, or a map under RESP3) as an object. */
-function configReply(reply: unknown): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (Array.isArray(reply)) {
-    for (let i = 0; i + 1 < reply.length; i += 2) out[String(reply[i])] = String(reply[i + 1]);
-  } else if (reply !== null && typeof reply === 'object') {
-    for (const [name, value] of Object.entries(reply)) out[name] = String(value);
-  }
-  return out;
-}
-
-const warnedPolicies = new Set<string>();
-/** Once per process and policy: many stores usually share one Redis. */
-function warnEvicting(policy: string): void {
-  if (warnedPolicies.has(policy)) return;
-  warnedPolicies.add(policy);
-  emitWarning(
-    'FLOODGATE_EVICTING_MAXMEMORY',
-    `Redis maxmemory-policy is '${policy}': when Redis is full it evicts rate-limit keys (all of them have a TTL), which resets those clients' limits, and anyone who can mint keys can evict a victim's counter. Give rate limiting a Redis with maxmemory-policy noeviction, sized for its keys (docs/reliability.md, "Redis memory").`,
-  );
-}
-
-/** Redis refused a write: `maxmemory` reached and nothing may be evicted. */
-function isOutOfMemory(error: unknown): boolean {
-  return String((error as Error)?.message ?? error).includes('OOM command not allowed');
-}
-
 /** Characters in `strings` (a batch's size bound counts keys and arguments this way). */
 function size(strings: readonly string[]): number {
   let n = 0;
@@ -359,27 +310,4 @@ function readBatch(value: unknown): BatchLimits | undefined {
         ? DEFAULT_BATCH_LIMITS.maxBytes
         : positiveInteger(o.maxBytes, 'redisStore.batch.maxBytes'),
   });
-}
-
-/** What `run` answers for a reset, whose reply is not a decision. */
-const NO_DECISION: StoreDecision = Object.freeze({ admitted: true, results: [] });
-
-function decodeDecision(reply: unknown, n: number): StoreDecision {
-  if (!Array.isArray(reply) || reply.length !== 1 + FIELDS_PER_POLICY * n) {
-    if (reply === NOT_RUN_REPLY) throw new RateLimitStoreError(notRunError().message);
-    throw new RateLimitStoreError(
-      `unexpected reply from the rate-limit script: ${JSON.stringify(reply)}`,
-    );
-  }
-  const results: StoreResult[] = new Array(n);
-  for (let i = 0, j = 1; i < n; i++, j += FIELDS_PER_POLICY) {
-    results[i] = {
-      allowed: reply[j] === 1,
-      remaining: Number(reply[j + 1]),
-      resetAfter: Number(reply[j + 2]),
-      retryAfter: Number(reply[j + 3]),
-      delay: Number(reply[j + 4]),
-    };
-  }
-  return { admitted: reply[0] === 1, results };
 }
