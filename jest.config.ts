@@ -19,8 +19,11 @@ const base = {
   rootDir: '.',
   testEnvironment: 'node',
   transform: { '^.+\\.(t|j)sx?$': swc as unknown as [string, Record<string, unknown>] },
-  // NestJS 12 ships ESM only: swc turns it into CommonJS like our sources.
-  transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(fast-check|pure-rand|@nestjs))'],
+  // NestJS 12 (and content-disposition, quick-lru) ship ESM only, and mercurius loads quick-lru
+  // with import(): swc turns them into CommonJS like our sources.
+  transformIgnorePatterns: [
+    '/node_modules/(?!(\\.pnpm/)?(fast-check|pure-rand|@nestjs|content-disposition|mercurius|quick-lru))',
+  ],
   moduleNameMapper: {
     '^@floodgate/(core|express|fastify|koa|nestjs|opentelemetry)$':
       '<rootDir>/packages/$1/src/index.ts',

@@ -254,20 +254,19 @@ function makeProject(dir: string): PackedProject {
 }
 
 /**
- * A Node.js 22 binary from the npm registry (the `node` package), installed once into
- * .tmp/packed/node-22 and reused by later runs.
+ * A Node.js 22 binary from the npm registry: the `node-<platform>-<arch>` package that the
+ * `node` package would fetch in an install script, installed directly (no install script runs),
+ * once into .tmp/packed/node-22 and reused by later runs.
  */
 export function node22(): string {
   const dir = join(CACHE_DIR, 'node-22');
+  const name = `node-${process.platform}-${process.arch}`;
   onceAcrossWorkers(dir, () => {
     execFileSync(
       'npm',
-      ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', dir, 'node@22'],
-      {
-        stdio: 'pipe',
-        timeout: 180_000,
-      },
+      ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', dir, `${name}@22`],
+      { stdio: 'pipe', timeout: 180_000 },
     );
   });
-  return join(dir, 'node_modules/.bin/node');
+  return join(dir, 'node_modules', name, 'bin', 'node');
 }

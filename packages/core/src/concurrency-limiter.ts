@@ -2,27 +2,25 @@
  * ConcurrencyLimiter: nginx `limit_conn`, a semaphore per key. `acquire(key)` admits while fewer
  * than `limit` unexpired leases are held and hands out a lease; `release()` frees the slot.
  * Leases expire after `leaseTtl`, so a holder that crashed never leaks a slot; long work renews.
- * On Redis the leases are a sorted set scored by expiry (lua/leases/); the memory store keeps
- * the same structure in process, with the same answers.
+ * Leases live behind the same Store seam as policies (`store.leases()`: lua/leases/ on Redis,
+ * the memory store's own table in process) and every call goes through the same StoreGuard as
+ * a RateLimiter's: timeout, the store's shared circuit breaker, and the failure policy.
  */
 import { randomUUID } from 'node:crypto';
-import { type Clock, readMicros } from './clock.js';
 import type { Decision, PolicyDecision } from './decision.js';
 import { type Duration, parseDuration } from './duration.js';
-import { RateLimitStoreError } from './errors.js';
 import {
-  LEASE_ACQUIRE_SCRIPT,
-  LEASE_RELEASE_SCRIPT,
-  LEASE_RENEW_SCRIPT,
-  LEASE_RESET_SCRIPT,
-  type LeaseScript,
-} from './generated/scripts.js';
+  type CallContext,
+  type CircuitBreakerOptions,
+  type FailureConfig,
+  type RateLimiterHooks,
+  readFailureOptions,
+} from './failure-policy.js';
 import { encodeKey } from './keys.js';
 import { configError, fieldPathOf, optionNames, positiveInteger, readOptions } from './options.js';
 import { readCost } from './rate-limiter-options.js';
-import { MemoryStore } from './stores/memory.js';
-import { RedisStore } from './stores/redis.js';
-import type { Store } from './stores/store.js';
+import { breakerOf, type GuardedOutcome, StoreGuard } from './store-guard.js';
+import type { LeaseAnswer, Store, StoreLeases } from './stores/store.js';
 
 export interface ConcurrencyLimiterOptions {
   /** `memoryStore()` or `redisStore({ client })`; its clock (if injected) is used. */
@@ -33,6 +31,21 @@ export interface ConcurrencyLimiterOptions {
   leaseTtl: Duration;
   /** First part of every storage key. Must not contain `{` or `}`. @default 'rl' */
   prefix?: string;
+  /**
+   * What answers when the store fails, times out or its circuit is open: `'open'` admits
+   * without a lease, `'closed'` refuses (retryAfter: until the circuit's next probe), a store
+   * (e.g. `memoryStore()`) holds the leases meanwhile. @default 'open'
+   */
+  onStoreError?: 'open' | 'closed' | Store;
+  /** Longest wait for the store on each call; then the failure policy answers. @default '1s' */
+  timeout?: Duration;
+  /**
+   * As RateLimiter's: the circuit is shared by every limiter on the same store connection.
+   * @default { failureThreshold: 5, cooldown: '1s' }
+   */
+  circuitBreaker?: CircuitBreakerOptions | false;
+  /** `onStoreError`, `onDecision`, `onCircuitChange`, as RateLimiter's. */
+  hooks?: RateLimiterHooks;
 }
 
 /** A held slot. */
@@ -41,7 +54,7 @@ export interface Lease {
   readonly id: string;
   /**
    * Frees the slot. Idempotent: resolves true when this call freed a slot the lease still
-   * held, false when it was already released or had expired.
+   * held, false when it was already released or had expired. Bounded by `timeout`.
    */
   release(): Promise<boolean>;
   /**
@@ -51,7 +64,7 @@ export interface Lease {
   renew(): Promise<boolean>;
 }
 
-/** A Decision, plus the lease when admitted. */
+/** A Decision, plus the lease when admitted by a store (not by `onStoreError: 'open'`). */
 export interface ConcurrencyDecision extends Decision {
   readonly lease?: Lease;
 }
@@ -59,21 +72,16 @@ export interface ConcurrencyDecision extends Decision {
 /** `acquire` takes no call options yet; any name given is a mistake and is reported. */
 export type ConcurrencyAcquireOptions = Record<string, never>;
 
-/** Where the leases live: the Redis scripts or the in-process table. */
-interface LeaseBackend {
-  /** [allowed, remaining, resetAfter µs, retryAfter µs, store full (memory: 1)?] */
-  acquire(key: string, limit: number, ttl: number, id: string): Promise<number[]>;
-  release(key: string, id: string): Promise<boolean>;
-  renew(key: string, ttl: number, id: string): Promise<boolean>;
-  reset(key: string): Promise<void>;
-}
-
 /** Every option name of ConcurrencyLimiterOptions, checked against the type. */
 const CONCURRENCY_LIMITER_OPTION_NAMES = optionNames<ConcurrencyLimiterOptions>({
   store: true,
   limit: true,
   leaseTtl: true,
   prefix: true,
+  onStoreError: true,
+  timeout: true,
+  circuitBreaker: true,
+  hooks: true,
 });
 
 export class ConcurrencyLimiter {
@@ -85,20 +93,15 @@ export class ConcurrencyLimiter {
   /** Name used in decisions: `concurrency-<limit>`. */
   readonly name: string;
   private readonly leaseTtlUs: number;
-  private readonly backend: LeaseBackend;
+  private readonly leases: StoreLeases;
+  private readonly fallback: StoreLeases | undefined;
+  private readonly guard: StoreGuard;
 
   constructor(options: ConcurrencyLimiterOptions) {
     const where = fieldPathOf(options, 'ConcurrencyLimiter');
     const o = readOptions(options, where, CONCURRENCY_LIMITER_OPTION_NAMES);
-    const store = o.store;
-    if (!(store instanceof MemoryStore) && !(store instanceof RedisStore)) {
-      throw configError(
-        `${where}.store`,
-        store,
-        'a store: memoryStore() or redisStore({ client })',
-      );
-    }
-    this.store = store;
+    this.store = o.store as Store;
+    this.leases = leasesOf(o.store, `${where}.store`);
     this.limit = positiveInteger(o.limit, `${where}.limit`);
     this.leaseTtlUs = parseDuration(o.leaseTtl, `${where}.leaseTtl`);
     this.leaseTtl = this.leaseTtlUs / 1000;
@@ -108,185 +111,155 @@ export class ConcurrencyLimiter {
     }
     this.prefix = prefix;
     this.name = `concurrency-${this.limit}`;
-    this.backend = store instanceof RedisStore ? redisLeases(store) : memoryLeases(store);
+    const failure: FailureConfig = readFailureOptions(o, where);
+    const onStoreError = failure.onStoreError;
+    if (typeof onStoreError === 'object') {
+      this.fallback = leasesOf(onStoreError, `${where}.onStoreError`);
+    }
+    this.guard = new StoreGuard(
+      failure,
+      breakerOf(this.store),
+      `ConcurrencyLimiter (prefix "${prefix}", ${this.name})`,
+    );
+  }
+
+  /** The circuit breaker's state: `closed` (store in use), `open`, or `half-open` (probing). */
+  get circuit(): 'closed' | 'open' | 'half-open' {
+    return this.guard.circuit;
+  }
+
+  /** Milliseconds until the store's circuit lets the next probe through (0 while closed). */
+  nextProbeIn(): number {
+    return this.guard.nextProbeIn();
   }
 
   /**
    * Takes a slot for `key` if fewer than `limit` unexpired leases are held: the decision is
    * admitted and carries the lease. Otherwise it is denied, with `retryAfter` the time until
-   * enough leases expire (a release may free a slot sooner). A denial writes nothing.
+   * the earliest lease that frees a slot expires (a release may free one sooner). A denial
+   * writes nothing. When the store cannot answer, `onStoreError` does (`reason` says why).
    */
   async acquire(key: string, options?: ConcurrencyAcquireOptions): Promise<ConcurrencyDecision> {
     readCost(options, []);
     const storageKey = this.storageKey(key);
     const id = randomUUID();
-    const [allowed, remaining, resetAfter, retryAfter, full] = await this.backend.acquire(
-      storageKey,
-      this.limit,
-      this.leaseTtlUs,
-      id,
-    );
-    const view: PolicyDecision = {
-      name: this.name,
-      allowed: allowed === 1,
-      limit: this.limit,
-      quota: this.limit,
-      remaining: remaining!,
-      resetAfter: resetAfter! / 1000,
-      retryAfter: retryAfter! / 1000,
-      delay: 0,
-      window: this.leaseTtl,
-    };
-    const { name, ...fields } = view;
-    const decision: Decision = {
-      ...fields,
-      policy: name,
-      policies: [view],
-      ...(full === 1 ? { reason: 'store-full' as const } : {}),
-    };
-    if (!view.allowed) return decision;
-    const backend = this.backend;
-    const ttl = this.leaseTtlUs;
-    const lease: Lease = {
-      id,
-      release: () => backend.release(storageKey, id),
-      renew: () => backend.renew(storageKey, ttl, id),
-    };
-    return { ...decision, lease };
+    const context: CallContext = { key, cost: 1, peek: false };
+    const take = (leases: StoreLeases) => () =>
+      leases.acquire(storageKey, this.limit, this.leaseTtlUs, id);
+    let decision: ConcurrencyDecision;
+    if (this.leases.local) {
+      // In process: no I/O to bound; a throw still gets the failure policy.
+      let answer: LeaseAnswer | undefined;
+      try {
+        answer = await take(this.leases)();
+      } catch {
+        answer = undefined;
+      }
+      decision =
+        answer !== undefined
+          ? this.toDecision(answer, this.leases, storageKey, id)
+          : await this.withoutStore(storageKey, id, take, {
+              ok: false,
+              failure: 'store-error',
+              retryAfter: 0,
+            });
+    } else {
+      const outcome = await this.guard.call(take(this.leases), context);
+      decision = outcome.ok
+        ? this.toDecision(outcome.value, this.leases, storageKey, id)
+        : await this.withoutStore(storageKey, id, take, outcome);
+    }
+    if (this.guard.config.hooks.onDecision) this.guard.notify('onDecision', decision, context);
+    return decision;
   }
 
-  /** Drops every lease held for `key`. */
-  reset(key: string): Promise<void> {
-    return this.backend.reset(this.storageKey(key));
+  /** Drops every lease held for `key` (in the fallback store too). Bounded by `timeout`. */
+  async reset(key: string): Promise<void> {
+    const storageKey = this.storageKey(key);
+    if (this.fallback) await this.fallback.reset(storageKey);
+    await this.guard.bounded(() => this.leases.reset(storageKey));
   }
 
   /** `<prefix>:{<key>}:leases` — limiters sharing a prefix share a key's slots. */
   storageKey(key: string): string {
     return `${this.prefix}:{${encodeKey(key)}}:leases`;
   }
-}
 
-function redisLeases(store: RedisStore): LeaseBackend {
-  const client = store.client;
-  const clock = store.clock;
-  const head = (): string[] => ['0', clock ? String(readMicros(clock)) : '', '1', store.ttlSlack];
-  const run = async (script: LeaseScript, key: string, args: string[]): Promise<unknown> => {
-    try {
-      try {
-        return await client.evalsha(script.sha1, [key], args);
-      } catch (error) {
-        if (!String((error as Error)?.message).startsWith('NOSCRIPT')) throw error;
-        return await client.eval(script.source, [key], args);
+  /** The failure policy: the fallback store's leases, else open (no lease) or closed. */
+  private async withoutStore(
+    storageKey: string,
+    id: string,
+    take: (leases: StoreLeases) => () => Promise<LeaseAnswer>,
+    outcome: Exclude<GuardedOutcome<unknown>, { ok: true }>,
+  ): Promise<ConcurrencyDecision> {
+    const fallback = this.fallback;
+    if (fallback !== undefined) {
+      const answer = await this.guard.bounded(take(fallback)).catch(() => undefined);
+      if (answer !== undefined) {
+        return { ...this.toDecision(answer, fallback, storageKey, id), reason: 'fallback' };
       }
-    } catch (error) {
-      throw new RateLimitStoreError(
-        `${client.description} failed running the ${script.name} script: ${(error as Error)?.message ?? error}`,
-        { cause: error },
-      );
     }
-  };
-  return {
-    acquire: async (key, limit, ttl, id) => {
-      const reply = await run(LEASE_ACQUIRE_SCRIPT, key, [
-        ...head(),
-        String(limit),
-        String(ttl),
-        id,
-      ]);
-      if (!Array.isArray(reply) || reply.length !== 4) {
-        throw new RateLimitStoreError(
-          `unexpected reply from lease-acquire: ${JSON.stringify(reply)}`,
-        );
-      }
-      return reply.map(Number);
-    },
-    release: async (key, id) => (await run(LEASE_RELEASE_SCRIPT, key, [...head(), id])) === 1,
-    renew: async (key, ttl, id) =>
-      (await run(LEASE_RENEW_SCRIPT, key, [...head(), String(ttl), id])) === 1,
-    reset: async (key) => {
-      await run(LEASE_RESET_SCRIPT, key, head());
-    },
-  };
-}
-
-/** Lease tables of each memory store, shared by every ConcurrencyLimiter on that store. */
-const memoryTables = new WeakMap<MemoryStore, Map<string, Map<string, number>>>();
-/** How often expired leases are dropped from a memory store's lease table (ms). */
-const LEASE_SWEEP_INTERVAL_MS = 60_000;
-
-/** Drops expired leases, and keys left without any. */
-function sweep(table: Map<string, Map<string, number>>, now: number): void {
-  for (const [key, leases] of table) {
-    for (const [id, expires] of leases) if (expires <= now) leases.delete(id);
-    if (leases.size === 0) table.delete(key);
-  }
-}
-
-function memoryLeases(store: MemoryStore): LeaseBackend {
-  let table = memoryTables.get(store);
-  if (table === undefined) {
-    const created = new Map<string, Map<string, number>>();
-    table = created;
-    memoryTables.set(store, created);
-    // One unref'd timer per store: keys whose leases all expired (crashed holders) go away.
-    const sweeper = setInterval(
-      () => sweep(created, readMicros(store.clock)),
-      LEASE_SWEEP_INTERVAL_MS,
+    const allowed = this.guard.config.onStoreError !== 'closed';
+    const wait = allowed ? 0 : outcome.retryAfter;
+    return this.decisionOf(
+      {
+        allowed,
+        remaining: allowed ? this.limit : 0,
+        resetAfter: wait * 1000,
+        retryAfter: wait * 1000,
+      },
+      outcome.failure,
     );
-    sweeper.unref();
   }
-  const leasesOf = table;
-  const clock: Clock = store.clock;
-  return {
-    // Mirrors lua/leases/acquire.lua.
-    acquire: async (key, limit, ttl, id) => {
-      const now = readMicros(clock);
-      const leases = leasesOf.get(key);
-      const live: number[] = [];
-      let latest = now;
-      if (leases !== undefined) {
-        for (const expires of leases.values()) {
-          if (expires > now) live.push(expires);
-          latest = Math.max(latest, expires);
-        }
-      }
-      const held = live.length;
-      if (held < limit) {
-        // Bounded like the store (`maxKeys`): drop keys whose leases all expired, else refuse.
-        if (leases === undefined && leasesOf.size >= store.maxKeys) {
-          sweep(leasesOf, now);
-          if (leasesOf.size >= store.maxKeys) return [0, 0, 0, LEASE_SWEEP_INTERVAL_MS * 1000, 1];
-        }
-        const expires = now + ttl;
-        const next = new Map<string, number>();
-        if (leases !== undefined) for (const [i, e] of leases) if (e > now) next.set(i, e);
-        next.set(id, expires);
-        leasesOf.set(key, next);
-        latest = Math.max(latest, expires);
-        return [1, limit - held - 1, latest - now, 0];
-      }
-      live.sort((a, b) => a - b);
-      return [0, 0, latest - now, live[held - limit]! - now];
-    },
-    // Mirrors lua/leases/release.lua.
-    release: async (key, id) => {
-      const leases = leasesOf.get(key);
-      const expires = leases?.get(id);
-      if (leases === undefined || expires === undefined) return false;
-      leases.delete(id);
-      if (leases.size === 0) leasesOf.delete(key);
-      return expires > readMicros(clock);
-    },
-    // Mirrors lua/leases/renew.lua.
-    renew: async (key, ttl, id) => {
-      const expires = leasesOf.get(key)?.get(id);
-      const now = readMicros(clock);
-      if (expires === undefined || expires <= now) return false;
-      leasesOf.get(key)!.set(id, now + ttl);
-      return true;
-    },
-    reset: async (key) => {
-      leasesOf.delete(key);
-    },
-  };
+
+  private toDecision(
+    answer: LeaseAnswer,
+    leases: StoreLeases,
+    storageKey: string,
+    id: string,
+  ): ConcurrencyDecision {
+    const decision = this.decisionOf(answer, answer.full ? 'store-full' : undefined);
+    if (!answer.allowed) return decision;
+    const guard = this.guard;
+    const ttl = this.leaseTtlUs;
+    const lease: Lease = {
+      id,
+      release: () => guard.bounded(() => leases.release(storageKey, id)),
+      renew: () => guard.bounded(() => leases.renew(storageKey, ttl, id)),
+    };
+    return { ...decision, lease };
+  }
+
+  private decisionOf(answer: LeaseAnswer, reason: Decision['reason']): Decision {
+    const view: PolicyDecision = {
+      name: this.name,
+      allowed: answer.allowed,
+      limit: this.limit,
+      quota: this.limit,
+      remaining: answer.remaining,
+      resetAfter: answer.resetAfter / 1000,
+      retryAfter: answer.retryAfter / 1000,
+      delay: 0,
+      window: this.leaseTtl,
+    };
+    const { name, ...fields } = view;
+    return {
+      ...fields,
+      policy: name,
+      policies: [view],
+      ...(reason === undefined ? {} : { reason }),
+    };
+  }
+}
+
+function leasesOf(store: unknown, field: string): StoreLeases {
+  const s = store as Partial<Store> | null | undefined;
+  if (s === null || typeof s !== 'object' || typeof s.leases !== 'function') {
+    throw configError(
+      field,
+      store,
+      'a store that holds leases: memoryStore() or redisStore({ client })',
+    );
+  }
+  return s.leases();
 }

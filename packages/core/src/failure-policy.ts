@@ -10,7 +10,7 @@ import { parseDuration } from './duration.js';
 import type { RateLimitStoreError } from './errors.js';
 import { configError, optionNames, positiveInteger, readOptions } from './options.js';
 import type { Policy } from './policy.js';
-import type { GuardedOutcome } from './store-guard.js';
+import { type GuardedOutcome, withinTimeout } from './store-guard.js';
 import type { PreparedPolicies, Store } from './stores/store.js';
 
 /** Why the store did not answer a call. */
@@ -189,6 +189,8 @@ export class FailureAnswer {
   constructor(
     private readonly policies: readonly Policy[],
     private readonly onStoreError: OnStoreError,
+    /** The fallback is bounded by the limiter's `timeout` too: one that never settles cannot hang a call. */
+    private readonly timeoutMs = DEFAULT_STORE_TIMEOUT_MS,
   ) {
     if (typeof onStoreError === 'object' && 'prepare' in onStoreError) {
       this.fallbackStore = onStoreError.prepare(policies);
@@ -209,21 +211,20 @@ export class FailureAnswer {
     outcome: Exclude<GuardedOutcome<unknown>, { ok: true }>,
   ): Promise<Decision> {
     const { cost, peek } = context;
-    try {
-      if (this.fallbackStore) {
-        const answer = await this.fallbackStore.decide(keys, cost, peek);
-        return { ...toDecision(answer, this.policies), reason: 'fallback' };
-      }
-      if (this.fallbackLimiter) {
-        const options = { cost };
-        const d = await (peek
-          ? this.fallbackLimiter.peek(context.key, options)
-          : this.fallbackLimiter.consume(context.key, options));
-        return { ...d, reason: 'fallback' };
-      }
-    } catch {
-      // A failing fallback leaves the default answer: open.
+    const store = this.fallbackStore;
+    const limiter = this.fallbackLimiter;
+    if (store !== undefined) {
+      const answer = await withinTimeout(() => store.decide(keys, cost, peek), this.timeoutMs);
+      if (answer.ok) return { ...toDecision(answer.value, this.policies), reason: 'fallback' };
+    } else if (limiter !== undefined) {
+      const options = { cost };
+      const d = await withinTimeout(
+        () => (peek ? limiter.peek(context.key, options) : limiter.consume(context.key, options)),
+        this.timeoutMs,
+      );
+      if (d.ok) return { ...d.value, reason: 'fallback' };
     }
+    // A fallback that failed or did not answer in time leaves the default answer: open.
     return failureDecision(
       this.policies,
       this.onStoreError !== 'closed',

@@ -18,7 +18,7 @@ import {
   readCost,
   readRateLimiterOptions,
 } from './rate-limiter-options.js';
-import { StoreGuard } from './store-guard.js';
+import { breakerOf, StoreGuard } from './store-guard.js';
 import type { PreparedPolicies, Store } from './stores/store.js';
 
 /**
@@ -57,13 +57,30 @@ export class RateLimiter {
     this.head = `${prefix}:{`;
     this.tails = this.policies.map((p) => `}:${p.id}`);
     this.deniedCache = config.deniedCache;
-    this.guard = new StoreGuard(config.failure);
-    this.failure = new FailureAnswer(this.policies, config.failure.onStoreError);
+    this.guard = new StoreGuard(
+      config.failure,
+      breakerOf(store),
+      `RateLimiter (prefix "${prefix}", ${this.policies.map((p) => p.name).join(', ')})`,
+    );
+    this.failure = new FailureAnswer(
+      this.policies,
+      config.failure.onStoreError,
+      config.failure.timeoutMs,
+    );
   }
 
   /** The circuit breaker's state: `closed` (store in use), `open`, or `half-open` (probing). */
   get circuit(): 'closed' | 'open' | 'half-open' {
     return this.guard.circuit;
+  }
+
+  /**
+   * Milliseconds until the store's circuit breaker lets the next probe through: 0 while it is
+   * closed. Every limiter on one store connection shares the breaker. An HTTP 503 answered for
+   * a store outage sends this as `Retry-After`.
+   */
+  nextProbeIn(): number {
+    return this.guard.nextProbeIn();
   }
 
   /** Charges `cost` (default 1) against every policy, or nothing if any policy denies. */

@@ -88,8 +88,10 @@ export function headerTarget(
   if (transport === 'ws') return undefined;
   let response: Record<string, unknown> | undefined;
   if (transport === 'graphql') {
+    // Apollo on Express: `req.res`; Mercurius: `reply`; a context that names `res` or `reply`.
     const gql = graphqlContext(context);
-    response = (gql.res ?? gql.reply) as Record<string, unknown> | undefined;
+    const req = gql.req as { res?: unknown } | undefined;
+    response = (gql.res ?? gql.reply ?? req?.res) as Record<string, unknown> | undefined;
     if (!response) return undefined;
   } else {
     response = context.switchToHttp().getResponse();

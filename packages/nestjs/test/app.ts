@@ -105,11 +105,16 @@ export async function redisKeys(): Promise<string[]> {
   return redis ? (await redis.keys('*')).sort() : [];
 }
 
-/** Stand-in auth: `Authorization: Bearer <client id>` sets `request.user.clientId`. */
+/**
+ * Stand-in auth: `Authorization: Bearer <client id>` sets `request.user.clientId` (HTTP and
+ * GraphQL).
+ */
 @Injectable()
 export class BearerAuthGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
-    const request = context.switchToHttp().getRequest();
+    // HTTP: the request; GraphQL: the context's request (Apollo `req`, Mercurius `reply.request`).
+    const gql = context.getType<string>() === 'graphql' ? context.getArgByIndex(2) : undefined;
+    const request = gql ? (gql.req ?? gql.reply?.request) : context.switchToHttp().getRequest();
     const header = request.headers.authorization;
     if (typeof header === 'string' && header.startsWith('Bearer ')) {
       request.user = { clientId: header.slice('Bearer '.length) };

@@ -7,7 +7,8 @@ import { type Clock, processClock, readClockOption, readMicros } from '../clock.
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
-import type { PreparedPolicies, Store } from './store.js';
+import { memoryLeases } from './memory-leases.js';
+import type { PreparedPolicies, Store, StoreLeases } from './store.js';
 
 export interface MemoryStoreOptions {
   /** Epoch milliseconds (fractions allowed). @default the process clock */
@@ -100,6 +101,36 @@ export class MemoryStore implements Store {
         }
       },
     };
+  }
+
+  /** The leases of ConcurrencyLimiter, in this store's table (memory-leases.ts). */
+  leases(): StoreLeases {
+    return memoryLeases({
+      clock: this.clock,
+      fullRetry: FULL_SWEEP_SPACING_US,
+      read: (key, now) => {
+        const entry = this.entries.get(key);
+        return entry !== undefined && entry.expiresAt > now
+          ? (entry.state as Map<string, number>)
+          : undefined;
+      },
+      write: (key, leases, expiresAt, now) => {
+        const entry = this.entries.get(key);
+        if (entry !== undefined) {
+          entry.state = leases;
+          entry.expiresAt = expiresAt;
+        } else {
+          if (!this.makeRoom(1, now)) return false;
+          this.entries.set(key, { state: leases, expiresAt });
+        }
+        this.startSweeper();
+        return true;
+      },
+      delete: (key) => {
+        const entry = this.entries.get(key);
+        if (entry !== undefined) this.drop(key, entry);
+      },
+    });
   }
 
   /** Drops every expired key now. */

@@ -6,22 +6,19 @@
  */
 import { ALGORITHMS } from '../algorithms/index.js';
 import { type Clock, readClockOption, readMicros } from '../clock.js';
-import type { StoreDecision, } from '../decision.js';
+import type { StoreDecision } from '../decision.js';
 import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
 import { Batcher, type BatchLimits, DEFAULT_BATCH_LIMITS } from './redis-batch.js';
 import { clientKind, type RedisClient, type ScriptClient, toScriptClient } from './redis-client.js';
+import { redisLeases } from './redis-leases.js';
 import { checkMemoryPolicy, isOutOfMemory } from './redis-memory.js';
 import { decodeDecision, NO_DECISION } from './redis-reply.js';
 import { batchScriptFor, scriptFor } from './scripts.js';
-import {
-  SendTicket,
-  TICKET,
-  type TicketedPromise,
-} from './send-ticket.js';
-import type { PreparedPolicies, Store } from './store.js';
+import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
+import type { PreparedPolicies, Store, StoreLeases } from './store.js';
 
 export interface RedisStoreOptions {
   /** An ioredis `Redis` or `Cluster`, or a node-redis client or cluster (v4+). */
@@ -76,6 +73,8 @@ const BATCH_OPTION_NAMES = optionNames<Exclude<RedisStoreOptions['batch'], boole
 export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly client: ScriptClient;
+  /** The client given: stores on one client share one circuit breaker. */
+  readonly connection: object;
   /** The injected clock, if any (ConcurrencyLimiter reads it too). */
   readonly clock: Clock | undefined;
   /** Milliseconds added to every TTL: INJECTED_CLOCK_TTL_SLACK_MS with an injected clock. */
@@ -97,6 +96,7 @@ export class RedisStore implements Store {
     }
     const o = readOptions(options, 'redisStore', REDIS_STORE_OPTION_NAMES);
     this.client = toScriptClient(o.client);
+    this.connection = o.client as object;
     this.clock = readClockOption(o.clock, 'redisStore.clock');
     this.ttlSlack = this.clock ? String(INJECTED_CLOCK_TTL_SLACK_MS) : '0';
     // The shims send commands themselves (never through ioredis auto-pipelining), so batching
@@ -186,12 +186,7 @@ export class RedisStore implements Store {
       handlers: Handlers,
       argsSize: number,
     ): Promise<StoreDecision> => {
-      if (!this.memoryChecked) {
-        this.memoryChecked = true;
-        checkMemoryPolicy(this.client, keys[0] ?? '').then((retry) => {
-          if (retry) this.memoryChecked = false;
-        });
-      }
+      if (!this.memoryChecked) this.checkMemory(keys[0] ?? '');
       if (batcher === undefined) return this.run(script, keys, args, handlers);
       return batcher.send(
         script,
@@ -231,12 +226,16 @@ export class RedisStore implements Store {
 
   /** Set once Redis's maxmemory settings were read (or cannot be: see redis-memory.ts). */
   private memoryChecked = false;
+  private checkMemory(key: string): void {
+    this.memoryChecked = true;
+    checkMemoryPolicy(this.client, key).then((retry) => {
+      if (retry) this.memoryChecked = false;
+    });
+  }
 
   /**
-   * EVALSHA, decoded; on NOSCRIPT (restart, SCRIPT FLUSH, failover) EVAL, which also caches the
-   * script. One `then` on the client's promise: no extra hop on the hot path. The promise carries
-   * the command's ticket, which the limiter's guard abandons when its timeout answers: a command
-   * still queued then never runs, and no command runs twice (send-ticket.ts).
+   * EVALSHA, decoded; on NOSCRIPT (restart, SCRIPT FLUSH, failover) EVAL (which caches it). The
+   * promise carries the command's ticket, which the guard abandons when its timeout answers.
    */
   private run(
     script: GeneratedScript,
@@ -261,9 +260,14 @@ export class RedisStore implements Store {
     return pending;
   }
 
-  /** `run` without decoding: the raw reply, or the client's own error (batches read both). */
-  private runRaw(
-    script: GeneratedScript,
+  /** The leases of ConcurrencyLimiter, run by `runRaw` (redis-leases.ts). */
+  leases(): StoreLeases {
+    return redisLeases(this);
+  }
+
+  /** EVALSHA, EVAL on NOSCRIPT, undecoded: batches and leases read the raw reply. */
+  runRaw(
+    script: { readonly sha1: string; readonly source: string },
     keys: readonly string[],
     args: readonly string[],
     ticket: SendTicket,

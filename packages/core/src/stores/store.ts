@@ -10,6 +10,43 @@ export interface Store {
   readonly kind: string;
   /** Validates and prepares a limiter's policies; called once per limiter. */
   prepare(policies: readonly Policy[]): PreparedPolicies;
+  /**
+   * The leases of ConcurrencyLimiter on this store (one table per store, shared by every
+   * limiter on it). Stores without it cannot hold leases.
+   */
+  leases?(): StoreLeases;
+  /**
+   * Stores that share this object share one circuit breaker (store-guard.ts): every limiter on
+   * one Redis connection stops asking it together. @default the store itself
+   */
+  readonly connection?: object;
+}
+
+/** A lease table's answer to `acquire`, in integer microseconds. */
+export interface LeaseAnswer {
+  readonly allowed: boolean;
+  /** Leases that could still be taken after this one. */
+  readonly remaining: number;
+  /** Until every held lease has expired. */
+  readonly resetAfter: number;
+  /** 0 when allowed; until the earliest lease whose expiry frees a slot expires. */
+  readonly retryAfter: number;
+  /** The table was full of live keys (memory store `maxKeys`). */
+  readonly full?: boolean;
+}
+
+/** Expiring leases per key (nginx `limit_conn`); mirrors lua/leases/. */
+export interface StoreLeases {
+  /** True when the table lives in this process: no I/O to bound with a timeout. */
+  readonly local: boolean;
+  /** Takes a lease `id` for `ttl` µs when fewer than `limit` unexpired leases are held. */
+  acquire(key: string, limit: number, ttl: number, id: string): Promise<LeaseAnswer>;
+  /** Frees `id`; true when it still held a slot (had not expired). */
+  release(key: string, id: string): Promise<boolean>;
+  /** Extends an unexpired lease to now + ttl; false when it had expired or was released. */
+  renew(key: string, ttl: number, id: string): Promise<boolean>;
+  /** Drops every lease of `key`. */
+  reset(key: string): Promise<void>;
 }
 
 export interface PreparedPolicies {

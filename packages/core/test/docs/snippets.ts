@@ -126,6 +126,7 @@ const RESOLUTION_BASES = [
   'packages/koa',
   'packages/nestjs',
   'packages/fastify',
+  'packages/opentelemetry',
   'examples/nestjs',
   'examples/express',
   'examples/koa',

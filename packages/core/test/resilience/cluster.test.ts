@@ -6,6 +6,7 @@
 import { Redis } from 'ioredis';
 import { type RedisClusterHandle, startRedisCluster } from '../../../../test/harness/cluster.js';
 import {
+  ConcurrencyLimiter,
   type Decision,
   fixedWindow,
   gcra,
@@ -151,6 +152,33 @@ describe.each(CLUSTER_KINDS)('%s', (kind) => {
       Array.from({ length: 300 }, (_, i) => limiter.consume(`user${i}`)),
     );
     expect(decisions.filter((d) => d.allowed && d.reason === undefined)).toHaveLength(300);
+  });
+
+  test('leases on keys of many slots, acquired and released concurrently, exact per key (regression: the lease path had its own runner without the auto-pipelining command)', async () => {
+    const limiter = new ConcurrencyLimiter({
+      store: redisStore({ client: connected.client }),
+      limit: 1,
+      leaseTtl: '1m',
+      prefix: `leases-${tag}`,
+      onStoreError: 'closed',
+    });
+    const first = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => limiter.acquire(`user${i}`)),
+    );
+    expect(first.filter((d) => d.allowed && d.reason === undefined && d.lease)).toHaveLength(200);
+    const second = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => limiter.acquire(`user${i}`)),
+    );
+    expect(second.map((d) => [d.allowed, d.reason])).toEqual(
+      new Array(200).fill([false, undefined]),
+    );
+    expect(await Promise.all(first.map((d) => d.lease!.release()))).toEqual(
+      new Array(200).fill(true),
+    );
+    const third = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => limiter.acquire(`user${i}`)),
+    );
+    expect(third.filter((d) => d.allowed && d.reason === undefined)).toHaveLength(200);
   });
 });
 

@@ -77,6 +77,9 @@ describe('while Redis is down', () => {
   test("'open' (the default) admits, and says the store timed out behind the offline queue", async () => {
     const client = defaultIoredis();
     const limiter = limiterOn(client, { timeout: 100, circuitBreaker: false });
+    // Connected and the script cached first: under load those alone can take 100 ms.
+    await new Promise((resolve) => client.once('ready', resolve));
+    await limiterOn(client, { timeout: 5000 }).consume('warm');
     expect((await limiter.consume('k')).reason).toBeUndefined();
     await server.kill();
     const ds = await repeat(3, () => limiter.consume('k'));

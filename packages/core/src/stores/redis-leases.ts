@@ -1,0 +1,76 @@
+/**
+ * Leases on Redis: lua/leases/ run through the store's own script runner, so the lease path
+ * gets every client shim the decisions get (EVALSHA with the NOSCRIPT fallback, cluster
+ * routing, send tickets: a lease command abandoned by the limiter's timeout never runs later
+ * and never takes a slot nobody holds) and the limiter's StoreGuard bounds each call.
+ */
+import { readMicros } from '../clock.js';
+import { RateLimitStoreError } from '../errors.js';
+import {
+  LEASE_ACQUIRE_SCRIPT,
+  LEASE_RELEASE_SCRIPT,
+  LEASE_RENEW_SCRIPT,
+  LEASE_RESET_SCRIPT,
+  type LeaseScript,
+} from '../generated/scripts.js';
+import type { RedisStore } from './redis.js';
+import {
+  NOT_RUN_REPLY,
+  notRunError,
+  SendTicket,
+  TICKET,
+  type TicketedPromise,
+} from './send-ticket.js';
+import type { LeaseAnswer, StoreLeases } from './store.js';
+
+export function redisLeases(store: RedisStore): StoreLeases {
+  const clock = store.clock;
+  // The prelude's ARGV: mode, now ('' = Redis TIME), cost, TTL pad.
+  const head = (): string[] => ['0', clock ? String(readMicros(clock)) : '', '1', store.ttlSlack];
+  /** One script call, decoded, its promise carrying the command's ticket (for the guard). */
+  const run = <T>(
+    script: LeaseScript,
+    key: string,
+    args: string[],
+    decode: (reply: unknown) => T,
+  ): Promise<T> => {
+    const ticket = new SendTicket();
+    const fail = (error: unknown): never => {
+      throw new RateLimitStoreError(
+        `${store.client.description} failed running the ${script.name} script: ${(error as Error)?.message ?? error}`,
+        { cause: error },
+      );
+    };
+    const pending: TicketedPromise<T> = store
+      .runRaw(script, [key], [...head(), ...args], ticket)
+      .then((reply) => {
+        if (reply === NOT_RUN_REPLY) throw notRunError();
+        return decode(reply);
+      })
+      .catch(fail);
+    pending[TICKET] = ticket;
+    return pending;
+  };
+  return {
+    local: false,
+    acquire: (key, limit, ttl, id) =>
+      run(LEASE_ACQUIRE_SCRIPT, key, [String(limit), String(ttl), id], decodeAcquire),
+    release: (key, id) => run(LEASE_RELEASE_SCRIPT, key, [id], (reply) => reply === 1),
+    renew: (key, ttl, id) =>
+      run(LEASE_RENEW_SCRIPT, key, [String(ttl), id], (reply) => reply === 1),
+    reset: (key) => run(LEASE_RESET_SCRIPT, key, [], () => undefined),
+  };
+}
+
+function decodeAcquire(reply: unknown): LeaseAnswer {
+  if (!Array.isArray(reply) || reply.length !== 4) {
+    throw new RateLimitStoreError(`unexpected reply from lease-acquire: ${JSON.stringify(reply)}`);
+  }
+  const [allowed, remaining, resetAfter, retryAfter] = reply.map(Number);
+  return {
+    allowed: allowed === 1,
+    remaining: remaining!,
+    resetAfter: resetAfter!,
+    retryAfter: retryAfter!,
+  };
+}
