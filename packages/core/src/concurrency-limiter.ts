@@ -84,6 +84,26 @@ const CONCURRENCY_LIMITER_OPTION_NAMES = optionNames<ConcurrencyLimiterOptions>(
   hooks: true,
 });
 
+/**
+ * At most `limit` requests in flight per key (nginx `limit_conn`). `acquire(key)` answers with
+ * a Decision that carries a `lease` when admitted; release it when the work ends. Leases expire
+ * after `leaseTtl` on their own, so a crashed holder never leaks a slot.
+ *
+ * @example
+ * ```ts
+ * import { ConcurrencyLimiter, memoryStore } from '@floodgate/core';
+ *
+ * const inFlight = new ConcurrencyLimiter({ store: memoryStore(), limit: 2, leaseTtl: '30s' });
+ * const d = await inFlight.acquire('user:42');
+ * if (d.allowed && d.lease) {
+ *   try {
+ *     await doWork();
+ *   } finally {
+ *     await d.lease.release(); // idempotent
+ *   }
+ * }
+ * ```
+ */
 export class ConcurrencyLimiter {
   readonly store: Store;
   readonly limit: number;

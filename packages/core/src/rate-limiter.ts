@@ -30,6 +30,24 @@ export function createRateLimiter(options: RateLimiterOptions, where: string): R
   return readAs(options, where, () => new RateLimiter(options));
 }
 
+/**
+ * A store plus one or more policies. Every call is one store round trip that checks every
+ * policy and charges all of them or none; the answer is a Decision (data, never an exception).
+ * When the store fails, `onStoreError` answers (default: admit), within `timeout`.
+ *
+ * @example
+ * ```ts
+ * import { fixedWindow, RateLimiter, redisStore } from '@floodgate/core';
+ * import { Redis } from 'ioredis';
+ *
+ * const limiter = new RateLimiter({
+ *   store: redisStore({ client: new Redis() }),
+ *   policies: [fixedWindow({ limit: 1, window: '1s' }), fixedWindow({ limit: 5, window: '1m' })],
+ * });
+ * const d = await limiter.consume('userA:APIX');
+ * if (!d.allowed) console.log(`limited by ${d.policy}, retry in ${d.retryAfter} ms`);
+ * ```
+ */
 export class RateLimiter {
   readonly store: Store;
   readonly policies: readonly Policy[];

@@ -58,6 +58,27 @@ interface KeyedCharge {
   readonly policies: Policy[];
 }
 
+/**
+ * Applies the module's policies and each route's `@RateLimit(...)`: one limiter call per
+ * request (never two when a global and a route guard both apply), headers on the response, and
+ * `RateLimitException` (429) when denied. Subclass it and override its protected hooks
+ * (`getKey`, `getPolicies`, `throwRateLimitException`) to change a step.
+ *
+ * @example
+ * ```ts
+ * import type { ExecutionContext } from '@nestjs/common';
+ * import { RateLimitGuard } from '@floodgate/nestjs';
+ *
+ * // Every request of a tenant shares one budget, whoever the caller is.
+ * export class TenantRateLimitGuard extends RateLimitGuard {
+ *   protected override getKey(context: ExecutionContext): string {
+ *     const request = context.switchToHttp().getRequest<{ headers: Record<string, string> }>();
+ *     return `tenant:${request.headers['x-tenant'] ?? 'none'}`;
+ *   }
+ * }
+ * // then, on a controller: @UseGuards(TenantRateLimitGuard) with @RateLimit({ limit: 100, window: '1m' })
+ * ```
+ */
 @Injectable()
 export class RateLimitGuard implements CanActivate {
   /** Lets the module recognise this class and its subclasses in `@UseGuards(...)`. */
@@ -127,7 +148,10 @@ export class RateLimitGuard implements CanActivate {
     const decision = await this.charge(charges, cost);
     requestOf(context)[DECISION_PROPERTY] = decision;
     const target = headerTarget(context, this.adapterHost);
-    if (target) applyRateLimitHeaders(target, decision, this.rateLimit.headers);
+    // The first key names the client for draft 8's partition key (`pk`).
+    if (target) {
+      applyRateLimitHeaders(target, decision, this.rateLimit.headers, { key: charges[0]?.key });
+    }
     if (!decision.allowed) {
       await this.throwRateLimitException(context, decision);
       // An override that returned instead of throwing still denies.

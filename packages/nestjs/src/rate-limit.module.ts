@@ -29,6 +29,25 @@ const ASYNC_OPTION_NAMES = optionNames<RateLimitModuleAsyncOptions>({
   mode: true,
 });
 
+/**
+ * Rate limiting for a Nest application: `forRoot` (or `forRootAsync`, for options made by a
+ * factory) sets the store, default policies and key options; `global: true` guards every
+ * route, otherwise put `RateLimitGuard` where you want it.
+ *
+ * @example
+ * ```ts
+ * import { fixedWindow, redisStore } from '@floodgate/core';
+ * import { RateLimitModule } from '@floodgate/nestjs';
+ * import { Redis } from 'ioredis';
+ *
+ * const rateLimiting = RateLimitModule.forRoot({
+ *   store: redisStore({ client: new Redis() }),
+ *   policies: fixedWindow({ limit: 100, window: '1m' }), // every route without its own
+ *   global: true,
+ * });
+ * // then: @Module({ imports: [rateLimiting] }) export class AppModule {}
+ * ```
+ */
 @Module({})
 // biome-ignore lint/complexity/noStaticOnlyClass: Nest modules are classes with static forRoot().
 export class RateLimitModule {

@@ -19,6 +19,7 @@ import {
   type KeyConfig,
   type KeyOptions,
   optionNames,
+  ownOptions,
   parseHeaderOptions,
   parseKeyOptions,
   RATE_LIMITER_OPTION_NAMES,
@@ -119,10 +120,8 @@ export function parseModuleOptions(
   where: string,
   allowGlobal: boolean,
 ): RateLimitConfig {
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw configError(where, options, 'an options object');
-  }
-  const o = options as Record<string, unknown>;
+  // Own properties only: a polluted Object.prototype must not configure the module.
+  const o = ownOptions(options, where);
   if (!allowGlobal && o.global !== undefined) {
     throw new RateLimitConfigError(
       'FLOODGATE_UNKNOWN_OPTION',

@@ -165,6 +165,16 @@ describe('invalid module options fail at bootstrap', () => {
         'FLOODGATE_INVALID_OPTION',
         'RateLimitModule.forRoot.timeout',
       ],
+      [
+        { store: memoryStore(), ...JSON.parse('{"__proto__": {"skip": true}}') },
+        'FLOODGATE_UNKNOWN_OPTION',
+        'RateLimitModule.forRoot.__proto__',
+      ],
+      [
+        { store: memoryStore(), appKeyHeader: 'x app key' },
+        'FLOODGATE_INVALID_OPTION',
+        'RateLimitModule.forRoot.appKeyHeader',
+      ],
     ]),
   )('%s at %s', async (code, field, options) => {
     const error = await configErrorOf({
@@ -172,6 +182,21 @@ describe('invalid module options fail at bootstrap', () => {
     });
     expect(error.code).toBe(code);
     expect(error.field).toBe(field);
+  });
+
+  it('reads own properties only: a polluted Object.prototype configures nothing', async () => {
+    const proto = Object.prototype as Record<string, unknown>;
+    proto.errorMessage = '';
+    proto.policies = [];
+    try {
+      const moduleRef = await Test.createTestingModule({
+        imports: [RateLimitModule.forRoot({ store: memoryStore() })],
+      }).compile();
+      await moduleRef.close();
+    } finally {
+      delete proto.errorMessage;
+      delete proto.policies;
+    }
   });
 
   it('reads `global` and `mode` when forRoot is called', () => {

@@ -4,6 +4,15 @@ import { fieldPathOf, optionNames, positiveInteger, readOptions } from '../optio
 import { definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
+/**
+ * Options of `fixedWindow`: at most `limit` units per `window`, windows aligned to
+ * `floor(now / window)`; one counter per key.
+ *
+ * @example
+ * ```ts
+ * fixedWindow({ limit: 100, window: '1m' }); // 100 requests per calendar minute
+ * ```
+ */
 export interface FixedWindowOptions {
   /** Units admitted per window. */
   limit: number;

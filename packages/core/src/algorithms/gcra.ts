@@ -4,6 +4,15 @@ import { configError, optionNames, positiveInteger, readOptions } from '../optio
 import { definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
+/**
+ * Options of `gcra`: token-bucket behaviour (`burst` back to back, then `limit` per `window`)
+ * kept in one timestamp per key.
+ *
+ * @example
+ * ```ts
+ * gcra({ limit: 10, window: '1s', burst: 20 }); // 10/s sustained, bursts of 20
+ * ```
+ */
 export interface GcraOptions {
   /** Requests per window (the emission interval is window / limit). */
   limit: number;
@@ -87,7 +96,7 @@ export const gcraAlgorithm: Algorithm<number, GcraParams> = {
     };
   },
   unpack(reply, cost, [interval, burst]) {
-    // reset_after when allowed, -reset_after - 1 when denied (lua/gcra.lua `pack`).
+    // reset_after when allowed, -reset_after - 1 when denied (the packed reply of lua/gcra.lua's check).
     const allowed = reply >= 0;
     const resetAfter = allowed ? reply : -reply - 1;
     const tolerance = burst * interval;

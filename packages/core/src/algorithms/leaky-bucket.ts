@@ -4,6 +4,17 @@ import { configError, optionNames, positiveInteger, readOptions } from '../optio
 import { definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
+/**
+ * Options of `leakyBucket` (nginx `limit_req`): excess drains at `limit` per `window`; more
+ * than `burst` excess is refused. Without `delay` it polices (`nodelay`); with `delay: n` the
+ * first n excess requests pass at once and later ones are held for `decision.delay` ms.
+ *
+ * @example
+ * ```ts
+ * leakyBucket({ limit: 5, window: '1m', burst: 2 }); // logins: 1 + 2 at once, then 5 a minute
+ * leakyBucket({ limit: 10, window: '1s', burst: 20, delay: 5 }); // shape instead of refusing
+ * ```
+ */
 export interface LeakyBucketOptions {
   /** Requests drained per window (nginx `rate`: the sustained rate is limit / window). */
   limit: number;

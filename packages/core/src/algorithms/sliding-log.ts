@@ -4,6 +4,15 @@ import { configError, optionNames, positiveInteger, readOptions } from '../optio
 import { definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
+/**
+ * Options of `slidingLog`: exact, at most `limit` units in any `(now − window, now]`; one entry
+ * per admitted unit, so `limit` is capped (use `slidingWindow` for large limits).
+ *
+ * @example
+ * ```ts
+ * slidingLog({ limit: 5, window: '1h' }); // never a 6th within any hour
+ * ```
+ */
 export interface SlidingLogOptions {
   /** Units admitted in any interval of length `window`. */
   limit: number;

@@ -4,6 +4,15 @@ import { configError, optionNames, positiveInteger, readOptions } from '../optio
 import { definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
+/**
+ * Options of `slidingWindow`: the sum of the last `buckets` sub-windows (the current one
+ * included) stays within `limit`; bounded overshoot at edges, fixed memory per key.
+ *
+ * @example
+ * ```ts
+ * slidingWindow({ limit: 1000, window: '1h', buckets: 60 }); // minute buckets
+ * ```
+ */
 export interface SlidingWindowOptions {
   /** Units admitted per window (counted over the last `buckets` sub-windows). */
   limit: number;

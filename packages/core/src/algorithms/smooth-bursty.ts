@@ -4,6 +4,16 @@ import { configError, optionNames, positiveInteger, readOptions } from '../optio
 import { definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
+/**
+ * Options of `smoothBursty` (Guava `SmoothBursty`): `limit` per `window`, evenly spaced; a
+ * request is admitted when the next free time has come and the next one pays for its cost;
+ * idle time stores up to `maxBurst` worth of permits.
+ *
+ * @example
+ * ```ts
+ * smoothBursty({ limit: 5, window: '1s', maxBurst: '2s' });
+ * ```
+ */
 export interface SmoothBurstyOptions {
   /** Permits per window: the stable rate is limit / window (Guava `permitsPerSecond`). */
   limit: number;

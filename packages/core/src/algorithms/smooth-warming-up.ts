@@ -5,6 +5,15 @@ import { definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 import { gcd, SATURATED_WAIT_US } from './smooth-bursty.js';
 
+/**
+ * Options of `smoothWarmingUp` (Guava `SmoothWarmingUp`): starts cold, `coldFactor` times
+ * slower, and reaches `limit` per `window` after `warmup` of steady use.
+ *
+ * @example
+ * ```ts
+ * smoothWarmingUp({ limit: 100, window: '1s', warmup: '10s' }); // ramps up over 10 s
+ * ```
+ */
 export interface SmoothWarmingUpOptions {
   /** Permits per window at the stable (warm) rate. */
   limit: number;

@@ -4,6 +4,15 @@ import { configError, optionNames, positiveInteger, readOptions } from '../optio
 import { definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
+/**
+ * Options of `tokenBucket`: holds up to `burst` tokens (default `limit`), refilled
+ * continuously at `limit` per `window`; starts full.
+ *
+ * @example
+ * ```ts
+ * tokenBucket({ limit: 10, window: '1s', burst: 50 }); // bursts of 50, 10/s sustained
+ * ```
+ */
 export interface TokenBucketOptions {
   /** Tokens added per window (the sustained rate is limit / window). */
   limit: number;

@@ -98,6 +98,8 @@ export {
   type HttpRateLimitOptions,
   parseHttpRateLimitOptions,
 } from './options.js';
+// Own properties only, a JSON "__proto__" key refused: for options objects read by hand.
+export { ownOptions } from './own-options.js';
 export {
   deniedProblem,
   PROBLEM_CONTENT_TYPE,

@@ -37,6 +37,21 @@ interface Entry {
   dropped?: true;
 }
 
+/**
+ * A store in this process's memory: runs the TypeScript twins, which give the same answers as
+ * the Redis scripts. For a single instance, tests, or as a fallback (`onStoreError`). Bounded
+ * by `maxKeys`; a live counter is never evicted (a full table denies new keys instead).
+ *
+ * @example
+ * ```ts
+ * import { gcra, memoryStore, RateLimiter } from '@floodgate/core';
+ *
+ * const limiter = new RateLimiter({
+ *   store: memoryStore({ maxKeys: 100_000 }),
+ *   policies: gcra({ limit: 10, window: '1s', burst: 20 }),
+ * });
+ * ```
+ */
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   return new MemoryStore(options);
 }

@@ -53,6 +53,20 @@ const MODE_PEEK = '1';
 const MODE_RESET = '2';
 const MODE_RESERVE = '3';
 
+/**
+ * A store in Redis: each decision is one EVALSHA of the Lua engine, atomic next to the data,
+ * timed by Redis `TIME` (one clock for every app server). Takes an ioredis `Redis` or
+ * `Cluster`, or a node-redis client or cluster (v4+).
+ *
+ * @example
+ * ```ts
+ * import { fixedWindow, RateLimiter, redisStore } from '@floodgate/core';
+ * import { Redis } from 'ioredis';
+ *
+ * const store = redisStore({ client: new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') });
+ * const limiter = new RateLimiter({ store, policies: fixedWindow({ limit: 100, window: '1m' }) });
+ * ```
+ */
 export function redisStore(options: RedisStoreOptions): RedisStore {
   return new RedisStore(options);
 }
