@@ -9,9 +9,10 @@ import { type Clock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision } from '../decision.js';
 import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
-import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
+import { configError, optionNames, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
-import { Batcher, type BatchLimits, DEFAULT_BATCH_LIMITS } from './redis-batch.js';
+import { Batcher, type BatchLimits } from './redis-batch.js';
+import { readBatch, size } from './redis-batch-options.js';
 import { clientKind, type RedisClient, type ScriptClient, toScriptClient } from './redis-client.js';
 import { redisLeases } from './redis-leases.js';
 import { checkMemoryPolicy, isOutOfMemory } from './redis-memory.js';
@@ -76,12 +77,6 @@ const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>({
   client: true,
   clock: true,
   batch: true,
-});
-
-/** Every option name of `batch` as an object, checked against the type. */
-const BATCH_OPTION_NAMES = optionNames<Exclude<RedisStoreOptions['batch'], boolean | undefined>>({
-  maxDecisions: true,
-  maxBytes: true,
 });
 
 export class RedisStore implements Store {
@@ -302,30 +297,4 @@ interface Handlers {
   decode(reply: unknown): StoreDecision;
   /** Rejects with the store's error, or resolves with what a full Redis could still decide. */
   wrap(error: unknown, keys: readonly string[]): Promise<unknown>;
-}
-
-/** Characters in `strings` (a batch's size bound counts keys and arguments this way). */
-function size(strings: readonly string[]): number {
-  let n = 0;
-  for (const s of strings) n += s.length + 1;
-  return n;
-}
-
-function readBatch(value: unknown): BatchLimits | undefined {
-  if (value === undefined || value === true) return DEFAULT_BATCH_LIMITS;
-  if (value === false) return undefined;
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw configError('redisStore.batch', value, 'true, false or { maxDecisions?, maxBytes? }');
-  }
-  const o = readOptions(value, 'redisStore.batch', BATCH_OPTION_NAMES);
-  return Object.freeze({
-    maxDecisions:
-      o.maxDecisions === undefined
-        ? DEFAULT_BATCH_LIMITS.maxDecisions
-        : positiveInteger(o.maxDecisions, 'redisStore.batch.maxDecisions'),
-    maxBytes:
-      o.maxBytes === undefined
-        ? DEFAULT_BATCH_LIMITS.maxBytes
-        : positiveInteger(o.maxBytes, 'redisStore.batch.maxBytes'),
-  });
 }
