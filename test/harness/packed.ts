@@ -1,8 +1,8 @@
 /**
  * The packages the way a user gets them: every package under packages/ `pnpm pack`ed (pnpm
  * rewrites `workspace:*` to the real version, as `pnpm publish` does) and unpacked into the
- * node_modules of one throwaway install, next to links to the frameworks and tools a user would
- * have installed (the peer dependencies, TypeScript, Jest).
+ * node_modules of one throwaway install, next to links to their dependencies and to the
+ * frameworks and tools a user would have installed (the peer dependencies, TypeScript, Jest).
  *
  * One install serves every smoke test of a run: it lives in .tmp/packed/<hash of the built
  * packages>, is made once under a lock (jest runs test files in parallel workers) and is
@@ -38,8 +38,6 @@ const LINKS: Record<string, string> = {
   express: 'packages/express/node_modules/express',
   '@types/express': 'packages/express/node_modules/@types/express',
   fastify: 'packages/fastify/node_modules/fastify',
-  // A dependency of @floodgate/fastify (what npm would install with it).
-  'fastify-plugin': 'packages/fastify/node_modules/fastify-plugin',
   koa: 'packages/koa/node_modules/koa',
   '@types/koa': 'packages/koa/node_modules/@types/koa',
   // NestJS 11 (CommonJS), from the root devDependencies: these apps are CommonJS and Node 20
@@ -59,6 +57,22 @@ const LINKS: Record<string, string> = {
   '@types/node': 'node_modules/@types/node',
   '@types/supertest': 'node_modules/@types/supertest',
 };
+
+/**
+ * What npm would install with the packages: every dependency they declare (other than each
+ * other), linked from the package's own installed copy.
+ */
+function dependencyLinks(packages: Record<string, string>): Record<string, string> {
+  const links: Record<string, string> = {};
+  for (const dir of Object.values(packages)) {
+    const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+    for (const name of Object.keys(manifest.dependencies ?? {})) {
+      if (name.startsWith('@floodgate/') || name in LINKS) continue;
+      links[name] = relative(REPO_ROOT, join(dir, 'node_modules', name));
+    }
+  }
+  return links;
+}
 
 export interface PackedInstall {
   /** The install's root: its node_modules holds the unpacked packages and the links. */
@@ -114,7 +128,8 @@ function contentHash(packages: Record<string, string>): string {
       hash.update(readFileSync(file));
     }
   }
-  for (const [name, from] of Object.entries(LINKS)) hash.update(`${name}=${from}`);
+  // This file too: a change to how the install is made makes a new one.
+  hash.update(readFileSync(__filename));
   return hash.digest('hex').slice(0, 16);
 }
 
@@ -201,7 +216,7 @@ export function packedInstall(): PackedInstall {
       mkdirSync(unpacked[name]!, { recursive: true });
       execFileSync('tar', ['-xzf', tarballs[name]!, '-C', unpacked[name]!, '--strip-components=1']);
     }
-    for (const [name, from] of Object.entries(LINKS)) {
+    for (const [name, from] of Object.entries({ ...LINKS, ...dependencyLinks(packages) })) {
       const target = join(dir, 'node_modules', name);
       mkdirSync(dirname(target), { recursive: true });
       symlinkSync(realpathSync(join(REPO_ROOT, from)), target);

@@ -60,5 +60,6 @@ export type {
   RateLimiterOptions,
 } from './rate-limiter-options.js';
 export { type MemoryStoreOptions, memoryStore } from './stores/memory.js';
-export { type RedisStoreOptions, redisStore } from './stores/redis.js';
+export { redisStore } from './stores/redis.js';
+export type { RedisStoreOptions } from './stores/redis-options.js';
 export type { Store } from './stores/store.js';

@@ -9,37 +9,17 @@ import { type Clock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision } from '../decision.js';
 import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
-import { configError, optionNames, readOptions } from '../options.js';
+import { configError, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
 import { Batcher, type BatchLimits } from './redis-batch.js';
-import { readBatch, size } from './redis-batch-options.js';
-import { clientKind, type RedisClient, type ScriptClient, toScriptClient } from './redis-client.js';
+import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
 import { redisLeases } from './redis-leases.js';
 import { checkMemoryPolicy, isOutOfMemory } from './redis-memory.js';
+import { REDIS_STORE_OPTION_NAMES, type RedisStoreOptions, readBatch } from './redis-options.js';
 import { decodeDecision, NO_DECISION } from './redis-reply.js';
 import { batchScriptFor, scriptFor } from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
 import type { PreparedPolicies, Store, StoreLeases } from './store.js';
-
-export interface RedisStoreOptions {
-  /** An ioredis `Redis` or `Cluster`, or a node-redis client or cluster (v4+). */
-  client: RedisClient;
-  /**
-   * Epoch milliseconds (fractions allowed). Without it the script reads Redis `TIME`, one clock
-   * for every app server; inject one only for tests and simulations.
-   */
-  clock?: Clock;
-  /**
-   * Decisions issued while an earlier round trip to the same Redis node (cluster: the same slot)
-   * is in flight go out together as one script call that decides them in order, exactly as
-   * single calls would (one Redis TIME for all). A lone decision is never delayed. `false` sends
-   * one EVALSHA per decision; an object bounds a batch (`maxDecisions` calls, `maxBytes`
-   * characters of keys and arguments). Not used with an ioredis Cluster in auto-pipelining
-   * mode, which groups each tick's commands itself.
-   * @default true (64 decisions, 64 KiB)
-   */
-  batch?: boolean | { maxDecisions?: number; maxBytes?: number };
-}
 
 /**
  * With an injected clock Redis still expires keys on its own clock, so TTLs get this much
@@ -71,13 +51,6 @@ const MODE_RESERVE = '3';
 export function redisStore(options: RedisStoreOptions): RedisStore {
   return new RedisStore(options);
 }
-
-/** Every option name of RedisStoreOptions, checked against the type. */
-const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>({
-  client: true,
-  clock: true,
-  batch: true,
-});
 
 export class RedisStore implements Store {
   readonly kind = 'redis';
@@ -297,4 +270,11 @@ interface Handlers {
   decode(reply: unknown): StoreDecision;
   /** Rejects with the store's error, or resolves with what a full Redis could still decide. */
   wrap(error: unknown, keys: readonly string[]): Promise<unknown>;
+}
+
+/** Characters in `strings` (a batch's size bound counts keys and arguments this way). */
+function size(strings: readonly string[]): number {
+  let n = 0;
+  for (const s of strings) n += s.length + 1;
+  return n;
 }
