@@ -52,7 +52,7 @@ export type {
   StoreErrorEvent,
   StoreFailure,
 } from './failure-policy.js';
-export type { Policy } from './policy.js';
+export type { BlockDuration, Policy } from './policy.js';
 export { RateLimiter } from './rate-limiter.js';
 export type {
   AcquireOptions,
@@ -60,5 +60,6 @@ export type {
   RateLimiterOptions,
 } from './rate-limiter-options.js';
 export { type MemoryStoreOptions, memoryStore } from './stores/memory.js';
-export { type RedisStoreOptions, redisStore } from './stores/redis.js';
+export { redisStore } from './stores/redis.js';
+export type { RedisStoreOptions } from './stores/redis-options.js';
 export type { Store } from './stores/store.js';

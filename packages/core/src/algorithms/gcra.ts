@@ -1,7 +1,7 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
-import { definePolicy, type Policy, rateName } from '../policy.js';
+import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
 /**
@@ -21,7 +21,15 @@ export interface GcraOptions {
   burst?: number;
   /** @default `gcra-<limit>-per-<window>[-burst-<burst>]` */
   name?: string;
+  /**
+   * Lock the key out for this long once this policy denies it (a cost it could admit);
+   * progressive with `{ initial, multiplier, max, forgetAfter }`. docs/algorithms.md#blocks
+   */
+  blockDuration?: BlockDuration;
 }
+
+/** The most a whole-µs emission interval may slow the configured rate (1 %). */
+const MAX_RATE_ROUNDING = 1.01;
 
 /** The longest allowance (burst × interval) accepted: 100 years keeps TAT far below 2^53 µs. */
 const MAX_TOLERANCE_US = 100 * 365 * 86_400_000_000;
@@ -32,12 +40,14 @@ const GCRA_OPTION_NAMES = optionNames<GcraOptions>({
   window: true,
   burst: true,
   name: true,
+  blockDuration: true,
 });
 
 /**
  * Generic Cell Rate Algorithm: token-bucket behaviour stored as one timestamp (the theoretical
  * arrival time). The emission interval is window/limit rounded up to a whole microsecond, so
- * it never admits faster than configured; the capacity is exactly `burst`.
+ * it never admits faster than configured (a limit whose rounding would slow the rate by more
+ * than 1 % is refused); the capacity is exactly `burst`.
  */
 export function gcra(options: GcraOptions): Policy {
   const o = readOptions(options, 'gcra', GCRA_OPTION_NAMES);
@@ -45,6 +55,15 @@ export function gcra(options: GcraOptions): Policy {
   const windowUs = parseDuration(o.window, 'gcra.window');
   const burst = o.burst === undefined ? limit : positiveInteger(o.burst, 'gcra.burst');
   const interval = Math.ceil(windowUs / limit);
+  // Rounding the interval up to a whole µs slows the rate; past 1 % that is no longer the rate
+  // asked for (limit 1e7 per 1s would enforce 1e6/s), so it is refused, not silently cut.
+  if (interval * limit > windowUs * MAX_RATE_ROUNDING) {
+    throw configError(
+      'gcra.limit',
+      limit,
+      `a limit whose emission interval (window / limit) is a whole number of microseconds within 1 %: ${windowUs} µs / ${limit} rounds up to ${interval} µs, ${Math.round(((interval * limit) / windowUs - 1) * 100)} % slower than asked. Any limit up to ${Math.floor(windowUs / 100)} per this window works; or use tokenBucket (exact at any rate)`,
+    );
+  }
   if (burst * interval > MAX_TOLERANCE_US) {
     throw configError(
       'gcra.burst',
@@ -63,6 +82,7 @@ export function gcra(options: GcraOptions): Policy {
     capacity: burst,
     options: { limit, window: windowUs / 1000, burst },
     params: [interval, burst] satisfies GcraParams,
+    blockDuration: o.blockDuration,
   });
 }
 
@@ -94,6 +114,12 @@ export const gcraAlgorithm: Algorithm<number, GcraParams> = {
       retryAfter: cost > burst ? -1 : newTat - now - tolerance,
       delay: 0,
     };
+  },
+  refund(tat, now, cost, [interval]) {
+    if (tat === undefined || tat <= now) return undefined;
+    if (cost >= Math.ceil((tat - now) / interval)) return 'delete';
+    const next = tat - cost * interval;
+    return { next, ttl: next - now };
   },
   unpack(reply, cost, [interval, burst]) {
     // reset_after when allowed, -reset_after - 1 when denied (the packed reply of lua/gcra.lua's check).

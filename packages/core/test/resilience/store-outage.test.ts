@@ -5,7 +5,10 @@
  * promises are contained, and an outage and its recovery are each reported by one warning.
  */
 import { Redis } from 'ioredis';
+import request from 'supertest';
 import { type RedisServerHandle, startRedisServer } from '../../../../test/harness/redis-server.js';
+import { serveExpress } from '../../../express/test/server';
+import { serveKoa } from '../../../koa/test/server';
 import {
   ConcurrencyLimiter,
   type Decision,
@@ -157,6 +160,43 @@ describe('leases follow the failure policy within timeout', () => {
   });
 });
 
+describe("an adapter's concurrency option", () => {
+  test.each([
+    ['Express', serveExpress],
+    ['Koa', serveKoa],
+  ])(
+    "%s: leases take the middleware's timeout and onStoreError (SIGSTOPped Redis)",
+    async (_name, serve) => {
+      const client = await connect();
+      const app = await serve({
+        limiters: [
+          {
+            store: redisStore({ client }),
+            policies: fixedWindow({ limit: 100, window: '1m' }),
+            prefix: prefix(),
+            timeout: 100,
+            onStoreError: 'open',
+            circuitBreaker: false,
+            concurrency: { limit: 1, prefix: prefix() },
+          },
+        ],
+      });
+      try {
+        expect((await request(app.url).get('/')).status).toBe(200);
+        process.kill(server.pid, 'SIGSTOP');
+        const [response, ms] = await timed(async () => request(app.url).get('/'));
+        expect(response.status).toBe(200);
+        // The rate limiter's 100 ms and the lease's inherited 100 ms: the lease's own default
+        // timeout is 1 s, and before leases had one the request hung while Redis was stopped.
+        expect(ms).toBeLessThan(900);
+      } finally {
+        process.kill(server.pid, 'SIGCONT');
+        await app.close();
+      }
+    },
+  );
+});
+
 describe('one circuit breaker per store connection', () => {
   test('stacked limiters on a dead Redis open one shared circuit, after the threshold counted across them', async () => {
     const client = await connect();
@@ -240,7 +280,7 @@ describe('fallbacks are bounded by timeout', () => {
     const client = await connect();
     const hanging: Store = {
       kind: 'hanging',
-      prepare: () => ({ decide: never, reset: never }),
+      prepare: () => ({ decide: never, reset: never, refund: never, block: never, unblock: never }),
     };
     const limiter = new RateLimiter({
       store: redisStore({ client }),

@@ -1,0 +1,60 @@
+/**
+ * The options of `redisStore`, and the readers of the ones that need more than a type check.
+ */
+import type { Clock } from '../clock.js';
+import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
+import { type BatchLimits, DEFAULT_BATCH_LIMITS } from './redis-batch.js';
+import type { RedisClient } from './redis-client.js';
+
+export interface RedisStoreOptions {
+  /** An ioredis `Redis` or `Cluster`, or a node-redis client or cluster (v4+). */
+  client: RedisClient;
+  /**
+   * Epoch milliseconds (fractions allowed). Without it the script reads Redis `TIME`, one clock
+   * for every app server; inject one only for tests and simulations.
+   */
+  clock?: Clock;
+  /**
+   * Decisions issued while an earlier round trip to the same Redis node (cluster: the same slot)
+   * is in flight go out together as one script call that decides them in order, exactly as
+   * single calls would (one Redis TIME for all). A lone decision is never delayed. `false` sends
+   * one EVALSHA per decision; an object bounds a batch (`maxDecisions` calls, `maxBytes`
+   * characters of keys and arguments). Not used with an ioredis Cluster in auto-pipelining
+   * mode, which groups each tick's commands itself.
+   * @default true (64 decisions, 64 KiB)
+   */
+  batch?: boolean | { maxDecisions?: number; maxBytes?: number };
+}
+
+/** Every option name of RedisStoreOptions, checked against the type. */
+export const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>({
+  client: true,
+  clock: true,
+  batch: true,
+});
+
+/** Every option name of `batch` as an object, checked against the type. */
+const BATCH_OPTION_NAMES = optionNames<Exclude<RedisStoreOptions['batch'], boolean | undefined>>({
+  maxDecisions: true,
+  maxBytes: true,
+});
+
+/** Reads `batch`: the batch bounds, or undefined with `batch: false`. */
+export function readBatch(value: unknown): BatchLimits | undefined {
+  if (value === undefined || value === true) return DEFAULT_BATCH_LIMITS;
+  if (value === false) return undefined;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw configError('redisStore.batch', value, 'true, false or { maxDecisions?, maxBytes? }');
+  }
+  const o = readOptions(value, 'redisStore.batch', BATCH_OPTION_NAMES);
+  return Object.freeze({
+    maxDecisions:
+      o.maxDecisions === undefined
+        ? DEFAULT_BATCH_LIMITS.maxDecisions
+        : positiveInteger(o.maxDecisions, 'redisStore.batch.maxDecisions'),
+    maxBytes:
+      o.maxBytes === undefined
+        ? DEFAULT_BATCH_LIMITS.maxBytes
+        : positiveInteger(o.maxBytes, 'redisStore.batch.maxBytes'),
+  });
+}
