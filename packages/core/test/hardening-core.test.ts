@@ -301,3 +301,17 @@ describe('the key memo', () => {
     expect(bytes).toBeLessThanOrEqual(8 * 1024 * 1024);
   });
 });
+
+describe('gcra rates finer than the microsecond grid', () => {
+  test('a limit whose interval rounding would cut the rate is refused, naming the way out', () => {
+    const error = configErrorOf(() => gcra({ limit: 1e7, window: '1s' }));
+    expect(error.field).toBe('gcra.limit');
+    expect(error.message).toContain('tokenBucket');
+    expect(error.message).toContain('10000');
+    // 1.5 µs rounded to 2 µs would be 25 % slower: refused too.
+    expect(configErrorOf(() => gcra({ limit: 2000, window: '3ms' })).field).toBe('gcra.limit');
+    // Exact, or within 1 %: accepted.
+    expect(gcra({ limit: 1e6, window: '1s' }).params).toEqual([1, 1e6]);
+    expect(gcra({ limit: 3, window: '1s' }).params).toEqual([333_334, 3]);
+  });
+});

@@ -23,6 +23,9 @@ export interface GcraOptions {
   name?: string;
 }
 
+/** The most a whole-µs emission interval may slow the configured rate (1 %). */
+const MAX_RATE_ROUNDING = 1.01;
+
 /** The longest allowance (burst × interval) accepted: 100 years keeps TAT far below 2^53 µs. */
 const MAX_TOLERANCE_US = 100 * 365 * 86_400_000_000;
 
@@ -37,7 +40,8 @@ const GCRA_OPTION_NAMES = optionNames<GcraOptions>({
 /**
  * Generic Cell Rate Algorithm: token-bucket behaviour stored as one timestamp (the theoretical
  * arrival time). The emission interval is window/limit rounded up to a whole microsecond, so
- * it never admits faster than configured; the capacity is exactly `burst`.
+ * it never admits faster than configured (a limit whose rounding would slow the rate by more
+ * than 1 % is refused); the capacity is exactly `burst`.
  */
 export function gcra(options: GcraOptions): Policy {
   const o = readOptions(options, 'gcra', GCRA_OPTION_NAMES);
@@ -45,6 +49,15 @@ export function gcra(options: GcraOptions): Policy {
   const windowUs = parseDuration(o.window, 'gcra.window');
   const burst = o.burst === undefined ? limit : positiveInteger(o.burst, 'gcra.burst');
   const interval = Math.ceil(windowUs / limit);
+  // Rounding the interval up to a whole µs slows the rate; past 1 % that is no longer the rate
+  // asked for (limit 1e7 per 1s would enforce 1e6/s), so it is refused, not silently cut.
+  if (interval * limit > windowUs * MAX_RATE_ROUNDING) {
+    throw configError(
+      'gcra.limit',
+      limit,
+      `a limit whose emission interval (window / limit) is a whole number of microseconds within 1 %: ${windowUs} µs / ${limit} rounds up to ${interval} µs, ${Math.round(((interval * limit) / windowUs - 1) * 100)} % slower than asked. Any limit up to ${Math.floor(windowUs / 100)} per this window works; or use tokenBucket (exact at any rate)`,
+    );
+  }
   if (burst * interval > MAX_TOLERANCE_US) {
     throw configError(
       'gcra.burst',

@@ -29,7 +29,19 @@ export interface HttpConcurrencyOptions {
   store?: Store;
   /** @default 'rl' */
   prefix?: string;
+  /** @default the middleware's `onStoreError` when it is 'open', 'closed' or a store, else 'open' */
+  onStoreError?: ConcurrencyLimiterOptions['onStoreError'];
+  /** @default the middleware's `timeout`, else '1s' */
+  timeout?: Duration;
+  /** @default the middleware's `circuitBreaker` */
+  circuitBreaker?: ConcurrencyLimiterOptions['circuitBreaker'];
 }
+
+/** What a `concurrency` option takes from the middleware's own options when it sets none. */
+export type InheritedFailureOptions = Pick<
+  ConcurrencyLimiterOptions,
+  'onStoreError' | 'timeout' | 'circuitBreaker'
+>;
 
 /** @default '1m' */
 export const DEFAULT_LEASE_TTL: Duration = '1m';
@@ -40,6 +52,9 @@ const CONCURRENCY_OPTION_NAMES = optionNames<HttpConcurrencyOptions>({
   leaseTtl: true,
   store: true,
   prefix: true,
+  onStoreError: true,
+  timeout: true,
+  circuitBreaker: true,
 });
 
 /** Reads a `concurrency` option into a ConcurrencyLimiter (undefined when not given). */
@@ -47,6 +62,7 @@ export function parseConcurrencyOption(
   value: unknown,
   field: string,
   defaultStore: () => Store,
+  inherited: Record<string, unknown> = {},
 ): ConcurrencyLimiter | undefined {
   if (value === undefined) return undefined;
   if (value instanceof ConcurrencyLimiter) return value;
@@ -63,8 +79,35 @@ export function parseConcurrencyOption(
     limit: o.limit as number,
     leaseTtl: (o.leaseTtl as Duration | undefined) ?? DEFAULT_LEASE_TTL,
     ...(o.prefix === undefined ? {} : { prefix: o.prefix as string }),
+    ...failureOptions(o, inherited),
   };
   return readAs(options, field, () => new ConcurrencyLimiter(options));
+}
+
+/**
+ * The lease path's failure options: its own, else the middleware's (so `timeout: 100,
+ * onStoreError: 'open'` on a middleware bounds its leases too). A fallback *limiter* cannot
+ * hold leases, so a middleware's `onStoreError: someRateLimiter` is not inherited.
+ */
+function failureOptions(
+  own: Record<string, unknown>,
+  inherited: Record<string, unknown>,
+): Partial<InheritedFailureOptions> {
+  const out: Record<string, unknown> = {};
+  for (const name of ['onStoreError', 'timeout', 'circuitBreaker'] as const) {
+    const value = own[name] !== undefined ? own[name] : inherited[name];
+    if (value === undefined) continue;
+    if (
+      name === 'onStoreError' &&
+      own[name] === undefined &&
+      typeof value === 'object' &&
+      typeof (value as Partial<Store>).leases !== 'function'
+    ) {
+      continue;
+    }
+    out[name] = value;
+  }
+  return out as Partial<InheritedFailureOptions>;
 }
 
 /**

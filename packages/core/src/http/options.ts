@@ -166,6 +166,7 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
     o.concurrency,
     `${where}.concurrency`,
     () => limiter?.store ?? store ?? (limiterOptions.store as Store | undefined) ?? memoryStore(),
+    limiterOptions,
   );
   if (limiter === undefined && Object.keys(limiterOptions).some((n) => n !== 'store')) {
     const name = Object.keys(limiterOptions).find((n) => n !== 'store')!;

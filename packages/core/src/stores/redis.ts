@@ -62,6 +62,8 @@ export class RedisStore implements Store {
   readonly client: ScriptClient;
   /** The client given: stores on one client share one circuit breaker. */
   readonly connection: object;
+  /** ConcurrencyLimiter's leases, run by `runRaw` (redis-leases.ts). */
+  readonly leases = (): StoreLeases => redisLeases(this);
   /** The injected clock, if any (ConcurrencyLimiter reads it too). */
   readonly clock: Clock | undefined;
   /** Milliseconds added to every TTL: INJECTED_CLOCK_TTL_SLACK_MS with an injected clock. */
@@ -210,11 +212,6 @@ export class RedisStore implements Store {
     }
     pending[TICKET] = ticket;
     return pending;
-  }
-
-  /** The leases of ConcurrencyLimiter, run by `runRaw` (redis-leases.ts). */
-  leases(): StoreLeases {
-    return redisLeases(this);
   }
 
   /** EVALSHA, EVAL on NOSCRIPT, undecoded: batches and leases read the raw reply. */

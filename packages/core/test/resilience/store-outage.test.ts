@@ -5,7 +5,10 @@
  * promises are contained, and an outage and its recovery are each reported by one warning.
  */
 import { Redis } from 'ioredis';
+import request from 'supertest';
 import { type RedisServerHandle, startRedisServer } from '../../../../test/harness/redis-server.js';
+import { serveExpress } from '../../../express/test/server';
+import { serveKoa } from '../../../koa/test/server';
 import {
   ConcurrencyLimiter,
   type Decision,
@@ -155,6 +158,43 @@ describe('leases follow the failure policy within timeout', () => {
     expect(error).toMatchObject({ code: 'FLOODGATE_STORE_ERROR' });
     expect(ms).toBeLessThan(1500);
   });
+});
+
+describe("an adapter's concurrency option", () => {
+  test.each([
+    ['Express', serveExpress],
+    ['Koa', serveKoa],
+  ])(
+    "%s: leases take the middleware's timeout and onStoreError (SIGSTOPped Redis)",
+    async (_name, serve) => {
+      const client = await connect();
+      const app = await serve({
+        limiters: [
+          {
+            store: redisStore({ client }),
+            policies: fixedWindow({ limit: 100, window: '1m' }),
+            prefix: prefix(),
+            timeout: 100,
+            onStoreError: 'open',
+            circuitBreaker: false,
+            concurrency: { limit: 1, prefix: prefix() },
+          },
+        ],
+      });
+      try {
+        expect((await request(app.url).get('/')).status).toBe(200);
+        process.kill(server.pid, 'SIGSTOP');
+        const [response, ms] = await timed(async () => request(app.url).get('/'));
+        expect(response.status).toBe(200);
+        // The rate limiter's 100 ms and the lease's inherited 100 ms: the lease's own default
+        // timeout is 1 s, and before leases had one the request hung while Redis was stopped.
+        expect(ms).toBeLessThan(900);
+      } finally {
+        process.kill(server.pid, 'SIGCONT');
+        await app.close();
+      }
+    },
+  );
 });
 
 describe('one circuit breaker per store connection', () => {
