@@ -54,4 +54,19 @@ local function fixed_window_clear(key, o)
     redis.call('DEL', key .. ':' .. string.format('%d', math.floor(now / tonumber(ARGV[o + 1]))))
   end
 end
-register('fixed-window', fixed_window_check, fixed_window_commit, fixed_window_clear, 3)
+-- Refund: the current window's count only (DECRBY keeps the window's TTL).
+local function fixed_window_refund(key, o, cost)
+  local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
+  local index = math.floor(now / window)
+  local count_key, used = key, 0
+  if ARGV[o + 2] == '1' then
+    local base = index * (limit + 1)
+    local stored = tonumber(redis.call('GET', key))
+    if stored and stored >= base and stored - base <= limit then used = stored - base end
+  else
+    count_key = key .. ':' .. string.format('%d', index)
+    used = tonumber(redis.call('GET', count_key) or 0)
+  end
+  if used > 0 then redis.call('DECRBY', count_key, math.min(cost, used)) end
+end
+register('fixed-window', fixed_window_check, fixed_window_commit, fixed_window_clear, fixed_window_refund, 3)

@@ -25,4 +25,16 @@ local function gcra_commit(key, o, cost, reset, new_tat)
   -- %d: cheaper for Redis than turning a Lua number into a string itself.
   redis.call('SET', key, string.format('%d', new_tat), 'PX', ttl_ms(reset))
 end
-register('gcra', gcra_check, gcra_commit, nil, 2)
+-- Refund: TAT moves back cost intervals, never before now (then the key is idle: DEL).
+local function gcra_refund(key, o, cost)
+  local interval = tonumber(ARGV[o])
+  local tat = tonumber(redis.call('GET', key))
+  if not tat or tat <= now then return end
+  if cost >= math.ceil((tat - now) / interval) then
+    redis.call('DEL', key)
+  else
+    tat = tat - cost * interval
+    redis.call('SET', key, string.format('%d', tat), 'PX', ttl_ms(tat - now))
+  end
+end
+register('gcra', gcra_check, gcra_commit, nil, gcra_refund, 2)

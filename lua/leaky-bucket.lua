@@ -25,7 +25,7 @@ local function leaky_bucket_check(key, o, cost)
   local level, since = 0, now
   local state = redis.call('GET', key)
   if state then
-    local e, t = string.match(state, '^(%d+):(%d+)$')
+    local e, t = string.match(state, '^(-?%d+):(%d+)$')
     local excess, last = tonumber(e), tonumber(t)
     -- A clock that stepped back drains nothing (nginx: ms < 0 counts as 0).
     since = math.max(last, now)
@@ -50,4 +50,24 @@ end
 local function leaky_bucket_commit(key, o, cost, reset, e1, e2)
   redis.call('SET', key, string.format('%d:%d', e1, e2), 'PX', ttl_ms(reset))
 end
-register('leaky-bucket', leaky_bucket_check, leaky_bucket_commit, nil, 4)
+-- Refund: the level (excess plus the last request) drops by `cost` requests, never below 0
+-- (an idle bucket is a missing key: DEL). The excess stored is level - unit, which is negative
+-- when less than one request is left to drain.
+local function leaky_bucket_refund(key, o, cost)
+  local unit, rate = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
+  local state = redis.call('GET', key)
+  if not state then return end
+  local e, t = string.match(state, '^(-?%d+):(%d+)$')
+  local excess, last = tonumber(e), tonumber(t)
+  local since = math.max(last, now)
+  local elapsed = since - last
+  if elapsed >= math.ceil((excess + unit) / rate) then return end
+  local level = excess + unit - elapsed * rate
+  if cost >= math.ceil(level / unit) then
+    redis.call('DEL', key)
+    return
+  end
+  level = level - cost * unit
+  redis.call('SET', key, string.format('%d:%d', level - unit, since), 'PX', ttl_ms(since - now + math.ceil(level / rate)))
+end
+register('leaky-bucket', leaky_bucket_check, leaky_bucket_commit, nil, leaky_bucket_refund, 4)

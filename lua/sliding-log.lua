@@ -29,10 +29,13 @@ local function sliding_log_commit(key, o, cost, reset, e1)
   local window = tonumber(ARGV[o + 1])
   redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
   local used = e1
+  -- Indices padded to the width of limit: among units of one time the newest sorts last, so
+  -- a refund removes the newest by rank and the next index is never one still stored.
+  local member = '%d:%0' .. string.len(ARGV[o]) .. 'd'
   local members = {}
   for i = 1, cost do
     members[#members + 1] = now
-    members[#members + 1] = string.format('%d:%d', now, used + i)
+    members[#members + 1] = string.format(member, now, used + i)
     if #members >= 1000 or i == cost then
       redis.call('ZADD', key, unpack(members))
       members = {}
@@ -40,4 +43,17 @@ local function sliding_log_commit(key, o, cost, reset, e1)
   end
   redis.call('PEXPIRE', key, ttl_ms(reset))
 end
-register('sliding-log', sliding_log_check, sliding_log_commit, nil, 2)
+-- Refund: the `cost` newest units in the window leave it.
+local function sliding_log_refund(key, o, cost)
+  local window = tonumber(ARGV[o + 1])
+  local used = redis.call('ZCOUNT', key, string.format('(%d', now - window), '+inf')
+  if used == 0 then return end
+  if cost >= used then
+    redis.call('DEL', key)
+    return
+  end
+  redis.call('ZREMRANGEBYRANK', key, -cost, -1)
+  local newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+  redis.call('PEXPIRE', key, ttl_ms(newest + window - now))
+end
+register('sliding-log', sliding_log_check, sliding_log_commit, nil, sliding_log_refund, 2)

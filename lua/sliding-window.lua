@@ -73,4 +73,31 @@ local function sliding_window_commit(key, o, cost, reset, e1, e2)
   local state = string.format('%d:', e1) .. table.concat(parts, ',')
   redis.call('SET', key, state, 'PX', ttl_ms(reset))
 end
-register('sliding-window', sliding_window_check, sliding_window_commit, nil, 3)
+-- Refund: the current sub-window's count only (the stored newest one, when it is current).
+local function sliding_window_refund(key, o, cost)
+  local size, buckets = tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
+  local state = redis.call('GET', key)
+  if not state then return end
+  local index, list = string.match(state, '^(%d+):([%d,]*)$')
+  index = tonumber(index)
+  if index < math.floor(now / size) then return end
+  local counts, last = {}, 0
+  for count in string.gmatch(list, '%d+') do counts[#counts + 1] = tonumber(count) end
+  if (counts[1] or 0) == 0 then return end
+  counts[1] = counts[1] - math.min(cost, counts[1])
+  for i = 1, #counts do
+    if counts[i] > 0 and last == 0 then last = i end
+  end
+  if last == 0 then
+    redis.call('DEL', key)
+    return
+  end
+  local parts, keep = {}, 0
+  for i = 1, #counts do
+    if counts[i] > 0 then keep = i end
+  end
+  for i = 1, keep do parts[i] = string.format('%d', counts[i]) end
+  redis.call('SET', key, string.format('%d:', index) .. table.concat(parts, ','), 'PX',
+    ttl_ms((index - last + 1 + buckets) * size - now))
+end
+register('sliding-window', sliding_window_check, sliding_window_commit, nil, sliding_window_refund, 3)

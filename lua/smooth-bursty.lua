@@ -59,4 +59,21 @@ end
 local function smooth_bursty_commit(key, o, cost, reset, e1, e2, e3)
   redis.call('SET', key, string.format('%d:%d', e1, e2), 'PX', ttl_ms(e3))
 end
-register('smooth-bursty', smooth_bursty_check, smooth_bursty_commit, nil, 5)
+-- Refund: next-free moves back by the cost's fresh-permit time, never before now; stored
+-- permits are left as they are.
+local function smooth_bursty_refund(key, o, cost)
+  local unit, rate = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
+  local max_stored, retention = tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3])
+  local state = redis.call('GET', key)
+  if not state then return end
+  local f, s = string.match(state, '^(%d+):(%d+)$')
+  local next_free, stored = tonumber(f), tonumber(s)
+  if next_free <= now then return end
+  local back = next_free - now
+  if cost <= tonumber(ARGV[o + 4]) then back = math.min(back, math.floor(cost * unit / rate)) end
+  if back == 0 then return end
+  next_free = next_free - back
+  redis.call('SET', key, string.format('%d:%d', next_free, stored), 'PX',
+    ttl_ms(next_free - now + math.ceil((max_stored - stored) / rate) + retention))
+end
+register('smooth-bursty', smooth_bursty_check, smooth_bursty_commit, nil, smooth_bursty_refund, 5)

@@ -100,4 +100,22 @@ end
 local function smooth_warming_up_commit(key, o, cost, reset, e1, e2, e3)
   redis.call('SET', key, string.format('%d:%d', e1, e2), 'PX', ttl_ms(e3))
 end
-register('smooth-warming-up', smooth_warming_up_check, smooth_warming_up_commit, nil, 6)
+-- Refund: next-free moves back by the cost's stable-rate time, never before now; stored
+-- permits (cold ones) are left as they are.
+local function smooth_warming_up_refund(key, o, cost)
+  local limit, window, warmup = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
+  local c, d = tonumber(ARGV[o + 3]), tonumber(ARGV[o + 4])
+  local state = redis.call('GET', key)
+  if not state then return end
+  local f, s = string.match(state, '^(%d+):(%d+)$')
+  local next_free, stored = tonumber(f), tonumber(s)
+  if next_free <= now then return end
+  local back = next_free - now
+  if cost <= tonumber(ARGV[o + 5]) then back = math.min(back, math.floor(cost * window / limit)) end
+  if back == 0 then return end
+  next_free = next_free - back
+  local refill = 5 * d + c
+  redis.call('SET', key, string.format('%d:%d', next_free, stored), 'PX',
+    ttl_ms(next_free - now + math.ceil((warmup * refill - stored) / refill)))
+end
+register('smooth-warming-up', smooth_warming_up_check, smooth_warming_up_commit, nil, smooth_warming_up_refund, 6)

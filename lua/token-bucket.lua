@@ -40,4 +40,24 @@ end
 local function token_bucket_commit(key, o, cost, reset, e1, e2)
   redis.call('SET', key, string.format('%d:%d', e1, e2), 'PX', ttl_ms(reset))
 end
-register('token-bucket', token_bucket_check, token_bucket_commit, nil, 3)
+-- Refund: the bucket, refilled to now, gets `cost` tokens back, never above burst (a full
+-- bucket is a missing key: DEL).
+local function token_bucket_refund(key, o, cost)
+  local unit, rate, burst = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
+  local capacity = burst * unit
+  local state = redis.call('GET', key)
+  if not state then return end
+  local u, t = string.match(state, '^(%d+):(%d+)$')
+  local units, since = tonumber(u), tonumber(t)
+  if now > since then
+    if now - since >= math.ceil((capacity - units) / rate) then return end
+    units, since = units + (now - since) * rate, now
+  end
+  if cost >= math.ceil((capacity - units) / unit) then
+    redis.call('DEL', key)
+    return
+  end
+  units = units + cost * unit
+  redis.call('SET', key, string.format('%d:%d', units, since), 'PX', ttl_ms(math.ceil((capacity - units) / rate)))
+end
+register('token-bucket', token_bucket_check, token_bucket_commit, nil, token_bucket_refund, 3)

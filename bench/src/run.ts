@@ -47,8 +47,20 @@ async function worker<T>(section: string, args: object): Promise<T> {
 function commandSubjects() {
   const scriptArgs = (policies: core.Policy[]) => {
     const script = scriptFor(policies.map((p) => p.kind));
-    const keys = policies.map((p) => `bench:{__rand_int__}:${p.id}`);
-    const argv = ['0', '', '1', '0', ...policies.flatMap((p) => [p.kind, ...p.params.map(String)])];
+    // The policies' keys, then the key's block state; after the policies' ARGV, one (empty)
+    // lockout per policy (lua/include/engine.lua).
+    const keys = [
+      ...policies.map((p) => `bench:{__rand_int__}:${p.id}`),
+      'bench:{__rand_int__}:bk',
+    ];
+    const argv = [
+      '0',
+      '',
+      '1',
+      '0',
+      ...policies.flatMap((p) => [p.kind, ...p.params.map(String)]),
+      ...policies.map(() => ''),
+    ];
     return { script, command: ['EVALSHA', script.sha1, String(keys.length), ...keys, ...argv] };
   };
   // One EVALSHA of the batch script deciding BATCH calls on random keys, as redisStore sends it

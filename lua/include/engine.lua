@@ -1,51 +1,89 @@
 -- Floodgate engine: the last part of every generated script.
 --
--- KEYS[i]  the base key of policy i: <prefix>:{<key>}:<policy id>; all KEYS share one hash tag
--- Reply    reset: 1. Otherwise { admitted, then per policy: allowed, remaining, reset_after_us,
---          retry_after_us, delay_us } as integers. When the decision is admitted the fields
---          describe each key after this request; when it is denied nothing was written and
---          every policy describes its key as it stands (a policy that would have admitted on
---          its own keeps allowed = 1).
---          With one policy whose check gives a packed value, the reply is that one integer
---          instead: it holds the whole decision (the TypeScript twin's `unpack` reads it), and a
---          table reply costs Redis more than a GET (measured: docs/benchmarks.md).
+-- KEYS[i]    the base key of policy i: <prefix>:{<key>}:<policy id>, for i = 1 … n
+-- KEYS[n+1]  the key's block state: <prefix>:{<key>}:<limiter id>; all KEYS share one hash tag
+-- ARGV       see the prelude; after the policies' groups, the last n ARGV are each policy's
+--            lockout: '' (none) or '<initial µs>:<multiplier>:<max µs>:<forgetAfter µs>'
+-- Block      a string '<until µs>:<by>:<level>:<forget at µs>': blocked until `until` (0: for
+--            ever, the one state kept without a TTL), by policy `by` (0: by hand), after
+--            `level` lockouts in a row; `level` is kept until `forget at`. TTL until
+--            max(until, forget at).
+-- Reply      reset, block, unblock: 1. Blocked: { 2, by, left µs (-1: for ever) }; nothing is
+--            read or charged. Otherwise { admitted, then per policy: allowed, remaining,
+--            reset_after_us, retry_after_us, delay_us } as integers. When the decision is
+--            admitted the fields describe each key after this request; when it is denied
+--            nothing was written and every policy describes its key as it stands (a policy
+--            that would have admitted on its own keeps allowed = 1).
+--            With one policy whose check gives a packed value, the reply is that one integer
+--            instead: it holds the whole decision (the TypeScript twin's `unpack` reads it), and
+--            a table reply costs Redis more than a GET (measured: docs/benchmarks.md).
+--            Refund answers like a peek of cost 0 after the refund.
 --
 -- Every algorithm file defines, as local functions, and ends with
--- register(name, check, commit, clear, nargs), a line scripts/generate-lua.mjs replaces: a
--- script of one algorithm gets locals CHECK, COMMIT, CLEAR, NARGS; a mixed script a table ALG
--- of name -> { check, commit, clear, nargs } (and CHECK nil). Nothing else is built per call.
+-- register(name, check, commit, clear, refund, nargs), a line scripts/generate-lua.mjs
+-- replaces: a script of one algorithm gets locals CHECK, COMMIT, CLEAR, REFUND, NARGS; a mixed
+-- script a table ALG of name -> { check, commit, clear, refund, nargs } (and CHECK nil).
+-- Nothing else is built per call.
 --   check(key, o, cost) reads (never writes) and returns, as values (no table):
 --     allowed (0|1), remaining, reset_after, retry_after, delay, packed, e1, e2, e3, e4
 --     where packed is the one-integer reply or nil, and e1… are for commit.
 --     ARGV[o …] are the algorithm's arguments.
 --   commit(key, o, cost, reset_after, e1, e2, e3, e4) writes the new state with a TTL.
 --   clear(key, o) deletes the state (nil: DEL key).
+--   refund(key, o, cost) gives back up to `cost` units; never creates a key.
 --   nargs: how many ARGV the algorithm takes after its name.
-local n = #KEYS
+-- The steps on blocks (include/blocks.lua) are defined before this part, once per script call.
+local n = #KEYS - 1
+local block_key = KEYS[n + 1]
 local o = FIRST_ARG
 
-if MODE == '2' then
+if MODE == '2' or MODE == '6' then
+  -- Reset deletes every policy's state and the block; refund gives back to every policy.
   for i = 1, n do
-    local clear, nargs = CLEAR, NARGS
-    if not CHECK then
-      local a = ALG[ARGV[o]]
-      clear, nargs = a[3], a[4]
+    local _, _, clear, refund, nargs = algorithm(o)
+    if MODE == '2' then
+      if clear then clear(KEYS[i], o + 1) else redis.call('DEL', KEYS[i]) end
+    elseif COST > 0 then
+      refund(KEYS[i], o + 1, COST)
     end
-    if clear then clear(KEYS[i], o + 1) else redis.call('DEL', KEYS[i]) end
     o = o + 1 + nargs
   end
+  if MODE == '2' then
+    redis.call('DEL', block_key)
+    return 1
+  end
+  -- The refund answers as a read of the key as it now stands.
+  MODE, COST, o = '1', 0, FIRST_ARG
+elseif MODE == '4' then
+  -- Block by hand for COST µs (0: for ever); a lockout level in course is kept.
+  local _, _, level, forget_at = read_block(block_key)
+  if not level then level, forget_at = 0, 0 end
+  local until_us = 0
+  if COST > 0 then until_us = now + COST end
+  write_block(block_key, until_us, 0, level, forget_at)
   return 1
+elseif MODE == '5' then
+  redis.call('DEL', block_key)
+  return 1
+end
+
+-- A block answers before any policy is read: nothing is charged while blocked.
+local blocked_until, blocked_by, level = read_block(block_key)
+if blocked_until then
+  if blocked_until == 0 then return { 2, blocked_by, -1 } end
+  if blocked_until > now then return { 2, blocked_by, blocked_until - now } end
 end
 
 -- One policy (the common case): no bookkeeping tables, and a packed reply where there is one.
 if n == 1 then
-  local check, commit = CHECK, COMMIT
-  if not check then
-    local a = ALG[ARGV[o]]
-    check, commit = a[1], a[2]
-  end
+  local check, commit = algorithm(o)
   local allowed, remaining, reset, retry, delay, packed, e1, e2, e3, e4 = check(KEYS[1], o + 1, COST)
-  if allowed == 1 and MODE ~= '1' and COST > 0 then commit(KEYS[1], o + 1, COST, reset, e1, e2, e3, e4) end
+  if allowed == 1 then
+    if MODE ~= '1' and COST > 0 then commit(KEYS[1], o + 1, COST, reset, e1, e2, e3, e4) end
+  elseif MODE ~= '1' and retry >= 0 then
+    local d, forget = lockout_us(n, 1, level)
+    if d then return lock_out(block_key, 1, o + 1, d, forget, level) end
+  end
   if packed then return packed end
   return { allowed, allowed, remaining, reset, retry, delay }
 end
@@ -54,15 +92,24 @@ local checks, offsets, commits = {}, {}, {}
 local admitted = 1
 local checkers = {}
 for i = 1, n do
-  local check, commit, nargs = CHECK, COMMIT, NARGS
-  if not check then
-    local a = ALG[ARGV[o]]
-    check, commit, nargs = a[1], a[2], a[4]
-  end
+  local check, commit, _, _, nargs = algorithm(o)
   local r = { check(KEYS[i], o + 1, COST) }
   if r[1] == 0 then admitted = 0 end
   checks[i], offsets[i], commits[i], checkers[i] = r, o + 1, commit, check
   o = o + 1 + nargs
+end
+
+if admitted == 0 and MODE ~= '1' then
+  -- The longest lockout among the policies that denied a cost they could admit.
+  local by, longest, forget_by = nil, -1, 0
+  for i = 1, n do
+    local r = checks[i]
+    if r[1] == 0 and r[4] >= 0 then
+      local d, forget = lockout_us(n, i, level)
+      if d and d > longest then by, longest, forget_by = i, d, forget end
+    end
+  end
+  if by then return lock_out(block_key, by, offsets[by], longest, forget_by, level) end
 end
 
 local reply = { admitted }

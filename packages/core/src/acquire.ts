@@ -45,7 +45,8 @@ export async function waitForAdmission(
       if (decision.delay > 0) await sleep(decision.delay);
       return decision;
     }
-    if (decision.retryAfter < 0) return decision;
+    // A block is not waited out: it is a decision about the key, not a rate.
+    if (decision.retryAfter < 0 || decision.reason === 'blocked') return decision;
     if (performance.now() - started + decision.retryAfter > budget) return decision;
     await sleep(decision.retryAfter);
   }

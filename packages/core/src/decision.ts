@@ -15,7 +15,13 @@ export type DecisionReason =
   /** The circuit breaker is open: the store was not asked; 'open'/'closed' answered. */
   | 'circuit-open'
   /** The store failed (any of the above) and the fallback store or limiter decided. */
-  | 'fallback';
+  | 'fallback'
+  /**
+   * The key is blocked (a policy's `blockDuration` lockout, or `limiter.block`): nothing was
+   * read or charged; `policy` names the blocking policy and `retryAfter` is the time left
+   * (−1: blocked for ever).
+   */
+  | 'blocked';
 
 /** One policy's view of a request. */
 export interface PolicyDecision {
@@ -69,10 +75,54 @@ export interface StoreDecision {
   readonly admitted: boolean;
   readonly results: readonly StoreResult[];
   readonly reason?: DecisionReason;
+  /** The key is blocked: `results` is empty and every policy answers this. */
+  readonly blocked?: Block;
+}
+
+/** A block as a store reports it. */
+export interface Block {
+  /** The policy whose lockout blocked the key (its index), or −1 for a block by hand. */
+  readonly by: number;
+  /** µs until the block ends; −1: for ever. */
+  readonly left: number;
+}
+
+/**
+ * The decision of a blocked key: every policy denied with the block's time left (for ever:
+ * −1), the blocking policy (for a block by hand, the first) speaking for it.
+ */
+function blockedDecision(block: Block, policies: readonly Policy[]): Decision {
+  const left = block.left < 0 ? -1 : block.left / 1000;
+  const views: PolicyDecision[] = policies.map((p) => ({
+    name: p.name,
+    allowed: false,
+    limit: p.capacity,
+    remaining: 0,
+    resetAfter: left,
+    retryAfter: left,
+    delay: 0,
+    window: p.window,
+    quota: p.limit,
+  }));
+  const d = views[Math.max(block.by, 0)] ?? views[0]!;
+  return {
+    allowed: false,
+    limit: d.limit,
+    remaining: 0,
+    resetAfter: left,
+    retryAfter: left,
+    delay: 0,
+    window: d.window,
+    quota: d.quota,
+    policy: d.name,
+    policies: views,
+    reason: 'blocked',
+  };
 }
 
 /** Builds the public Decision from a store's answer. */
 export function toDecision(answer: StoreDecision, policies: readonly Policy[]): Decision {
+  if (answer.blocked !== undefined) return blockedDecision(answer.blocked, policies);
   if (policies.length === 1) return toSingleDecision(answer, policies[0]!);
   const views: PolicyDecision[] = new Array(policies.length);
   let decider = 0;

@@ -126,8 +126,11 @@ export class DeniedCache {
 
   /** Remembers a denial answered by the store for a request sent at `sentAt` (from `now()`). */
   remember(key: string, cost: number, decision: Decision, sentAt: number): void {
+    // A block denies every cost, 0 included, until it ends; a block for ever (−1) for maxAge.
+    const blocked = decision.reason === 'blocked';
+    const left = blocked && decision.retryAfter < 0 ? this.maxAge : decision.retryAfter;
     // −1 (never admissible) and 0 carry no window to wait out.
-    if (decision.allowed || !(decision.retryAfter > 0) || decision.reason !== undefined) return;
+    if (!blocked && (decision.allowed || !(left > 0) || decision.reason !== undefined)) return;
     const bytes = key.length * 2 + ENTRY_OVERHEAD_BYTES;
     // A key too large for the whole budget is not worth remembering.
     if (bytes > this.maxBytes) return;
@@ -139,12 +142,12 @@ export class DeniedCache {
       const [oldest, entry] = entries.entries().next().value as [string, Entry];
       this.delete(oldest, entry);
     }
-    const until = sentAt + Math.min(decision.retryAfter, this.maxAge);
-    entries.set(key, { cost, until, since: sentAt, decision, bytes });
+    const until = sentAt + Math.min(left, this.maxAge);
+    entries.set(key, { cost: blocked ? 0 : cost, until, since: sentAt, decision, bytes });
     this.held += bytes;
   }
 
-  /** Forgets `key` (after a reset through this limiter). */
+  /** Forgets `key` (after a reset, refund, block or unblock through this limiter). */
   forget(key: string): void {
     const entry = this.entries.get(key);
     if (entry !== undefined) this.delete(key, entry);
@@ -167,14 +170,15 @@ function countDown(d: Decision, elapsed: number): Decision {
     const p = d.policies[i]!;
     policies[i] = {
       ...p,
-      resetAfter: Math.max(0, p.resetAfter - elapsed),
+      resetAfter: p.resetAfter < 0 ? p.resetAfter : Math.max(0, p.resetAfter - elapsed),
       retryAfter: p.retryAfter > 0 ? Math.max(0, p.retryAfter - elapsed) : p.retryAfter,
     };
   }
   return {
     ...d,
-    resetAfter: Math.max(0, d.resetAfter - elapsed),
-    retryAfter: d.retryAfter - elapsed,
+    // −1: blocked for ever.
+    resetAfter: d.resetAfter < 0 ? d.resetAfter : Math.max(0, d.resetAfter - elapsed),
+    retryAfter: d.retryAfter < 0 ? d.retryAfter : d.retryAfter - elapsed,
     policies,
   };
 }

@@ -204,6 +204,19 @@ export class FailureAnswer {
     if (this.fallbackStore) await this.fallbackStore.reset(keys);
   }
 
+  /** Refunds, blocks and unblocks reach the fallback store too (it may answer later calls). */
+  async refund(keys: readonly string[], cost: number): Promise<void> {
+    if (this.fallbackStore) await this.fallbackStore.refund(keys, cost).catch(() => undefined);
+  }
+
+  async block(keys: readonly string[], micros: number): Promise<void> {
+    if (this.fallbackStore) await this.fallbackStore.block(keys, micros);
+  }
+
+  async unblock(keys: readonly string[]): Promise<void> {
+    if (this.fallbackStore) await this.fallbackStore.unblock(keys);
+  }
+
   /** The decision for a call whose guarded store call did not succeed. */
   async answer(
     keys: readonly string[],

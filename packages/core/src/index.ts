@@ -52,7 +52,7 @@ export type {
   StoreErrorEvent,
   StoreFailure,
 } from './failure-policy.js';
-export type { Policy } from './policy.js';
+export type { BlockDuration, Policy } from './policy.js';
 export { RateLimiter } from './rate-limiter.js';
 export type {
   AcquireOptions,

@@ -4,9 +4,12 @@
  * rate-limiter-options.ts, the acquire loop in acquire.ts, the answer when the store fails in
  * failure-policy.ts.
  */
+import { createHash } from 'node:crypto';
 import { waitForAdmission } from './acquire.js';
 import { type Decision, type StoreDecision, toDecision } from './decision.js';
 import type { DeniedCache } from './denied-cache.js';
+import { type Duration, parseDuration } from './duration.js';
+import { RateLimitArgumentError } from './errors.js';
 import { type CallContext, FailureAnswer } from './failure-policy.js';
 import { encodeKey } from './keys.js';
 import { fieldPathOf, readAs } from './options.js';
@@ -73,7 +76,7 @@ export class RateLimiter {
     this.store = store;
     this.prepared = store.prepare(this.policies);
     this.head = `${prefix}:{`;
-    this.tails = this.policies.map((p) => `}:${p.id}`);
+    this.tails = [...this.policies.map((p) => `}:${p.id}`), `}:${blockId(this.policies)}`];
     this.deniedCache = config.deniedCache;
     this.guard = new StoreGuard(
       config.failure,
@@ -109,6 +112,52 @@ export class RateLimiter {
   /** What `consume(key, options)` would answer now, without writing anything. */
   peek(key: string, options?: ConsumeOptions): Promise<Decision> {
     return this.decide(key, options, true);
+  }
+
+  /**
+   * Gives back up to `cost` units (default 1) to every policy at once, in one atomic store
+   * call, and answers the decision as it then stands (a read: `peek` with cost 0). Never above
+   * capacity and never creating state; per algorithm (current window only, newest log entries,
+   * never before now, …): docs/algorithms.md#refunds. For outcome-based counting, or when the
+   * real cost is known after the work (consume an estimate, refund the difference).
+   */
+  async refund(key: string, options?: ConsumeOptions): Promise<Decision> {
+    const cost = readCost(options);
+    const keys = this.storageKeys(key);
+    this.deniedCache?.forget(key);
+    const context: CallContext = { key, cost: 0, peek: true };
+    await this.failure.refund(keys, cost);
+    const outcome = await this.guard.call(() => this.prepared.refund(keys, cost), context);
+    if (outcome.ok) return toDecision(outcome.value, this.policies);
+    return this.failure.answer(keys, context, outcome);
+  }
+
+  /**
+   * Blocks `key` for `duration`, or for ever with `'forever'` (the one state kept without a
+   * TTL): every consume, acquire and peek is denied with `reason: 'blocked'` (retryAfter −1
+   * for ever) until it ends or `unblock(key)`. Nothing is charged while blocked.
+   */
+  async block(key: string, duration: Duration | 'forever'): Promise<void> {
+    let micros = 0;
+    if (duration !== 'forever') {
+      try {
+        micros = parseDuration(duration, 'duration');
+      } catch (error) {
+        throw new RateLimitArgumentError('duration', duration, (error as Error).message);
+      }
+    }
+    const keys = this.storageKeys(key);
+    this.deniedCache?.forget(key);
+    await this.failure.block(keys, micros);
+    await this.guard.bounded(() => this.prepared.block(keys, micros));
+  }
+
+  /** Lifts a block on `key` (by hand or a lockout) and forgets its lockouts in a row. */
+  async unblock(key: string): Promise<void> {
+    const keys = this.storageKeys(key);
+    this.deniedCache?.forget(key);
+    await this.failure.unblock(keys);
+    await this.guard.bounded(() => this.prepared.unblock(keys));
   }
 
   /** Forgets everything stored for `key`: it is back to full capacity under every policy. */
@@ -147,7 +196,10 @@ export class RateLimiter {
     return decision;
   }
 
-  /** Storage keys of `key`, one per policy: `<prefix>:{<key>}:<policy id>`. */
+  /**
+   * Storage keys of `key`: one per policy, `<prefix>:{<key>}:<policy id>`, then the key's block
+   * state, `<prefix>:{<key>}:bk<digest of the policy ids>` (this limiter's lockouts and blocks).
+   */
   storageKeys(key: string): string[] {
     const tag = this.head + encodeKey(key);
     return this.tails.map((tail) => tag + tail);
@@ -260,6 +312,14 @@ export class RateLimiter {
 interface KeyMemo {
   readonly keys: readonly string[];
   readonly slots: unknown[];
+}
+
+/** The block state's key suffix: one per set of policies, so limiters never share lockouts. */
+function blockId(policies: readonly Policy[]): string {
+  const digest = createHash('sha1')
+    .update(policies.map((p) => p.id).join(','))
+    .digest('base64url');
+  return `bk${digest.slice(0, 8)}`;
 }
 
 /** Keys whose storage keys a limiter remembers; past it the memo starts over (amortised O(1)). */

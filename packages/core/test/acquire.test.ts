@@ -293,7 +293,7 @@ describe('reserve mode: Lua and twin agree on random traces', () => {
         async (policies: Policy[], steps) => {
           let now = T0 * 1000 + trace * 7;
           const clock = () => now / 1000;
-          const keys = policies.map((p) => `rsv${trace}:{k}:${p.id}`);
+          const keys = [...policies.map((p) => `rsv${trace}:{k}:${p.id}`), `rsv${trace}:{k}:block`];
           trace++;
           const memory = memoryStore({ clock }).prepare(policies);
           const lua = redisStore({ client: redis, clock }).prepare(policies);

@@ -178,3 +178,49 @@ describe('deniedCache', () => {
     );
   });
 });
+
+describe('deniedCache and blocks', () => {
+  function blockSetup() {
+    let now = 1_700_000_000_000;
+    const clock = () => now;
+    const counter = countingClient();
+    const limiter = new RateLimiter({
+      store: redisStore({ client: counter.client, clock }),
+      policies: fixedWindow({ limit: 1, window: '1s', blockDuration: '10s' }),
+      deniedCache: { clock, maxAge: '1m' },
+    });
+    return { counter, limiter, advance: (ms: number) => (now += ms) };
+  }
+
+  it('answers a blocked key from the cache for every cost until the block ends', async () => {
+    const { counter, limiter, advance } = blockSetup();
+    await limiter.consume('k');
+    const locked = await limiter.consume('k');
+    expect(locked).toMatchObject({ allowed: false, reason: 'blocked', retryAfter: 10_000 });
+    const calls = counter.calls;
+    advance(4000);
+    for (const cost of [0, 1, 5]) {
+      expect(await limiter.consume('k', { cost })).toMatchObject({
+        reason: 'blocked',
+        retryAfter: 6000,
+      });
+    }
+    expect(counter.calls).toBe(calls);
+    advance(6000);
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    expect(counter.calls).toBe(calls + 1);
+  });
+
+  it('is cleared by unblock in this process, and block replaces a cached denial', async () => {
+    const { counter, limiter } = blockSetup();
+    await limiter.block('k', 'forever');
+    expect(await limiter.consume('k')).toMatchObject({ reason: 'blocked', retryAfter: -1 });
+    expect(await limiter.consume('k')).toMatchObject({ reason: 'blocked', retryAfter: -1 });
+    await limiter.unblock('k');
+    const calls = counter.calls;
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    expect(counter.calls).toBe(calls + 1);
+    await limiter.block('k', '1m');
+    expect(await limiter.consume('k')).toMatchObject({ reason: 'blocked', retryAfter: 60_000 });
+  });
+});

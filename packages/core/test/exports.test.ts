@@ -30,6 +30,7 @@ const VALUES = [
 /** Types: the options, decisions and error codes of the values above. */
 const TYPES = [
   'AcquireOptions',
+  'BlockDuration',
   'CallContext',
   'CircuitBreakerOptions',
   'CircuitState',

@@ -217,3 +217,54 @@ describe('RateLimiter options', () => {
     ).toContain('"redis://localhost"');
   });
 });
+
+describe.each(Object.entries(factories))('%s blockDuration', (name, make) => {
+  test.each([
+    ['zero', 0, `${name}.blockDuration`],
+    ['unparseable', 'a while', `${name}.blockDuration`],
+    ['an unknown field', { initial: '1s', multiplyer: 2 }, `${name}.blockDuration.multiplyer`],
+    ['no initial', { multiplier: 2 }, `${name}.blockDuration.initial`],
+    [
+      'a multiplier below 1',
+      { initial: '1s', multiplier: 0.5 },
+      `${name}.blockDuration.multiplier`,
+    ],
+    [
+      'a multiplier with three decimals',
+      { initial: '1s', multiplier: 1.125 },
+      `${name}.blockDuration.multiplier`,
+    ],
+    ['max below initial', { initial: '1m', max: '1s' }, `${name}.blockDuration.max`],
+    [
+      'a negative forgetAfter',
+      { initial: '1s', forgetAfter: -1 },
+      `${name}.blockDuration.forgetAfter`,
+    ],
+  ])('%s', (_what, blockDuration, field) => {
+    const error = configErrorOf(() => make({ limit: 5, window: '1s', blockDuration }));
+    expect(error.field).toBe(field);
+    expect(error.message).toContain(field);
+  });
+
+  test('a duration, or the progressive form with its defaults', () => {
+    expect((make({ limit: 5, window: '1s', blockDuration: '15m' }) as Policy).lockout).toEqual({
+      initial: 900_000_000,
+      multiplier: 1,
+      max: 900_000_000,
+      forgetAfter: 0,
+    });
+    const progressive = make({
+      limit: 5,
+      window: '1s',
+      blockDuration: { initial: '1s' },
+    }) as Policy;
+    expect(progressive.lockout).toEqual({
+      initial: 1_000_000,
+      multiplier: 2,
+      max: 86_400_000_000,
+      forgetAfter: 86_400_000_000,
+    });
+    // A lockout does not change what the policy stores: same id with or without it.
+    expect(progressive.id).toBe((make({ limit: 5, window: '1s' }) as Policy).id);
+  });
+});

@@ -77,8 +77,8 @@ test('decisions made while a round trip is in flight go out as one batch script 
   const decisions = await Promise.all([first, ...rest]);
   expect(decisions.every((d) => d.allowed && d.reason === undefined)).toBe(true);
   // All 21 were made in one tick: one EVALSHA of the batch script (after the flush, NOSCRIPT,
-  // then EVAL of the same batch).
-  expect(evalshas(sent).map((s) => [s.script, s.keys])).toEqual([['fixed-window-batch', 21]]);
+  // then EVAL of the same batch), with each call's policy key and block key.
+  expect(evalshas(sent).map((s) => [s.script, s.keys])).toEqual([['fixed-window-batch', 42]]);
   expect(sent.map((s) => s.command)).toEqual(['evalsha', 'eval']);
   // Counts are exact: key k0 was charged 5 times.
   const d = await limiter.peek('k0');
@@ -120,13 +120,14 @@ test('calls made while a batch is in flight wait for its reply, then go together
   const calls = evalshas(sent);
   if (calls.length === 2) {
     // `first` was still in flight when the six were made: they went out as one batch.
+    // (Each call sends its policy key and its block key.)
     expect(calls.map((s) => [s.script, s.keys])).toEqual([
-      ['fixed-window', 1],
-      ['fixed-window-batch', 6],
+      ['fixed-window', 2],
+      ['fixed-window-batch', 12],
     ]);
   } else {
     // The reply had already arrived (fast machine): still one batch for the six.
-    expect(calls.map((s) => s.keys)).toEqual([1, 6]);
+    expect(calls.map((s) => s.keys)).toEqual([2, 12]);
   }
 });
 
@@ -138,16 +139,17 @@ test('a batch is bounded by maxDecisions and by maxBytes', async () => {
     prefix: 'batch4',
   });
   await Promise.all(Array.from({ length: 10 }, (_, i) => byCount.consume(`k${i}`)));
-  expect(evalshas(sent).map((s) => s.keys)).toEqual([4, 4, 2]);
+  // Two keys per call: its policy's and its block state's.
+  expect(evalshas(sent).map((s) => s.keys)).toEqual([8, 8, 4]);
   sent.length = 0;
   const byBytes = new RateLimiter({
-    store: redisStore({ client: wrapper, batch: { maxBytes: 130 } }),
+    store: redisStore({ client: wrapper, batch: { maxBytes: 190 } }),
     policies: [fixedWindow({ limit: 100, window: '1m' })],
     prefix: 'batch5',
   });
-  // Each call is its key and ARGV, ~62 characters: two fit in 130, three do not.
+  // Each call is its two keys and ARGV, ~90 characters: two fit in 190, three do not.
   await Promise.all(Array.from({ length: 6 }, (_, i) => byBytes.consume(`user-${i}`)));
-  expect(evalshas(sent).map((s) => s.keys)).toEqual([2, 2, 2]);
+  expect(evalshas(sent).map((s) => s.keys)).toEqual([4, 4, 4]);
 });
 
 test('batch: false sends one EVALSHA per decision', async () => {
@@ -159,7 +161,7 @@ test('batch: false sends one EVALSHA per decision', async () => {
   });
   await Promise.all(Array.from({ length: 5 }, (_, i) => limiter.consume(`k${i}`)));
   expect(evalshas(sent).map((s) => [s.script, s.keys])).toEqual(
-    new Array(5).fill(['fixed-window', 1]),
+    new Array(5).fill(['fixed-window', 2]),
   );
 });
 
@@ -204,8 +206,8 @@ test('NOSCRIPT: each batch recovers with EVAL after SCRIPT FLUSH, without chargi
   // Three batches per round were in flight together: all three got NOSCRIPT and were re-sent
   // with EVAL, in order.
   expect(sent.map((s) => `${s.command}:${s.keys}`)).toEqual([
-    ...['evalsha:3', 'evalsha:3', 'evalsha:1', 'eval:3', 'eval:3', 'eval:1'],
-    ...['evalsha:3', 'evalsha:3', 'evalsha:1', 'eval:3', 'eval:3', 'eval:1'],
+    ...['evalsha:6', 'evalsha:6', 'evalsha:2', 'eval:6', 'eval:6', 'eval:2'],
+    ...['evalsha:6', 'evalsha:6', 'evalsha:2', 'eval:6', 'eval:6', 'eval:2'],
   ]);
 });
 

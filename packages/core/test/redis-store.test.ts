@@ -54,7 +54,7 @@ test('a mixed limiter runs a script of just its algorithms, made exactly as the 
   expect(mixed.algorithms).toEqual(['fixed-window', 'gcra']);
   // The parts rebuild the generated engine, so a subset is made by the same recipe.
   const make = (names: readonly string[]) =>
-    `${[SCRIPT_PARTS.prelude, SCRIPT_PARTS.mixedHeader, ...names.map((n) => SCRIPT_PARTS.algorithms[n]), SCRIPT_PARTS.mixedFooter, SCRIPT_PARTS.engine].join('\n\n')}\n`;
+    `${[SCRIPT_PARTS.prelude, SCRIPT_PARTS.mixedHeader, ...names.map((n) => SCRIPT_PARTS.algorithms[n]), SCRIPT_PARTS.mixedFooter, SCRIPT_PARTS.blocks, SCRIPT_PARTS.engine].join('\n\n')}\n`;
   expect(make(ENGINE_SCRIPT.algorithms)).toBe(ENGINE_SCRIPT.source);
   expect(mixed.source).toBe(make(['fixed-window', 'gcra']));
   expect(await testRedis().script('LOAD', mixed.source)).toBe(mixed.sha1);
@@ -118,6 +118,36 @@ describe('on a server of its own: script cache and round trips', () => {
     expect(delta('eval')).toBe(0);
     expect(delta('time')).toBe(11);
   });
+
+  test.each([1, 4])(
+    'one EVALSHA per refund, block, unblock and lockout with %i policies',
+    async (n) => {
+      const policies = [
+        fixedWindow({ limit: 1, window: '2s', blockDuration: '1m' }),
+        slidingLog({ limit: 3, window: '3s', blockDuration: { initial: '1s' } }),
+        tokenBucket({ limit: 3, window: '4s', blockDuration: '2m' }),
+        gcra({ limit: 3, window: '5s' }),
+      ].slice(0, n);
+      const limiter = new RateLimiter({ store: redisStore({ client }), policies });
+      await limiter.consume('warm-up'); // loads the script
+      const before = await stats();
+      await limiter.consume('u'); // admitted
+      await limiter.refund('u', { cost: 1 });
+      await limiter.consume('u');
+      const locked = await limiter.consume('u'); // denied by fixedWindow: the lockout is written
+      await limiter.unblock('u');
+      await limiter.block('u', '1h');
+      const blocked = await limiter.consume('u');
+      await limiter.block('v', 'forever');
+      const after = await stats();
+      expect(locked).toMatchObject({ allowed: false, reason: 'blocked', retryAfter: 60_000 });
+      expect(blocked).toMatchObject({ allowed: false, reason: 'blocked' });
+      expect(blocked.retryAfter).toBeGreaterThan(3_590_000);
+      const delta = (cmd: string) => (after[cmd] ?? 0) - (before[cmd] ?? 0);
+      expect(delta('evalsha')).toBe(8);
+      expect(delta('eval')).toBe(0);
+    },
+  );
 });
 
 describe('TTLs', () => {
@@ -151,6 +181,72 @@ describe('TTLs', () => {
       expect(pttl).toBeGreaterThan(INJECTED_CLOCK_TTL_SLACK_MS);
       expect(pttl).toBeLessThanOrEqual(5000 + INJECTED_CLOCK_TTL_SLACK_MS);
     }
+  });
+
+  test('blocks live as long as the block (plus forgetAfter when progressive); only a block for ever has no TTL', async () => {
+    const redis = testRedis();
+    const ttlOf = async (key: string) => {
+      const [found] = (await keysWithTtl(redis)).filter((k) => k.key === key);
+      return found?.pttl;
+    };
+    const plain = new RateLimiter({
+      store: redisStore({ client: redis }),
+      policies: gcra({ limit: 1, window: '1s', blockDuration: '1m' }),
+      prefix: 'plain',
+    });
+    const [gcraKey, plainBlock] = plain.storageKeys('u');
+    await plain.consume('u');
+    expect(await ttlOf(gcraKey!)).toBeGreaterThan(0);
+    expect(await plain.consume('u')).toMatchObject({ reason: 'blocked', retryAfter: 60_000 });
+    // The lockout cleared the policy: it starts fresh when the block ends.
+    expect(await ttlOf(gcraKey!)).toBeUndefined();
+    expect(await ttlOf(plainBlock!)).toBeGreaterThan(59_000);
+    expect(await ttlOf(plainBlock!)).toBeLessThanOrEqual(60_000);
+
+    const progressive = new RateLimiter({
+      store: redisStore({ client: redis }),
+      policies: gcra({
+        limit: 1,
+        window: '1s',
+        blockDuration: { initial: '10s', forgetAfter: '1h' },
+      }),
+      prefix: 'progressive',
+    });
+    const progressiveBlock = progressive.storageKeys('u')[1]!;
+    await progressive.consume('u');
+    await progressive.consume('u');
+    expect(await ttlOf(progressiveBlock)).toBeGreaterThan(3_600_000);
+    expect(await ttlOf(progressiveBlock)).toBeLessThanOrEqual(3_610_000);
+
+    await plain.block('v', '5s');
+    expect(await ttlOf(plain.storageKeys('v')[1]!)).toBeLessThanOrEqual(5000);
+    await plain.block('w', 'forever');
+    expect(await ttlOf(plain.storageKeys('w')[1]!)).toBe(-1);
+    await plain.unblock('w');
+    expect(await ttlOf(plain.storageKeys('w')[1]!)).toBeUndefined();
+    // Every other key has a TTL.
+    for (const { pttl } of await keysWithTtl(redis)) expect(pttl).toBeGreaterThanOrEqual(0);
+  });
+
+  test('a refund never creates a key, and one that empties a key deletes it', async () => {
+    const limiter = new RateLimiter({
+      store: redisStore({ client: testRedis() }),
+      policies: allFour(),
+    });
+    await limiter.refund('r', { cost: 5 });
+    expect(await keysWithTtl(testRedis())).toEqual([]);
+    await limiter.consume('r', { cost: 2 });
+    await limiter.refund('r', { cost: 1 });
+    const keys = await keysWithTtl(testRedis());
+    expect(keys.length).toBe(4);
+    for (const { key, pttl } of keys) {
+      const windowMs = limiter.policies.find((p) => key.includes(`:${p.id}`))!.window;
+      expect(pttl).toBeGreaterThanOrEqual(0);
+      expect(pttl).toBeLessThanOrEqual(windowMs);
+    }
+    await limiter.refund('r', { cost: 1 });
+    // fixedWindow keeps its window's count (0) until the window ends; the others are gone.
+    expect((await keysWithTtl(testRedis())).length).toBeLessThanOrEqual(1);
   });
 
   test('denied requests, peeks, cost 0 and resets write nothing', async () => {

@@ -47,4 +47,13 @@ export interface Algorithm<S = unknown, P extends Params = Params> {
    * (cheaper for Redis than a table), for the `cost` that was asked. Only algorithms with one.
    */
   unpack?(reply: number, cost: number, params: P): CheckResult<S>;
+  /**
+   * Gives back up to `cost` units (`cost` > 0) to the state stored for a key, as refund in
+   * lua/<kind>.lua does: the new state and its TTL, `'delete'` when the key is back to what a
+   * missing key means, or undefined when nothing changes (a refund never creates state).
+   */
+  refund(state: S | undefined, now: number, cost: number, params: P): Refunded<S>;
 }
+
+/** What a refund does to a key's state. */
+export type Refunded<S> = Charge<S> | 'delete' | undefined;

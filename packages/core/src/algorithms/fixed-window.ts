@@ -1,7 +1,7 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { fieldPathOf, optionNames, positiveInteger, readOptions } from '../options.js';
-import { definePolicy, type Policy, rateName } from '../policy.js';
+import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
 /**
@@ -20,6 +20,11 @@ export interface FixedWindowOptions {
   window: Duration;
   /** Name used in headers. @default `fixed-<limit>-per-<window>` */
   name?: string;
+  /**
+   * Lock the key out for this long once this policy denies it (a cost it could admit);
+   * progressive with `{ initial, multiplier, max, forgetAfter }`. docs/algorithms.md#blocks
+   */
+  blockDuration?: BlockDuration;
 }
 
 /** Every option name of FixedWindowOptions, checked against the type. */
@@ -27,6 +32,7 @@ const FIXED_WINDOW_OPTION_NAMES = optionNames<FixedWindowOptions>({
   limit: true,
   window: true,
   name: true,
+  blockDuration: true,
 });
 
 /**
@@ -54,6 +60,7 @@ export function fixedWindow(options: FixedWindowOptions): Policy {
       windowUs,
       packsIntoOneInteger(limit, windowUs) ? 1 : 0,
     ] satisfies FixedWindowParams,
+    blockDuration: o.blockDuration,
   });
 }
 
@@ -112,6 +119,20 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
       retryAfter: cost > limit ? -1 : windowLeft,
       delay: 0,
     };
+  },
+  refund(state, now, cost, [limit, window, packed]) {
+    // The current window's count only; its TTL stays the window's end (Lua: DECRBY).
+    const index = Math.floor(now / window);
+    const windowLeft = (index + 1) * window - now;
+    if (packed === 1) {
+      const base = index * (limit + 1);
+      if (typeof state !== 'number' || state < base || state - base > limit) return undefined;
+      const used = state - base;
+      if (used === 0) return undefined;
+      return { next: state - Math.min(cost, used), ttl: windowLeft };
+    }
+    if (typeof state !== 'object' || state.index !== index || state.used === 0) return undefined;
+    return { next: { index, used: state.used - Math.min(cost, state.used) }, ttl: windowLeft };
   },
   unpack(reply, cost, [limit]) {
     // (window_left - 1) · (limit + 1) + count, negated minus 1 when denied (lua/fixed-window.lua).

@@ -1,7 +1,7 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
-import { definePolicy, type Policy, rateName } from '../policy.js';
+import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
 /**
@@ -21,6 +21,11 @@ export interface GcraOptions {
   burst?: number;
   /** @default `gcra-<limit>-per-<window>[-burst-<burst>]` */
   name?: string;
+  /**
+   * Lock the key out for this long once this policy denies it (a cost it could admit);
+   * progressive with `{ initial, multiplier, max, forgetAfter }`. docs/algorithms.md#blocks
+   */
+  blockDuration?: BlockDuration;
 }
 
 /** The most a whole-µs emission interval may slow the configured rate (1 %). */
@@ -35,6 +40,7 @@ const GCRA_OPTION_NAMES = optionNames<GcraOptions>({
   window: true,
   burst: true,
   name: true,
+  blockDuration: true,
 });
 
 /**
@@ -76,6 +82,7 @@ export function gcra(options: GcraOptions): Policy {
     capacity: burst,
     options: { limit, window: windowUs / 1000, burst },
     params: [interval, burst] satisfies GcraParams,
+    blockDuration: o.blockDuration,
   });
 }
 
@@ -107,6 +114,12 @@ export const gcraAlgorithm: Algorithm<number, GcraParams> = {
       retryAfter: cost > burst ? -1 : newTat - now - tolerance,
       delay: 0,
     };
+  },
+  refund(tat, now, cost, [interval]) {
+    if (tat === undefined || tat <= now) return undefined;
+    if (cost >= Math.ceil((tat - now) / interval)) return 'delete';
+    const next = tat - cost * interval;
+    return { next, ttl: next - now };
   },
   unpack(reply, cost, [interval, burst]) {
     // reset_after when allowed, -reset_after - 1 when denied (the packed reply of lua/gcra.lua's check).

@@ -1,7 +1,7 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
-import { definePolicy, type Policy, rateName } from '../policy.js';
+import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
 /**
@@ -29,6 +29,11 @@ export interface LeakyBucketOptions {
   delay?: number;
   /** @default `leaky-bucket-<limit>-per-<window>[-burst-<burst>][-delay-<delay>]` */
   name?: string;
+  /**
+   * Lock the key out for this long once this policy denies it (a cost it could admit);
+   * progressive with `{ initial, multiplier, max, forgetAfter }`. docs/algorithms.md#blocks
+   */
+  blockDuration?: BlockDuration;
 }
 
 function gcd(a: number, b: number): number {
@@ -43,6 +48,7 @@ const LEAKY_BUCKET_OPTION_NAMES = optionNames<LeakyBucketOptions>({
   burst: true,
   delay: true,
   name: true,
+  blockDuration: true,
 });
 
 /**
@@ -83,6 +89,7 @@ export function leakyBucket(options: LeakyBucketOptions): Policy {
     // An admitted request's excess never exceeds burst, so `nodelay` (and any delay above
     // burst) is delay = burst: equal behaviour, equal params, equal id.
     params: [unit, rate, burst, Math.min(delay ?? burst, burst)] satisfies LeakyBucketParams,
+    blockDuration: o.blockDuration,
   });
 }
 
@@ -141,5 +148,17 @@ export const leakyBucketAlgorithm: Algorithm<LeakyBucketState, LeakyBucketParams
       retryAfter: ahead + Math.ceil((level + cost * unit - capacity) / rate),
       delay: 0,
     };
+  },
+  refund(state, now, cost, [unit, rate]) {
+    // The level (excess plus the last request) drops by `cost` requests; the excess stored is
+    // level − unit, negative when less than one request is left to drain.
+    if (state === undefined) return undefined;
+    const since = Math.max(state.since, now);
+    const elapsed = since - state.since;
+    if (elapsed >= Math.ceil((state.excess + unit) / rate)) return undefined;
+    let level = state.excess + unit - elapsed * rate;
+    if (cost >= Math.ceil(level / unit)) return 'delete';
+    level -= cost * unit;
+    return { next: { excess: level - unit, since }, ttl: since - now + Math.ceil(level / rate) };
   },
 };

@@ -1,7 +1,7 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
-import { definePolicy, type Policy, rateName } from '../policy.js';
+import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
 /**
@@ -19,6 +19,11 @@ export interface SlidingLogOptions {
   window: Duration;
   /** @default `sliding-log-<limit>-per-<window>` */
   name?: string;
+  /**
+   * Lock the key out for this long once this policy denies it (a cost it could admit);
+   * progressive with `{ initial, multiplier, max, forgetAfter }`. docs/algorithms.md#blocks
+   */
+  blockDuration?: BlockDuration;
 }
 
 /** Every option name of SlidingLogOptions, checked against the type. */
@@ -26,6 +31,7 @@ const SLIDING_LOG_OPTION_NAMES = optionNames<SlidingLogOptions>({
   limit: true,
   window: true,
   name: true,
+  blockDuration: true,
 });
 
 /**
@@ -62,6 +68,7 @@ export function slidingLog(options: SlidingLogOptions): Policy {
     capacity: limit,
     options: { limit, window: windowUs / 1000 },
     params: [limit, windowUs] satisfies SlidingLogParams,
+    blockDuration: o.blockDuration,
   });
 }
 
@@ -114,5 +121,17 @@ export const slidingLogAlgorithm: Algorithm<SlidingLogState, SlidingLogParams> =
       retryAfter: oldest + window - now,
       delay: 0,
     };
+  },
+  refund(log, now, cost, [, window]) {
+    if (log === undefined) return undefined;
+    const floor = now - window;
+    let first = 0;
+    while (first < log.length && (log[first] ?? now) <= floor) first++;
+    const used = log.length - first;
+    if (used === 0) return undefined;
+    if (cost >= used) return 'delete';
+    // The newest units leave; older ones that left the window stay until the TTL drops them.
+    const next = log.slice(0, log.length - cost);
+    return { next, ttl: (next[next.length - 1] ?? now) + window - now };
   },
 };

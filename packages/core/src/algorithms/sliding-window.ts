@@ -1,7 +1,7 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
-import { definePolicy, type Policy, rateName } from '../policy.js';
+import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
 /**
@@ -24,6 +24,11 @@ export interface SlidingWindowOptions {
   buckets?: number;
   /** @default `sliding-window-<limit>-per-<window>[-buckets-<buckets>]` */
   name?: string;
+  /**
+   * Lock the key out for this long once this policy denies it (a cost it could admit);
+   * progressive with `{ initial, multiplier, max, forgetAfter }`. docs/algorithms.md#blocks
+   */
+  blockDuration?: BlockDuration;
 }
 
 /** @default 10 sub-windows per window */
@@ -37,6 +42,7 @@ const SLIDING_WINDOW_OPTION_NAMES = optionNames<SlidingWindowOptions>({
   window: true,
   buckets: true,
   name: true,
+  blockDuration: true,
 });
 
 /**
@@ -74,6 +80,7 @@ export function slidingWindow(options: SlidingWindowOptions): Policy {
     capacity: limit,
     options: { limit, window: windowUs / 1000, buckets },
     params: [limit, size, buckets] satisfies SlidingWindowParams,
+    blockDuration: o.blockDuration,
   });
 }
 
@@ -144,5 +151,20 @@ export const slidingWindowAlgorithm: Algorithm<SlidingWindowState, SlidingWindow
       }
     }
     return { allowed: false, remaining: limit - used, resetAfter, retryAfter, delay: 0 };
+  },
+  refund(state, now, cost, [, size, buckets]) {
+    // The current sub-window's count only: the stored newest one, when it is current.
+    if (state === undefined || state.index < Math.floor(now / size)) return undefined;
+    const current = state.counts[0] ?? 0;
+    if (current === 0) return undefined;
+    const counts = [current - Math.min(cost, current), ...state.counts.slice(1)];
+    const newest = counts.findIndex((c) => c > 0);
+    if (newest < 0) return 'delete';
+    let end = counts.length;
+    while (counts[end - 1] === 0) end--;
+    return {
+      next: { index: state.index, counts: counts.slice(0, end) },
+      ttl: (state.index - newest + buckets) * size - now,
+    };
   },
 };

@@ -1,7 +1,7 @@
 import type { Duration } from '../duration.js';
 import { formatDuration, parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
-import { definePolicy, type Policy, rateName } from '../policy.js';
+import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
 /**
@@ -25,6 +25,11 @@ export interface SmoothBurstyOptions {
   maxBurst?: Duration;
   /** @default `smooth-bursty-<limit>-per-<window>[-max-burst-<maxBurst>]` */
   name?: string;
+  /**
+   * Lock the key out for this long once this policy denies it (a cost it could admit);
+   * progressive with `{ initial, multiplier, max, forgetAfter }`. docs/algorithms.md#blocks
+   */
+  blockDuration?: BlockDuration;
 }
 
 /**
@@ -51,6 +56,7 @@ const SMOOTH_BURSTY_OPTION_NAMES = optionNames<SmoothBurstyOptions>({
   window: true,
   maxBurst: true,
   name: true,
+  blockDuration: true,
 });
 
 /**
@@ -93,6 +99,7 @@ export function smoothBursty(options: SmoothBurstyOptions): Policy {
     capacity: limit,
     options: { limit, window: windowUs / 1000, maxBurst: maxBurstUs / 1000 },
     params: [unit, rate, maxStored, retention, maxCost] satisfies SmoothBurstyParams,
+    blockDuration: o.blockDuration,
   });
 }
 
@@ -163,6 +170,18 @@ export const smoothBurstyAlgorithm: Algorithm<SmoothBurstyState, SmoothBurstyPar
       delay: cost > 0 ? ahead : 0,
       next: { nextFree: after, stored: left },
       ttl: resetAfter + retention,
+    };
+  },
+  refund(state, now, cost, [unit, rate, maxStored, retention, maxCost]) {
+    // Next-free moves back by the cost's fresh-permit time, never before now.
+    if (state === undefined || state.nextFree <= now) return undefined;
+    let back = state.nextFree - now;
+    if (cost <= maxCost) back = Math.min(back, Math.floor((cost * unit) / rate));
+    if (back === 0) return undefined;
+    const nextFree = state.nextFree - back;
+    return {
+      next: { nextFree, stored: state.stored },
+      ttl: nextFree - now + Math.ceil((maxStored - state.stored) / rate) + retention,
     };
   },
 };

@@ -1,7 +1,7 @@
 import type { Duration } from '../duration.js';
 import { formatDuration, parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
-import { definePolicy, type Policy, rateName } from '../policy.js';
+import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 import { gcd, SATURATED_WAIT_US } from './smooth-bursty.js';
 
@@ -28,6 +28,11 @@ export interface SmoothWarmingUpOptions {
   coldFactor?: number;
   /** @default `smooth-warming-up-<limit>-per-<window>-warmup-<warmup>[-cold-<coldFactor>]` */
   name?: string;
+  /**
+   * Lock the key out for this long once this policy denies it (a cost it could admit);
+   * progressive with `{ initial, multiplier, max, forgetAfter }`. docs/algorithms.md#blocks
+   */
+  blockDuration?: BlockDuration;
 }
 
 /** Guava's hard-coded cold factor. @default 3 */
@@ -46,6 +51,7 @@ const SMOOTH_WARMING_UP_OPTION_NAMES = optionNames<SmoothWarmingUpOptions>({
   warmup: true,
   coldFactor: true,
   name: true,
+  blockDuration: true,
 });
 
 /**
@@ -108,6 +114,7 @@ export function smoothWarmingUp(options: SmoothWarmingUpOptions): Policy {
     capacity: limit,
     options: { limit, window: windowUs / 1000, warmup: warmupUs / 1000, coldFactor },
     params: [limit, windowUs, warmupUs, c, d, maxCost] satisfies SmoothWarmingUpParams,
+    blockDuration: o.blockDuration,
   });
 }
 
@@ -194,6 +201,19 @@ export const smoothWarmingUpAlgorithm: Algorithm<SmoothWarmingUpState, SmoothWar
       delay: cost > 0 ? ahead : 0,
       next: { nextFree: after, stored: left },
       ttl: resetAfter,
+    };
+  },
+  refund(state, now, cost, [limit, window, warmup, c, d, maxCost]) {
+    // Next-free moves back by the cost's stable-rate time, never before now.
+    if (state === undefined || state.nextFree <= now) return undefined;
+    let back = state.nextFree - now;
+    if (cost <= maxCost) back = Math.min(back, Math.floor((cost * window) / limit));
+    if (back === 0) return undefined;
+    const nextFree = state.nextFree - back;
+    const refill = 5 * d + c;
+    return {
+      next: { nextFree, stored: state.stored },
+      ttl: nextFree - now + Math.ceil((warmup * refill - state.stored) / refill),
     };
   },
 };

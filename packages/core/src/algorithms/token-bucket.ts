@@ -1,7 +1,7 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
-import { definePolicy, type Policy, rateName } from '../policy.js';
+import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import type { Algorithm } from './algorithm.js';
 
 /**
@@ -21,6 +21,11 @@ export interface TokenBucketOptions {
   burst?: number;
   /** @default `token-bucket-<limit>-per-<window>[-burst-<burst>]` */
   name?: string;
+  /**
+   * Lock the key out for this long once this policy denies it (a cost it could admit);
+   * progressive with `{ initial, multiplier, max, forgetAfter }`. docs/algorithms.md#blocks
+   */
+  blockDuration?: BlockDuration;
 }
 
 function gcd(a: number, b: number): number {
@@ -34,6 +39,7 @@ const TOKEN_BUCKET_OPTION_NAMES = optionNames<TokenBucketOptions>({
   window: true,
   burst: true,
   name: true,
+  blockDuration: true,
 });
 
 /**
@@ -67,6 +73,7 @@ export function tokenBucket(options: TokenBucketOptions): Policy {
     capacity: burst,
     options: { limit, window: windowUs / 1000, burst },
     params: [unit, rate, burst] satisfies TokenBucketParams,
+    blockDuration: o.blockDuration,
   });
 }
 
@@ -118,5 +125,18 @@ export const tokenBucketAlgorithm: Algorithm<TokenBucketState, TokenBucketParams
       retryAfter: cost > burst ? -1 : Math.ceil((need - units) / rate),
       delay: 0,
     };
+  },
+  refund(state, now, cost, [unit, rate, burst]) {
+    if (state === undefined) return undefined;
+    const capacity = burst * unit;
+    let { units, since } = state;
+    if (now > since) {
+      if (now - since >= Math.ceil((capacity - units) / rate)) return undefined;
+      units += (now - since) * rate;
+      since = now;
+    }
+    if (cost >= Math.ceil((capacity - units) / unit)) return 'delete';
+    units += cost * unit;
+    return { next: { units, since }, ttl: Math.ceil((capacity - units) / rate) };
   },
 };

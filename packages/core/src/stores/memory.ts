@@ -6,36 +6,21 @@ import { ALGORITHMS, type Algorithm, type CheckResult } from '../algorithms/inde
 import { type Clock, processClock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
-import type { Policy } from '../policy.js';
+import type { Lockout, Policy } from '../policy.js';
+import { BlockTable, longestLockout, refundStates } from './memory-blocks.js';
 import { memoryLeases } from './memory-leases.js';
+import {
+  DEFAULT_MAX_KEYS,
+  type Entry,
+  FULL_SWEEP_SPACING_US,
+  MEMORY_STORE_OPTION_NAMES,
+  type MemoryStoreOptions,
+  type Plan,
+  SWEEP_INTERVAL_MS,
+} from './memory-options.js';
 import type { PreparedPolicies, Store, StoreLeases } from './store.js';
 
-export interface MemoryStoreOptions {
-  /** Epoch milliseconds (fractions allowed). @default the process clock */
-  clock?: Clock;
-  /**
-   * Most keys held at once (one per key and policy). Expired keys are swept to make room; live
-   * ones are never evicted (see `maxKeys` in the README for why), so when the table is full of
-   * live keys a new key is denied with `reason: 'store-full'` until room frees up.
-   * @default 1_000_000
-   */
-  maxKeys?: number;
-}
-
-/** @default 1_000_000 keys */
-export const DEFAULT_MAX_KEYS = 1_000_000;
-/** How often an unref'd timer drops expired keys (ms). */
-export const SWEEP_INTERVAL_MS = 60_000;
-/** When full, at most one full sweep per this many µs of store time; denials retry after it. */
-const FULL_SWEEP_SPACING_US = 1_000_000;
-
-interface Entry {
-  state: unknown;
-  /** Store time (µs) after which the state no longer matters. */
-  expiresAt: number;
-  /** Set when the entry leaves the table: a limiter's remembered slot must look it up again. */
-  dropped?: true;
-}
+export type { MemoryStoreOptions } from './memory-options.js';
 
 /**
  * A store in this process's memory: runs the TypeScript twins, which give the same answers as
@@ -56,15 +41,13 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   return new MemoryStore(options);
 }
 
-/** Every option name of MemoryStoreOptions, checked against the type. */
-const MEMORY_STORE_OPTION_NAMES = optionNames<MemoryStoreOptions>({ clock: true, maxKeys: true });
-
 export class MemoryStore implements Store {
   readonly kind = 'memory';
   readonly maxKeys: number;
   /** The store's time source (ConcurrencyLimiter reads it too). */
   readonly clock: Clock;
   private readonly entries = new Map<string, Entry>();
+  private readonly blocks = new BlockTable();
   private sweeper: NodeJS.Timeout | undefined;
   private lastFullSweep = Number.NEGATIVE_INFINITY;
 
@@ -89,33 +72,57 @@ export class MemoryStore implements Store {
         throw configError(`policies[${i}].kind`, p.kind, 'an algorithm this version knows');
       return algorithm;
     });
-    const params = policies.map((p) => p.params);
-    const decideNow: NonNullable<PreparedPolicies['decideNow']> =
-      algorithms.length === 1
-        ? (keys, cost, peek, slots) =>
-            this.decideOne(
-              algorithms[0]!,
-              params[0]!,
-              keys[0]!,
-              cost,
-              peek,
-              0,
-              readMicros(this.clock),
-              slots,
-            )
-        : (keys, cost, peek, slots) => this.decide(algorithms, params, keys, cost, peek, 0, slots);
+    const plan: Plan = {
+      algorithms,
+      params: policies.map((p) => p.params),
+      lockouts: policies.map((p) => p.lockout),
+    };
+    const n = policies.length;
+    const decideNow: NonNullable<PreparedPolicies['decideNow']> = (keys, cost, peek, slots) => {
+      const now = readMicros(this.clock);
+      if (!this.blocks.empty) {
+        const blocked = this.blocks.blockedAnswer(keys[n]!, now);
+        if (blocked !== undefined) return blocked;
+      }
+      return this.decide(plan, keys, cost, peek, 0, now, slots);
+    };
     return {
       decide: async (keys, cost, peek) => decideNow(keys, cost, peek),
       decideNow,
-      reserve: async (keys, cost, slack) =>
-        this.decide(algorithms, params, keys, cost, false, slack),
+      reserve: async (keys, cost, slack) => {
+        const now = readMicros(this.clock);
+        const blocked = this.blocks.blockedAnswer(keys[n]!, now);
+        if (blocked !== undefined) return blocked;
+        return this.decide(plan, keys, cost, false, slack, now);
+      },
       reset: async (keys) => {
-        for (const key of keys) {
+        for (const key of keys.slice(0, n)) {
           const entry = this.entries.get(key);
           if (entry !== undefined) this.drop(key, entry);
         }
+        this.blocks.delete(keys[n]!);
+      },
+      refund: async (keys, cost) => {
+        if (cost > 0)
+          refundStates(plan, keys, cost, readMicros(this.clock), this.entries, this.drop);
+        return decideNow(keys, 0, true);
+      },
+      block: async (keys, micros) => {
+        this.blocks.blockByHand(keys[n]!, micros, readMicros(this.clock));
+        this.startSweeper();
+      },
+      unblock: async (keys) => {
+        this.blocks.delete(keys[n]!);
       },
     };
+  }
+
+  /** Policy `i` locks the key out (docs/algorithms.md#blocks); its state starts fresh. */
+  private lockOut(keys: readonly string[], i: number, lockout: Lockout, now: number) {
+    const entry = this.entries.get(keys[i]!);
+    if (entry !== undefined) this.drop(keys[i]!, entry);
+    this.startSweeper();
+    return this.blocks.lockOut(keys[keys.length - 1]!, i, lockout, now);
   }
 
   /** The leases of ConcurrencyLimiter, in this store's table (memory-leases.ts). */
@@ -158,13 +165,13 @@ export class MemoryStore implements Store {
         dropped++;
       }
     }
-    return dropped;
+    return dropped + this.blocks.sweep(now);
   }
 
-  private drop(key: string, entry: Entry): void {
+  private readonly drop = (key: string, entry: Entry): void => {
     this.entries.delete(key);
     entry.dropped = true;
-  }
+  };
 
   /**
    * The entry of `key` in the table, if any, expired or not. `slot` is the entry this limiter
@@ -180,18 +187,17 @@ export class MemoryStore implements Store {
   }
 
   private decide(
-    algorithms: readonly Algorithm[],
-    params: readonly (readonly number[])[],
+    plan: Plan,
     keys: readonly string[],
     cost: number,
     peek: boolean,
-    slack = 0,
+    slack: number,
+    now: number,
     slots?: unknown[],
   ): StoreDecision {
-    const now = readMicros(this.clock);
+    const { algorithms, params, lockouts } = plan;
     const n = algorithms.length;
-    if (n === 1)
-      return this.decideOne(algorithms[0]!, params[0]!, keys[0]!, cost, peek, slack, now, slots);
+    if (n === 1) return this.decideOne(plan, keys, cost, peek, slack, now, slots);
     const states: unknown[] = new Array(n);
     const results: CheckResult<unknown>[] = new Array(n);
     // Entries are updated in place on admission: one hash lookup per key and decision at most.
@@ -211,7 +217,7 @@ export class MemoryStore implements Store {
     if (admitted) {
       if (!peek && cost > 0) {
         if (missing > 0 && !this.makeRoom(missing, now, found)) {
-          return this.full(algorithms, params, states, now);
+          return this.full(plan, states, now);
         }
         for (let i = 0; i < n; i++) {
           const r = results[i]!;
@@ -229,6 +235,10 @@ export class MemoryStore implements Store {
       }
       return { admitted, results };
     }
+    if (!peek) {
+      const by = longestLockout(results, lockouts, this.blocks.level(keys[n]!, now));
+      if (by >= 0) return this.lockOut(keys, by, lockouts[by]!, now);
+    }
     if (cost > 0) {
       // Nothing was taken: policies that would have admitted describe their key as it stands.
       for (let i = 0; i < n; i++) {
@@ -240,27 +250,32 @@ export class MemoryStore implements Store {
 
   /** `decide` for one policy: the same steps without the per-policy arrays. */
   private decideOne(
-    algorithm: Algorithm,
-    params: readonly number[],
-    key: string,
+    plan: Plan,
+    keys: readonly string[],
     cost: number,
     peek: boolean,
     slack: number,
     now: number,
     slots?: unknown[],
   ): StoreDecision {
+    const algorithm = plan.algorithms[0]!;
+    const params = plan.params[0]!;
+    const key = keys[0]!;
     const entry = this.entryOf(key, slots?.[0]);
     if (slots !== undefined) slots[0] = entry;
     const state = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
     const r = algorithm.check(state, now, cost, params, slack);
-    // Denied: with one policy there is no other key to describe as it stands.
-    if (!r.allowed) return { admitted: false, results: [r] };
+    if (!r.allowed) {
+      const lockout = plan.lockouts[0];
+      if (!peek && r.retryAfter >= 0 && lockout) return this.lockOut(keys, 0, lockout, now);
+      return { admitted: false, results: [r] }; // no other key to describe as it stands
+    }
     if (!peek && cost > 0) {
       if (entry !== undefined) {
         entry.state = r.next;
         entry.expiresAt = now + r.ttl!;
       } else {
-        if (!this.makeRoom(1, now)) return this.full([algorithm], [params], [state], now);
+        if (!this.makeRoom(1, now)) return this.full(plan, [state], now);
         const created: Entry = { state: r.next, expiresAt: now + r.ttl! };
         this.entries.set(key, created);
         if (slots !== undefined) slots[0] = created;
@@ -270,16 +285,8 @@ export class MemoryStore implements Store {
     return { admitted: true, results: [r] };
   }
 
-  /**
-   * Whether every key can be stored, sweeping expired keys (at most once a second) if not. The
-   * entries of the decision being made (`keep`) stay, expired or not: they are about to be
-   * written in place, and a dropped one would lose that write.
-   */
-  private makeRoom(
-    missing: number,
-    now: number,
-    keep: readonly (Entry | undefined)[] = [],
-  ): boolean {
+  /** Whether every key fits, sweeping expired ones (once a second) but the decision's own. */
+  private makeRoom(missing: number, now: number, keep: readonly (Entry | undefined)[] = []) {
     if (this.entries.size + missing <= this.maxKeys) return true;
     if (now - this.lastFullSweep < FULL_SWEEP_SPACING_US) return false;
     this.lastFullSweep = now;
@@ -289,18 +296,13 @@ export class MemoryStore implements Store {
     return this.entries.size + missing <= this.maxKeys;
   }
 
-  private full(
-    algorithms: readonly Algorithm[],
-    params: readonly (readonly number[])[],
-    states: readonly unknown[],
-    now: number,
-  ): StoreDecision {
+  private full({ algorithms, params }: Plan, states: readonly unknown[], now: number) {
     const results: StoreResult[] = algorithms.map((algorithm, i) => ({
       ...algorithm.check(states[i], now, 0, params[i]!),
       allowed: false,
       retryAfter: FULL_SWEEP_SPACING_US,
     }));
-    return { admitted: false, results, reason: 'store-full' };
+    return { admitted: false, results, reason: 'store-full' } satisfies StoreDecision;
   }
 
   private startSweeper(): void {

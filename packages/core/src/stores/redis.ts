@@ -6,23 +6,28 @@
  */
 import { ALGORITHMS } from '../algorithms/index.js';
 import { type Clock, readClockOption, readMicros } from '../clock.js';
-import type { StoreDecision, StoreResult } from '../decision.js';
+import type { StoreDecision } from '../decision.js';
 import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
 import { configError, readOptions } from '../options.js';
-import type { Policy } from '../policy.js';
+import { lockoutArg, type Policy } from '../policy.js';
 import { Batcher, type BatchLimits } from './redis-batch.js';
 import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
 import { redisLeases } from './redis-leases.js';
 import { REDIS_STORE_OPTION_NAMES, type RedisStoreOptions, readBatch } from './redis-options.js';
-import { batchScriptFor, scriptFor } from './scripts.js';
 import {
-  NOT_RUN_REPLY,
-  notRunError,
-  SendTicket,
-  TICKET,
-  type TicketedPromise,
-} from './send-ticket.js';
+  decodeDecision,
+  MODE_BLOCK,
+  MODE_CONSUME,
+  MODE_PEEK,
+  MODE_REFUND,
+  MODE_RESERVE,
+  MODE_RESET,
+  MODE_UNBLOCK,
+  NO_DECISION,
+} from './redis-reply.js';
+import { batchScriptFor, scriptFor } from './scripts.js';
+import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
 import type { PreparedPolicies, Store, StoreLeases } from './store.js';
 
 /**
@@ -32,12 +37,6 @@ import type { PreparedPolicies, Store, StoreLeases } from './store.js';
  * little longer never changes a decision. With Redis TIME there is no slack.
  */
 export const INJECTED_CLOCK_TTL_SLACK_MS = 5_000;
-
-const MODE_CONSUME = '0';
-const MODE_PEEK = '1';
-const MODE_RESET = '2';
-const MODE_RESERVE = '3';
-const FIELDS_PER_POLICY = 5;
 
 /**
  * A store in Redis: each decision is one EVALSHA of the Lua engine, atomic next to the data,
@@ -111,6 +110,8 @@ export class RedisStore implements Store {
     // Everything after ARGV[4] never changes for this limiter: encode it once.
     const policyArgs: string[] = [];
     for (const p of policies) policyArgs.push(p.kind, ...p.params.map((v) => String(v)));
+    // The last n ARGV: each policy's lockout (lua/include/engine.lua).
+    for (const p of policies) policyArgs.push(lockoutArg(p.lockout));
     const n = policies.length;
     // With Redis TIME and cost 1 (nearly every call) the whole ARGV is constant: build it once.
     const consumeOne = [MODE_CONSUME, '', '1', this.ttlSlack, ...policyArgs];
@@ -139,6 +140,7 @@ export class RedisStore implements Store {
     const forCost = (cost: number): Handlers =>
       cost === 1 ? costOne : { decode: decodeFor(cost), wrap };
     const asReset: Handlers = { decode: () => NO_DECISION, wrap };
+    const asRead: Handlers = { decode: decodeFor(0), wrap };
     // One call: batched when batching is on, else its own EVALSHA. `size` counts its argument
     // characters for the batch bound (constant for the prebuilt arrays).
     const batcher = this.batcher;
@@ -167,6 +169,11 @@ export class RedisStore implements Store {
       String(cost),
       this.ttlSlack,
     ];
+    // A call in `mode` whose ARGV[3] is `cost` (a block's length for MODE_BLOCK).
+    const call = (keys: readonly string[], mode: string, cost: number, handlers: Handlers) => {
+      const args = head(mode, cost);
+      return send(keys, [...args, ...policyArgs], handlers, size(args) + policySize);
+    };
     return {
       decide: (keys, cost, peek) => {
         if (cost === 1 && !this.clock) {
@@ -180,8 +187,14 @@ export class RedisStore implements Store {
         return send(keys, [...args, ...policyArgs], forCost(cost), size(args) + policySize);
       },
       reset: async (keys) => {
-        const args = head(MODE_RESET, 0);
-        await send(keys, [...args, ...policyArgs], asReset, size(args) + policySize);
+        await call(keys, MODE_RESET, 0, asReset);
+      },
+      refund: (keys, cost) => call(keys, MODE_REFUND, cost, asRead),
+      block: async (keys, micros) => {
+        await call(keys, MODE_BLOCK, micros, asReset);
+      },
+      unblock: async (keys) => {
+        await call(keys, MODE_UNBLOCK, 0, asReset);
       },
     };
   }
@@ -243,27 +256,4 @@ function size(strings: readonly string[]): number {
   let n = 0;
   for (const s of strings) n += s.length + 1;
   return n;
-}
-
-/** What `run` answers for a reset, whose reply is not a decision. */
-const NO_DECISION: StoreDecision = Object.freeze({ admitted: true, results: [] });
-
-function decodeDecision(reply: unknown, n: number): StoreDecision {
-  if (!Array.isArray(reply) || reply.length !== 1 + FIELDS_PER_POLICY * n) {
-    if (reply === NOT_RUN_REPLY) throw new RateLimitStoreError(notRunError().message);
-    throw new RateLimitStoreError(
-      `unexpected reply from the rate-limit script: ${JSON.stringify(reply)}`,
-    );
-  }
-  const results: StoreResult[] = new Array(n);
-  for (let i = 0, j = 1; i < n; i++, j += FIELDS_PER_POLICY) {
-    results[i] = {
-      allowed: reply[j] === 1,
-      remaining: Number(reply[j + 1]),
-      resetAfter: Number(reply[j + 2]),
-      retryAfter: Number(reply[j + 3]),
-      delay: Number(reply[j + 4]),
-    };
-  }
-  return { admitted: reply[0] === 1, results };
 }

@@ -30,6 +30,7 @@ export function scriptFor(kinds: Iterable<string>): GeneratedScript {
       SCRIPT_PARTS.mixedHeader,
       ...names.map((n) => SCRIPT_PARTS.algorithms[n]!),
       SCRIPT_PARTS.mixedFooter,
+      SCRIPT_PARTS.blocks,
       SCRIPT_PARTS.engine,
     ];
     script = frozenScript(name, names, parts);
@@ -51,6 +52,7 @@ export function batchScriptFor(script: GeneratedScript): GeneratedScript {
       SCRIPT_PARTS.mixedHeader,
       ...script.algorithms.map((n) => SCRIPT_PARTS.algorithms[n]!),
       SCRIPT_PARTS.mixedFooter,
+      SCRIPT_PARTS.blocks,
       SCRIPT_PARTS.batchEngine,
       SCRIPT_PARTS.batch,
     ];

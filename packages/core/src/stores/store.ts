@@ -49,10 +49,15 @@ export interface StoreLeases {
   reset(key: string): Promise<void>;
 }
 
+/**
+ * Every method takes `keys`: `keys[i]` is policy i's storage key and the last one, `keys[n]`,
+ * the key's block state (lockouts and blocks by hand), all in one hash tag.
+ */
 export interface PreparedPolicies {
   /**
-   * Decides a request of `cost` against every policy at once: all are charged or none.
-   * `keys[i]` is policy i's storage key. With `peek`, nothing is written.
+   * Decides a request of `cost` against every policy at once: all are charged or none. With
+   * `peek`, nothing is written. A blocked key is denied without reading or charging anything;
+   * a consume denied by a policy with a lockout blocks the key (and clears that policy).
    */
   decide(keys: readonly string[], cost: number, peek: boolean): Promise<StoreDecision>;
   /**
@@ -74,6 +79,15 @@ export interface PreparedPolicies {
    * `tryAcquire(timeout)`; `limiter.acquire` uses it). Stores without it: acquire retries.
    */
   reserve?(keys: readonly string[], cost: number, slack: number): Promise<StoreDecision>;
-  /** Deletes the state behind `keys`. */
+  /** Deletes the state behind `keys`, blocks included. */
   reset(keys: readonly string[]): Promise<void>;
+  /**
+   * Gives back up to `cost` units to every policy (per algorithm: docs/algorithms.md) and
+   * answers a read (cost 0) of the key as it then stands, in the same atomic step.
+   */
+  refund(keys: readonly string[], cost: number): Promise<StoreDecision>;
+  /** Blocks the key by hand for `micros` µs, or for ever when 0. */
+  block(keys: readonly string[], micros: number): Promise<void>;
+  /** Lifts a block (by hand or lockout) and forgets the lockouts in a row. */
+  unblock(keys: readonly string[]): Promise<void>;
 }

@@ -8,7 +8,22 @@
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { connectIoredis, flushRedis } from '../../../../test/harness/redis';
-import { type Decision, memoryStore, type Policy, RateLimiter, redisStore } from '../../src/index';
+import {
+  type BlockDuration,
+  type Decision,
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  memoryStore,
+  type Policy,
+  RateLimiter,
+  redisStore,
+  slidingLog,
+  slidingWindow,
+  smoothBursty,
+  smoothWarmingUp,
+  tokenBucket,
+} from '../../src/index';
 import { ALGORITHM_CASES } from './algorithms/index';
 import { fakeClock, T0 } from './table';
 
@@ -26,7 +41,9 @@ interface TraceStep {
   advance: number;
   key: number;
   cost: number;
-  op: 'consume' | 'peek' | 'reset';
+  op: 'consume' | 'peek' | 'reset' | 'refund' | 'block' | 'unblock';
+  /** For `block`: ms, or for ever. */
+  duration: number | 'forever';
 }
 
 const step: fc.Arbitrary<TraceStep> = fc.record({
@@ -45,8 +62,47 @@ const step: fc.Arbitrary<TraceStep> = fc.record({
     { weight: 12, arbitrary: fc.constant('consume' as const) },
     { weight: 3, arbitrary: fc.constant('peek' as const) },
     { weight: 1, arbitrary: fc.constant('reset' as const) },
+    { weight: 3, arbitrary: fc.constant('refund' as const) },
+    { weight: 1, arbitrary: fc.constant('block' as const) },
+    { weight: 1, arbitrary: fc.constant('unblock' as const) },
   ),
+  duration: fc.oneof(fc.integer({ min: 1, max: 3000 }), fc.constant('forever' as const)),
 });
+
+const FACTORIES: Record<string, (options: never) => Policy> = {
+  'fixed-window': fixedWindow,
+  'sliding-log': slidingLog,
+  'sliding-window': slidingWindow,
+  'token-bucket': tokenBucket,
+  gcra,
+  'leaky-bucket': leakyBucket,
+  'smooth-bursty': smoothBursty,
+  'smooth-warming-up': smoothWarmingUp,
+};
+
+/** Random lockouts: none, a plain duration, or progressive (µs lengths reach rounding edges). */
+const blockDuration: fc.Arbitrary<BlockDuration | undefined> = fc.oneof(
+  { weight: 2, arbitrary: fc.constant(undefined) },
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 2000 }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      initial: fc.oneof(fc.integer({ min: 1, max: 500 }), fc.constant('333us' as const)),
+      multiplier: fc.constantFrom(1, 1.5, 2, 3.25),
+      max: fc.integer({ min: 500, max: 4000 }),
+      forgetAfter: fc.integer({ min: 0, max: 3000 }),
+    }),
+  },
+);
+
+/** `policy` rebuilt from its normalised options, with a random lockout. */
+function withLockout(policy: fc.Arbitrary<Policy>): fc.Arbitrary<Policy> {
+  return fc.tuple(policy, blockDuration).map(([p, b]) => {
+    if (b === undefined) return p;
+    const factory = FACTORIES[p.kind]!;
+    return factory({ ...p.options, blockDuration: b } as never);
+  });
+}
 
 /** Policies with distinct ids (the limiter refuses duplicates), named to keep names unique. */
 function policySet(arbitraries: fc.Arbitrary<Policy>[], max: number): fc.Arbitrary<Policy[]> {
@@ -61,6 +117,9 @@ let run = 0;
 function call(l: RateLimiter, s: TraceStep): Promise<Decision | undefined> {
   const key = `k${s.key}`;
   if (s.op === 'reset') return l.reset(key).then(() => undefined);
+  if (s.op === 'block') return l.block(key, s.duration).then(() => undefined);
+  if (s.op === 'unblock') return l.unblock(key).then(() => undefined);
+  if (s.op === 'refund') return l.refund(key, { cost: s.cost });
   return s.op === 'peek' ? l.peek(key, { cost: s.cost }) : l.consume(key, { cost: s.cost });
 }
 
@@ -96,12 +155,11 @@ async function runTrace(
     const pending: Array<Promise<Decision | undefined>> = [];
     for (const s of trace) {
       time.now += s.advance / 1000;
-      // RateLimiter.reset reaches the store after an await, so calls made in its tick could
-      // overtake it: it waits for the calls before it, and they for it.
-      if (s.op === 'reset') {
+      // RateLimiter.reset (and refund, block, unblock) reach the store after an await, so calls
+      // made in its tick could overtake it: it waits for the calls before it, and they for it.
+      if (s.op !== 'consume' && s.op !== 'peek') {
         await Promise.all(pending);
-        await call(lua, s);
-        pending.push(Promise.resolve(undefined));
+        pending.push(Promise.resolve(await call(lua, s)));
       } else {
         pending.push(call(lua, s));
       }
@@ -131,7 +189,7 @@ describe.each(MODES)('Lua scripts and TypeScript twins agree on random traces (%
     await fc.assert(
       fc.asyncProperty(
         mode as fc.Arbitrary<number | undefined>,
-        policySet([cases.arbitrary], 1),
+        policySet([withLockout(cases.arbitrary)], 1),
         fc.array(step, { minLength: 1, maxLength: 60 }),
         runTrace,
       ),
@@ -144,7 +202,7 @@ describe.each(MODES)('Lua scripts and TypeScript twins agree on random traces (%
       fc.asyncProperty(
         mode as fc.Arbitrary<number | undefined>,
         policySet(
-          ALGORITHM_CASES.map((c) => c.arbitrary),
+          ALGORITHM_CASES.map((c) => withLockout(c.arbitrary)),
           4,
         ),
         fc.array(step, { minLength: 1, maxLength: 60 }),

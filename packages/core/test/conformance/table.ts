@@ -4,7 +4,13 @@
  * the memory store, the Redis store and every client/cluster variant face the same table.
  */
 import fc from 'fast-check';
-import { type Decision, type Policy, RateLimiter, type Store } from '../../src/index';
+import {
+  type Decision,
+  type Duration,
+  type Policy,
+  RateLimiter,
+  type Store,
+} from '../../src/index';
 
 /** A day boundary: every window length used in the table is aligned to it. */
 export const T0 = 1_699_977_600_000;
@@ -32,8 +38,13 @@ export interface Expectation {
 export interface Step {
   /** Milliseconds after T0 (fractions allowed); steps run in order. */
   at: number;
-  /** @default 'consume' */
-  op?: 'consume' | 'peek' | 'reset';
+  /**
+   * `refund` gives back `cost` and answers the decision as it then stands; `block` blocks the
+   * key for `duration`; `unblock` lifts it. @default 'consume'
+   */
+  op?: 'consume' | 'peek' | 'reset' | 'refund' | 'block' | 'unblock';
+  /** For `block`. */
+  duration?: Duration | 'forever';
   /** @default 'user' */
   key?: string;
   /** @default 1 (omitted from the call) */
@@ -115,16 +126,23 @@ export function describeConformance(
         const key = step.key ?? 'user';
         const options = step.cost === undefined ? undefined : { cost: step.cost };
         for (let i = 0; i < (step.times ?? 1); i++) {
-          if (step.op === 'reset') {
-            // RateLimiter.reset reaches the store after an await: calls made in its tick could
-            // overtake it, so it waits for the calls before it and they for it.
+          const where = `step ${index} (at ${step.at}ms${step.times ? `, call ${i + 1}` : ''})`;
+          if (step.op !== undefined && step.op !== 'consume' && step.op !== 'peek') {
+            // RateLimiter.reset, refund, block and unblock reach the store after an await:
+            // calls made in their tick could overtake them, so they wait for the calls before
+            // them and those after wait for them.
             await Promise.all(calls.map((c) => c.decision));
-            await limiter.reset(key);
+            if (step.op === 'reset') await limiter.reset(key);
+            else if (step.op === 'block') await limiter.block(key, step.duration ?? 'forever');
+            else if (step.op === 'unblock') await limiter.unblock(key);
+            else {
+              const decision = await limiter.refund(key, options);
+              calls.push({ where, expect: step.expect ?? {}, decision: Promise.resolve(decision) });
+            }
             continue;
           }
           const decision =
             step.op === 'peek' ? limiter.peek(key, options) : limiter.consume(key, options);
-          const where = `step ${index} (at ${step.at}ms${step.times ? `, call ${i + 1}` : ''})`;
           calls.push({ where, expect: step.expect ?? {}, decision });
           if (issue === 'one by one') await decision;
         }

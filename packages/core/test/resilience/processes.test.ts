@@ -14,6 +14,14 @@ import {
   testRedisUrl,
   workerDb,
 } from '../../../../test/harness/redis.js';
+import {
+  fixedWindow,
+  gcra,
+  RateLimiter,
+  redisStore,
+  slidingLog,
+  tokenBucket,
+} from '../../src/index';
 import { buildCoreForChildren } from './build-core.js';
 
 jest.setTimeout(45_000);
@@ -25,6 +33,7 @@ const LIMIT = 50;
 
 interface Reply {
   admitted: number;
+  refunded: number;
   reasons: string[];
   now: number;
 }
@@ -102,5 +111,43 @@ test.each(KINDS.flatMap((kind) => [true, false].map((batch) => [kind, batch] as 
     const keys = (await keysWithTtl(redis)).filter((k) => k.key.startsWith(prefix));
     expect(keys.length).toBeGreaterThan(0);
     for (const k of keys) expect(k.pttl).toBeGreaterThan(0);
+  },
+);
+
+const REFUND_POLICIES = {
+  fixedWindow: () => fixedWindow({ limit: 50, window: '1d' }),
+  slidingLog: () => slidingLog({ limit: 50, window: '1d' }),
+  tokenBucket: () => tokenBucket({ limit: 50, window: '1d' }),
+  gcra: () => gcra({ limit: 50, window: '1d' }),
+};
+
+test.each(
+  Object.keys(REFUND_POLICIES).flatMap((kind) =>
+    [true, false].map((batch) => [kind, batch] as const),
+  ),
+)(
+  `%s (batch: %s): ${OFFSETS.length} processes consuming and refunding at once lose no refund and never over-admit`,
+  async (kind, batch) => {
+    const policy = REFUND_POLICIES[kind as keyof typeof REFUND_POLICIES];
+    const prefix = `refunds${process.pid}${kind}${batch}`;
+    const replies = await Promise.all(
+      children.map((child) =>
+        ask(child, { kind, prefix, requests: REQUESTS_PER_PROCESS, batch, refundEvery: 2 }),
+      ),
+    );
+    expect(replies.flatMap((r) => r.reasons)).toEqual([]);
+    const admitted = replies.reduce((sum, r) => sum + r.admitted, 0);
+    const refunded = replies.reduce((sum, r) => sum + r.refunded, 0);
+    // Never more than the limit kept; refunds raced the consumes of the other processes.
+    expect(refunded).toBeGreaterThan(0);
+    expect(admitted - refunded).toBeLessThanOrEqual(LIMIT);
+    // Every unit is accounted for: what is left is the limit minus what was kept.
+    const limiter = new RateLimiter({
+      store: redisStore({ client: redis }),
+      policies: policy(),
+      prefix,
+    });
+    const now = await limiter.peek('shared', { cost: 0 });
+    expect(now.remaining).toBe(LIMIT - (admitted - refunded));
   },
 );

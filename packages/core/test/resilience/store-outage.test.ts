@@ -280,7 +280,7 @@ describe('fallbacks are bounded by timeout', () => {
     const client = await connect();
     const hanging: Store = {
       kind: 'hanging',
-      prepare: () => ({ decide: never, reset: never }),
+      prepare: () => ({ decide: never, reset: never, refund: never, block: never, unblock: never }),
     };
     const limiter = new RateLimiter({
       store: redisStore({ client }),

@@ -2,6 +2,12 @@
  * Every algorithm's cases. A new algorithm adds its `<kind>.cases.ts` and one line here; the
  * conformance and differential tests pick it up.
  */
+
+import {
+  lockoutScenarios,
+  mixedProtectionScenarios,
+  refundScenarios,
+} from '../protection.scenarios';
 import type { AlgorithmCases, Scenario } from '../table';
 import { fixedWindowCases } from './fixed-window.cases';
 import { gcraCases } from './gcra.cases';
@@ -27,4 +33,7 @@ export const ALGORITHM_CASES: AlgorithmCases[] = [
 export const SCENARIOS: Scenario[] = [
   ...ALGORITHM_CASES.flatMap((c) => c.scenarios),
   ...multiPolicyScenarios,
+  ...refundScenarios,
+  ...lockoutScenarios,
+  ...mixedProtectionScenarios,
 ];
