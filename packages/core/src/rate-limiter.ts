@@ -11,6 +11,7 @@ import type { DeniedCache } from './denied-cache.js';
 import { type Duration, parseDuration } from './duration.js';
 import { RateLimitArgumentError } from './errors.js';
 import { type CallContext, FailureAnswer } from './failure-policy.js';
+import { KEY_MEMO_BYTES, KEY_MEMO_ENTRY_BYTES, KEY_MEMO_SIZE, type KeyMemo } from './key-memo.js';
 import { encodeKey } from './keys.js';
 import { fieldPathOf, readAs } from './options.js';
 import type { Policy } from './policy.js';
@@ -305,15 +306,6 @@ export class RateLimiter {
   }
 }
 
-/**
- * A recent key's storage keys, and one slot per key that an in-process store may fill (the
- * memory store keeps the key's entry there, saving a hash lookup per decision).
- */
-interface KeyMemo {
-  readonly keys: readonly string[];
-  readonly slots: unknown[];
-}
-
 /** The block state's key suffix: one per set of policies, so limiters never share lockouts. */
 function blockId(policies: readonly Policy[]): string {
   const digest = createHash('sha1')
@@ -321,12 +313,3 @@ function blockId(policies: readonly Policy[]): string {
     .digest('base64url');
   return `bk${digest.slice(0, 8)}`;
 }
-
-/** Keys whose storage keys a limiter remembers; past it the memo starts over (amortised O(1)). */
-const KEY_MEMO_SIZE = 10_000;
-/**
- * Bytes the memo may hold (2 per UTF-16 unit of each key and storage key, plus a fixed overhead
- * per entry): keys are caller input, and 10 000 keys of 16 KB would otherwise pin 320 MB.
- */
-const KEY_MEMO_BYTES = 4 * 1024 * 1024;
-const KEY_MEMO_ENTRY_BYTES = 200;
