@@ -78,8 +78,14 @@ export class RateLimitStoreError extends Error {
   readonly code = 'FLOODGATE_STORE_ERROR' as const;
   /** This code's entry in the README's Troubleshooting section (also at the message's end). */
   readonly help = helpUrl('FLOODGATE_STORE_ERROR');
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(withHelp(message, 'FLOODGATE_STORE_ERROR'), options);
+  /**
+   * Redis refused a write because it is full (`maxmemory` with `noeviction`): it still answers,
+   * so this failure never opens the circuit breaker (docs/reliability.md, "Redis memory").
+   */
+  readonly outOfMemory: boolean;
+  constructor(message: string, options?: { cause?: unknown; outOfMemory?: boolean }) {
+    super(withHelp(message, 'FLOODGATE_STORE_ERROR'), { cause: options?.cause });
+    this.outOfMemory = options?.outOfMemory === true;
   }
 }
 

@@ -78,6 +78,14 @@ export function readBlockDuration(value: unknown, field: string): Lockout | unde
   return Object.freeze({ initial, multiplier, max, forgetAfter });
 }
 
+/** The block state's key suffix: one per set of policies, so limiters never share lockouts. */
+export function blockId(policies: readonly Policy[]): string {
+  const digest = createHash('sha1')
+    .update(policies.map((p) => p.id).join(','))
+    .digest('base64url');
+  return `bk${digest.slice(0, 8)}`;
+}
+
 /** A lockout as lua/include/engine.lua reads it from ARGV: '' for none. */
 export function lockoutArg(l: Lockout | undefined): string {
   return l === undefined ? '' : `${l.initial}:${String(l.multiplier)}:${l.max}:${l.forgetAfter}`;

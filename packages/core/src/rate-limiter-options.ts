@@ -3,7 +3,7 @@
  * construction, or at the start of each call for call arguments).
  */
 import { DeniedCache, type DeniedCacheOptions } from './denied-cache.js';
-import type { Duration } from './duration.js';
+import { type Duration, parseDuration } from './duration.js';
 import { describeValue, RateLimitArgumentError, RateLimitConfigError } from './errors.js';
 import {
   type CircuitBreakerOptions,
@@ -216,4 +216,14 @@ function readPolicies(value: unknown, where: string): Policy[] {
     ids.set(p.id, i);
   });
   return list as Policy[];
+}
+
+/** `limiter.block`'s duration in µs, 0 for `'forever'`; a bad one throws RateLimitArgumentError. */
+export function readBlockArgument(duration: unknown): number {
+  if (duration === 'forever') return 0;
+  try {
+    return parseDuration(duration, 'duration');
+  } catch (error) {
+    throw new RateLimitArgumentError('duration', duration, (error as Error).message);
+  }
 }

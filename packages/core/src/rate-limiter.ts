@@ -4,21 +4,20 @@
  * rate-limiter-options.ts, the acquire loop in acquire.ts, the answer when the store fails in
  * failure-policy.ts.
  */
-import { createHash } from 'node:crypto';
 import { waitForAdmission } from './acquire.js';
 import { type Decision, type StoreDecision, toDecision } from './decision.js';
 import type { DeniedCache } from './denied-cache.js';
-import { type Duration, parseDuration } from './duration.js';
-import { RateLimitArgumentError } from './errors.js';
+import type { Duration } from './duration.js';
 import { type CallContext, FailureAnswer } from './failure-policy.js';
 import { KEY_MEMO_BYTES, KEY_MEMO_ENTRY_BYTES, KEY_MEMO_SIZE, type KeyMemo } from './key-memo.js';
 import { encodeKey } from './keys.js';
 import { fieldPathOf, readAs } from './options.js';
-import type { Policy } from './policy.js';
+import { blockId, type Policy } from './policy.js';
 import {
   type AcquireOptions,
   type ConsumeOptions,
   type RateLimiterOptions,
+  readBlockArgument,
   readCost,
   readRateLimiterOptions,
 } from './rate-limiter-options.js';
@@ -116,49 +115,39 @@ export class RateLimiter {
   }
 
   /**
-   * Gives back up to `cost` units (default 1) to every policy at once, in one atomic store
-   * call, and answers the decision as it then stands (a read: `peek` with cost 0). Never above
-   * capacity and never creating state; per algorithm (current window only, newest log entries,
-   * never before now, …): docs/algorithms.md#refunds. For outcome-based counting, or when the
-   * real cost is known after the work (consume an estimate, refund the difference).
+   * Gives back up to `cost` units (default 1) to every policy in one atomic store call and
+   * answers the decision as it then stands (a read); per algorithm: docs/algorithms.md#refunds.
    */
   async refund(key: string, options?: ConsumeOptions): Promise<Decision> {
     const cost = readCost(options);
-    const keys = this.storageKeys(key);
-    this.deniedCache?.forget(key);
+    const keys = this.forget(key);
     const context: CallContext = { key, cost: 0, peek: true };
     await this.failure.refund(keys, cost);
     const outcome = await this.guard.call(() => this.prepared.refund(keys, cost), context);
-    if (outcome.ok) return toDecision(outcome.value, this.policies);
-    return this.failure.answer(keys, context, outcome);
+    return outcome.ok
+      ? toDecision(outcome.value, this.policies)
+      : this.failure.answer(keys, context, outcome);
   }
 
-  /**
-   * Blocks `key` for `duration`, or for ever with `'forever'` (the one state kept without a
-   * TTL): every consume, acquire and peek is denied with `reason: 'blocked'` (retryAfter −1
-   * for ever) until it ends or `unblock(key)`. Nothing is charged while blocked.
-   */
+  /** Blocks `key` for `duration` or `'forever'` (no TTL): denied with reason 'blocked'. */
   async block(key: string, duration: Duration | 'forever'): Promise<void> {
-    let micros = 0;
-    if (duration !== 'forever') {
-      try {
-        micros = parseDuration(duration, 'duration');
-      } catch (error) {
-        throw new RateLimitArgumentError('duration', duration, (error as Error).message);
-      }
-    }
-    const keys = this.storageKeys(key);
-    this.deniedCache?.forget(key);
+    const micros = readBlockArgument(duration);
+    const keys = this.forget(key);
     await this.failure.block(keys, micros);
     await this.guard.bounded(() => this.prepared.block(keys, micros));
   }
 
   /** Lifts a block on `key` (by hand or a lockout) and forgets its lockouts in a row. */
   async unblock(key: string): Promise<void> {
-    const keys = this.storageKeys(key);
-    this.deniedCache?.forget(key);
+    const keys = this.forget(key);
     await this.failure.unblock(keys);
     await this.guard.bounded(() => this.prepared.unblock(keys));
+  }
+
+  /** `key`'s storage keys, its denied-cache entry dropped (the store is about to change). */
+  private forget(key: string): string[] {
+    this.deniedCache?.forget(key);
+    return this.storageKeys(key);
   }
 
   /** Forgets everything stored for `key`: it is back to full capacity under every policy. */
@@ -304,12 +293,4 @@ export class RateLimiter {
     if (this.guard.config.hooks.onDecision) this.guard.notify('onDecision', decision, context);
     return decision;
   }
-}
-
-/** The block state's key suffix: one per set of policies, so limiters never share lockouts. */
-function blockId(policies: readonly Policy[]): string {
-  const digest = createHash('sha1')
-    .update(policies.map((p) => p.id).join(','))
-    .digest('base64url');
-  return `bk${digest.slice(0, 8)}`;
 }

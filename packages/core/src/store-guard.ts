@@ -117,7 +117,8 @@ export class StoreGuard {
       let settled = false;
       const fail = (failure: 'store-error' | 'timeout', error: RateLimitStoreError): void => {
         settled = true;
-        this.failed();
+        // A full Redis answers at once: no reason to stop asking it (new keys get the policy).
+        if (!error.outOfMemory) this.failed();
         if (startedAt) this.timed(context, failure, startedAt);
         this.notify('onStoreError', { ...context, failure, error });
         resolve(

@@ -24,24 +24,29 @@ beforeEach(() => flushRedis(redis));
 afterAll(() => redis.quit());
 
 /**
- * The real client, counting scripts that ran: a NOSCRIPT answer (another test file may flush
- * the script cache at any time) is not counted, the EVAL that follows it is.
+ * A real client of its own, counting scripts that ran: a NOSCRIPT answer (another test file may
+ * flush the script cache at any time) is not counted, the EVAL that follows it is. The store
+ * sends its scripts through `sendCommand`, so that is where they are counted.
  */
+const counters: Redis[] = [];
+afterAll(() => {
+  for (const c of counters.splice(0)) c.disconnect();
+});
 function countingClient() {
-  const counted = (run: Promise<unknown>) =>
-    run.then((reply) => {
-      counter.calls++;
-      return reply;
-    });
-  const counter = {
-    calls: 0,
-    client: {
-      evalsha: (...args: unknown[]) =>
-        counted((redis.evalsha as (...a: unknown[]) => Promise<unknown>)(...args)),
-      eval: (...args: unknown[]) =>
-        counted((redis.eval as (...a: unknown[]) => Promise<unknown>)(...args)),
-      defineCommand: () => undefined,
-    },
+  const client = connectIoredis();
+  counters.push(client);
+  const counter = { calls: 0, client };
+  const send = client.sendCommand.bind(client);
+  client.sendCommand = (command, stream) => {
+    const result = send(command, stream) as Promise<unknown>;
+    const name = command.name.toLowerCase();
+    if (name === 'evalsha' || name === 'eval') {
+      result.then(
+        () => counter.calls++,
+        () => undefined,
+      );
+    }
+    return result;
   };
   return counter;
 }

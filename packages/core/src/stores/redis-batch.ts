@@ -37,8 +37,11 @@ export const DEFAULT_BATCH_LIMITS: BatchLimits = Object.freeze({
 /** How a call's reply is read, and how its failure is reported; made once per limiter. */
 export interface Handlers {
   decode(reply: unknown): unknown;
-  /** Turns a failure into the store's error, and throws it. */
-  wrap(error: unknown): never;
+  /**
+   * Turns a failure into the store's answer: rejects with the store's error, or (a full Redis)
+   * resolves with the decision a read could still give.
+   */
+  wrap(error: unknown, keys: readonly string[]): Promise<unknown>;
 }
 
 /** One call waiting for its batch: what a single EVALSHA would have sent, and its promise. */
@@ -267,11 +270,7 @@ function resolveWith(call: Call, reply: unknown): void {
 }
 
 function fail(call: Call, error: unknown): void {
-  try {
-    call.handlers.wrap(error);
-  } catch (wrapped) {
-    call.reject(wrapped);
-  }
+  call.handlers.wrap(error, call.keys).then(call.resolve, call.reject);
 }
 
 /** CRC16-CCITT (XModem), the checksum Redis Cluster maps keys to slots with. */

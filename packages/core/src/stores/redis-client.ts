@@ -21,6 +21,8 @@ export interface ScriptClient {
     args: readonly string[],
     ticket?: SendTicket,
   ): Promise<unknown>;
+  /** Any other command (e.g. CONFIG GET), sent to the node that holds `key` on a cluster. */
+  command(key: string, args: readonly string[]): Promise<unknown>;
   /** EVAL (which also caches the script), with the same ticket rules as `evalsha`. */
   eval(
     script: string,
@@ -64,9 +66,10 @@ interface IoredisCommand {
 type IoredisCommandClass = new (
   name: string,
   args: unknown[],
-  options: { keyPrefix?: string },
+  options: { keyPrefix?: string; replyEncoding?: string },
 ) => IoredisCommand;
 interface IoredisLike extends IoredisClient {
+  call: Fn;
   sendCommand: (command: IoredisCommand) => Promise<unknown>;
   isCluster?: boolean;
   options?: { keyPrefix?: string };
@@ -142,7 +145,8 @@ function ioredisShim(client: IoredisLike, Command: IoredisCommandClass): ScriptC
       args: unknown[],
       private readonly ticket: SendTicket | undefined,
     ) {
-      super(name, args, { keyPrefix });
+      // utf8: strings (an error inside a batch reply, NOT_RUN_REPLY) arrive as strings, not Buffers.
+      super(name, args, { keyPrefix, replyEncoding: 'utf8' });
     }
     override toWritable(socket: unknown): string | Buffer {
       if (this.ticket?.abandoned) return NOT_RUN_COMMAND;
@@ -163,6 +167,7 @@ function ioredisShim(client: IoredisLike, Command: IoredisCommandClass): ScriptC
       client.sendCommand(
         new SendOnceCommand('eval', [script, keys.length, ...keys, ...args], ticket),
       ),
+    command: (_key, args) => client.call(...args),
   };
 }
 
@@ -212,5 +217,7 @@ function nodeRedisShim(client: NodeRedisLike): ScriptClient {
       send(['EVALSHA', sha1, String(keys.length), ...keys, ...args], keys, ticket),
     eval: (script, keys, args, ticket) =>
       send(['EVAL', script, String(keys.length), ...keys, ...args], keys, ticket),
+    command: (key, args) =>
+      cluster ? client.sendCommand(key, true, [...args]) : client.sendCommand([...args]),
   };
 }

@@ -14,6 +14,7 @@ import { lockoutArg, type Policy } from '../policy.js';
 import { Batcher, type BatchLimits } from './redis-batch.js';
 import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
 import { redisLeases } from './redis-leases.js';
+import { checkMemoryPolicy, isOutOfMemory } from './redis-memory.js';
 import { REDIS_STORE_OPTION_NAMES, type RedisStoreOptions, readBatch } from './redis-options.js';
 import {
   decodeDecision,
@@ -118,12 +119,12 @@ export class RedisStore implements Store {
     const peekOne = [MODE_PEEK, '', '1', this.ttlSlack, ...policyArgs];
     // The reply handlers, made once per limiter rather than per call.
     const client = this.client;
-    const wrap = (error: unknown): never => {
-      throw new RateLimitStoreError(
+    const storeError = (error: unknown): RateLimitStoreError =>
+      new RateLimitStoreError(
         `${client.description} failed running the ${script.name} script: ${(error as Error)?.message ?? error}`,
-        { cause: error },
+        { cause: error, outOfMemory: isOutOfMemory(error) },
       );
-    };
+    const wrap = (error: unknown): Promise<never> => Promise.reject(storeError(error));
     // One policy whose script packs its reply into one integer: read it with the twin's unpack.
     const unpack = n === 1 ? ALGORITHMS[policies[0]!.kind]?.unpack : undefined;
     const params = policies[0]!.params;
@@ -136,9 +137,33 @@ export class RedisStore implements Store {
         }
         return decodeDecision(reply, n);
       };
-    const costOne: Handlers = { decode: decodeFor(1), wrap };
-    const forCost = (cost: number): Handlers =>
-      cost === 1 ? costOne : { decode: decodeFor(cost), wrap };
+    /**
+     * A full Redis (maxmemory with noeviction) refuses every write but still runs reads: a
+     * charge it refused is asked again as a peek, and a denial stands (an over-limit key stays
+     * limited, whatever the failure policy); only a charge that would have been admitted fails,
+     * for the failure policy to answer (new keys, mostly). One extra round trip, only then.
+     */
+    const recoverFor =
+      (cost: number, peekHandlers: () => Handlers) =>
+      (error: unknown, keys: readonly string[]): Promise<unknown> => {
+        if (!isOutOfMemory(error)) return wrap(error);
+        const args = [MODE_PEEK, this.clock ? String(readMicros(this.clock)) : '', String(cost)];
+        args.push(this.ttlSlack, ...policyArgs);
+        return send(keys, args, peekHandlers(), size(args) + size(keys)).then(
+          (decision) => (decision.admitted ? wrap(error) : decision),
+          () => wrap(error),
+        );
+      };
+    const peekOneHandlers: Handlers = { decode: decodeFor(1), wrap };
+    const peekFor = (cost: number): Handlers =>
+      cost === 1 ? peekOneHandlers : { decode: decodeFor(cost), wrap };
+    const chargeFor = (cost: number): Handlers => ({
+      decode: decodeFor(cost),
+      wrap: recoverFor(cost, () => peekFor(cost)),
+    });
+    const costOne = chargeFor(1);
+    const forCost = (cost: number, peek = false): Handlers =>
+      peek ? peekFor(cost) : cost === 1 ? costOne : chargeFor(cost);
     const asReset: Handlers = { decode: () => NO_DECISION, wrap };
     const asRead: Handlers = { decode: decodeFor(0), wrap };
     // One call: batched when batching is on, else its own EVALSHA. `size` counts its argument
@@ -153,6 +178,7 @@ export class RedisStore implements Store {
       handlers: Handlers,
       argsSize: number,
     ): Promise<StoreDecision> => {
+      if (!this.memoryChecked) this.checkMemory(keys[0] ?? '');
       if (batcher === undefined) return this.run(script, keys, args, handlers);
       return batcher.send(
         script,
@@ -177,10 +203,12 @@ export class RedisStore implements Store {
     return {
       decide: (keys, cost, peek) => {
         if (cost === 1 && !this.clock) {
-          return send(keys, peek ? peekOne : consumeOne, costOne, oneSize);
+          return peek
+            ? send(keys, peekOne, peekOneHandlers, oneSize)
+            : send(keys, consumeOne, costOne, oneSize);
         }
         const args = head(peek ? MODE_PEEK : MODE_CONSUME, cost);
-        return send(keys, [...args, ...policyArgs], forCost(cost), size(args) + policySize);
+        return send(keys, [...args, ...policyArgs], forCost(cost, peek), size(args) + policySize);
       },
       reserve: (keys, cost, slack) => {
         const args = [...head(MODE_RESERVE, cost), String(slack)];
@@ -199,11 +227,18 @@ export class RedisStore implements Store {
     };
   }
 
+  /** Set once Redis's maxmemory settings were read (or cannot be: see redis-memory.ts). */
+  private memoryChecked = false;
+  private checkMemory(key: string): void {
+    this.memoryChecked = true;
+    checkMemoryPolicy(this.client, key).then((retry) => {
+      if (retry) this.memoryChecked = false;
+    });
+  }
+
   /**
-   * EVALSHA, decoded; on NOSCRIPT (restart, SCRIPT FLUSH, failover) EVAL, which also caches the
-   * script. One `then` on the client's promise: no extra hop on the hot path. The promise carries
-   * the command's ticket, which the limiter's guard abandons when its timeout answers: a command
-   * still queued then never runs, and no command runs twice (send-ticket.ts).
+   * EVALSHA, decoded; on NOSCRIPT (restart, SCRIPT FLUSH, failover) EVAL (which caches it). The
+   * promise carries the command's ticket, which the guard abandons when its timeout answers.
    */
   private run(
     script: GeneratedScript,
@@ -215,13 +250,14 @@ export class RedisStore implements Store {
     const ticket = new SendTicket();
     let pending: TicketedPromise<StoreDecision>;
     try {
+      const failed = (error: unknown) => wrap(error, keys) as Promise<StoreDecision>;
       pending = client.evalsha(script.sha1, keys, args, ticket).then(decode, (error: unknown) => {
-        if (!String((error as Error)?.message).startsWith('NOSCRIPT')) return wrap(error);
-        return client.eval(script.source, keys, args, ticket).then(decode, wrap);
+        if (!String((error as Error)?.message).startsWith('NOSCRIPT')) return failed(error);
+        return client.eval(script.source, keys, args, ticket).then(decode, failed);
       });
     } catch (error) {
       // A client that throws instead of rejecting (e.g. a closed node-redis client).
-      pending = Promise.reject(error).then(decode, wrap);
+      pending = wrap(error, keys) as Promise<StoreDecision>;
     }
     pending[TICKET] = ticket;
     return pending;
@@ -248,7 +284,8 @@ export class RedisStore implements Store {
 
 interface Handlers {
   decode(reply: unknown): StoreDecision;
-  wrap(error: unknown): never;
+  /** Rejects with the store's error, or resolves with what a full Redis could still decide. */
+  wrap(error: unknown, keys: readonly string[]): Promise<unknown>;
 }
 
 /** Characters in `strings` (a batch's size bound counts keys and arguments this way). */
