@@ -5,10 +5,14 @@
  */
 import type { Store } from '@floodgate/core';
 import { RateLimitModule } from '@floodgate/nestjs';
+import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
+import { GraphQLModule } from '@nestjs/graphql';
 import { BearerAuthGuard } from './auth.guard.js';
 import { DevicesController } from './devices.controller.js';
+import { DevicesResolver, typeDefs } from './devices.resolver.js';
+import { EventsGateway } from './events.gateway.js';
 import { HealthController } from './health.controller.js';
 
 @Module({})
@@ -18,9 +22,16 @@ export class AppModule {
   static register(store: Store): DynamicModule {
     return {
       module: AppModule,
-      imports: [RateLimitModule.forRoot({ store, global: true })],
+      imports: [
+        GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, typeDefs }),
+        RateLimitModule.forRoot({ store, global: true }),
+      ],
       controllers: [DevicesController, HealthController],
-      providers: [{ provide: APP_GUARD, useClass: BearerAuthGuard }],
+      providers: [
+        { provide: APP_GUARD, useClass: BearerAuthGuard },
+        DevicesResolver,
+        EventsGateway,
+      ],
     };
   }
 }

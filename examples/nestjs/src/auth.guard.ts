@@ -4,7 +4,8 @@
  * A real service would verify a JWT or an OAuth access token here instead.
  *
  * It is registered as the first global guard, so it runs before RateLimitGuard, which reads
- * `request.user.clientId` for `key: 'clientId'`.
+ * `request.user.clientId` for `key: 'clientId'`. For GraphQL it reads the GraphQL context's
+ * request; WebSocket clients authenticate at the handshake (events.gateway.ts).
  */
 import {
   type CanActivate,
@@ -35,7 +36,12 @@ export class BearerAuthGuard implements CanActivate {
     ) {
       return true;
     }
-    const request = context.switchToHttp().getRequest();
+    // WebSocket clients authenticate at the handshake (events.gateway.ts).
+    if (context.getType() === 'ws') return true;
+    const request =
+      context.getType<string>() === 'graphql'
+        ? context.getArgByIndex(2).req
+        : context.switchToHttp().getRequest();
     const header: unknown = request.headers.authorization;
     const token = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : '';
     const clientId = TOKENS[token];

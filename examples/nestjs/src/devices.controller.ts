@@ -8,13 +8,13 @@ import { fixedWindow } from '@floodgate/core';
 import { RateLimit, RateLimitDecision } from '@floodgate/nestjs';
 import { Controller, Get, HttpCode, NotFoundException, Param, Post } from '@nestjs/common';
 
-interface Device {
+export interface Device {
   id: string;
   model: string;
   online: boolean;
 }
 
-const DEVICES: Device[] = [
+export const DEVICES: Device[] = [
   { id: 'thermo-1', model: 'Thermostat T3', online: true },
   { id: 'cam-7', model: 'Door camera C2', online: false },
 ];
