@@ -9,6 +9,7 @@ import { type Decision, type StoreDecision, toDecision } from './decision.js';
 import type { DeniedCache } from './denied-cache.js';
 import type { Duration } from './duration.js';
 import { type CallContext, FailureAnswer } from './failure-policy.js';
+import { KEY_MEMO_BYTES, KEY_MEMO_ENTRY_BYTES, KEY_MEMO_SIZE, type KeyMemo } from './key-memo.js';
 import { encodeKey } from './keys.js';
 import { fieldPathOf, readAs } from './options.js';
 import { blockId, type Policy } from './policy.js';
@@ -293,21 +294,3 @@ export class RateLimiter {
     return decision;
   }
 }
-
-/**
- * A recent key's storage keys, and one slot per key that an in-process store may fill (the
- * memory store keeps the key's entry there, saving a hash lookup per decision).
- */
-interface KeyMemo {
-  readonly keys: readonly string[];
-  readonly slots: unknown[];
-}
-
-/** Keys whose storage keys a limiter remembers; past it the memo starts over (amortised O(1)). */
-const KEY_MEMO_SIZE = 10_000;
-/**
- * Bytes the memo may hold (2 per UTF-16 unit of each key and storage key, plus a fixed overhead
- * per entry): keys are caller input, and 10 000 keys of 16 KB would otherwise pin 320 MB.
- */
-const KEY_MEMO_BYTES = 4 * 1024 * 1024;
-const KEY_MEMO_ENTRY_BYTES = 200;

@@ -2,9 +2,10 @@
  * The names users hover first carry a doc comment with an `@example` (STYLE.md: Hono's
  * middleware has one on every export), and no source keeps a note pointing at a past issue.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
+import { packageSources } from './package-sources';
 
 const packages = join(__dirname, '../..');
 
@@ -58,22 +59,6 @@ describe.each(Object.entries(HOVERED))('%s', (entry, names) => {
 });
 
 it('no package source points at a past issue, e.g. "(issue 4)"', () => {
-  const sources = (dir: string): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-      e.isDirectory()
-        ? sources(join(dir, e.name))
-        : e.name.endsWith('.ts')
-          ? [join(dir, e.name)]
-          : [],
-    );
-  const stale = readdirSync(packages)
-    .flatMap((pkg) => {
-      try {
-        return sources(join(packages, pkg, 'src'));
-      } catch {
-        return [];
-      }
-    })
-    .filter((file) => /\(issue \d+\)/.test(readFileSync(file, 'utf8')));
+  const stale = packageSources().filter((file) => /\(issue \d+\)/.test(readFileSync(file, 'utf8')));
   expect(stale).toEqual([]);
 });

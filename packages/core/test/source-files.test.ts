@@ -4,27 +4,13 @@
  * file's name says what it holds (e.g. rate-limiter.ts, rate-limiter-options.ts, acquire.ts,
  * failure-policy.ts, store-guard.ts).
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
+import { PACKAGES_DIR, packageSources } from './package-sources';
 
 const MAX_LINES = 320;
-const packagesDir = join(__dirname, '../..');
-
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return entry.name === 'generated' ? [] : sources(path);
-    return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [path] : [];
-  });
-}
-
-const files = readdirSync(packagesDir).flatMap((name) => {
-  try {
-    return sources(join(packagesDir, name, 'src'));
-  } catch {
-    return [];
-  }
-});
+const packagesDir = PACKAGES_DIR;
+const files = packageSources();
 
 describe('package sources', () => {
   it('are found', () => {

@@ -2,7 +2,7 @@
  * Every code Floodgate reports (error codes and warning codes, in any package's sources) has
  * an entry in the README's Troubleshooting section, and errors and warnings link to it.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   fixedWindow,
@@ -12,33 +12,18 @@ import {
 } from '@floodgate/core';
 import { emitWarning, helpUrl } from '@floodgate/core/http';
 import { configErrorOf } from './config-error';
+import { packageSources } from './package-sources';
 
 const repo = join(__dirname, '../../..');
-
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sources(path);
-    return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [path] : [];
-  });
-}
 
 /** Every `'FLOODGATE_…'` string literal in the packages' sources. */
 const codes = [
   ...new Set(
-    readdirSync(join(repo, 'packages')).flatMap((pkg) => {
-      let files: string[] = [];
-      try {
-        files = sources(join(repo, 'packages', pkg, 'src'));
-      } catch {
-        return [];
-      }
-      return files.flatMap((file) =>
-        [...readFileSync(file, 'utf8').matchAll(/['"`](FLOODGATE_[A-Z0-9_]+)['"`]/g)].map(
-          (m) => m[1]!,
-        ),
-      );
-    }),
+    packageSources().flatMap((file) =>
+      [...readFileSync(file, 'utf8').matchAll(/['"`](FLOODGATE_[A-Z0-9_]+)['"`]/g)].map(
+        (m) => m[1]!,
+      ),
+    ),
   ),
 ].sort();
 
