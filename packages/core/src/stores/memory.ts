@@ -2,10 +2,10 @@
  * The in-memory store: runs the TypeScript twins of the Lua scripts in this process, with the
  * same all-or-nothing rule, so a single instance gets the same answers Redis would give.
  */
-import { ALGORITHMS, type Algorithm, type CheckResult } from '../algorithms/index.js';
+import { ALGORITHMS, type CheckResult } from '../algorithms/index.js';
 import { type Clock, processClock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
-import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
+import { configError, positiveInteger, readOptions } from '../options.js';
 import type { Lockout, Policy } from '../policy.js';
 import { BlockTable, longestLockout, refundStates } from './memory-blocks.js';
 import { memoryLeases } from './memory-leases.js';
