@@ -19,8 +19,8 @@ export interface RedisStoreOptions {
    * is in flight go out together as one script call that decides them in order, exactly as
    * single calls would (one Redis TIME for all). A lone decision is never delayed. `false` sends
    * one EVALSHA per decision; an object bounds a batch (`maxDecisions` calls, `maxBytes`
-   * characters of keys and arguments). Not used with an ioredis Cluster in auto-pipelining
-   * mode, which groups each tick's commands itself.
+   * characters of keys and arguments). Works the same on every client: the store sends its
+   * commands itself, never through ioredis auto-pipelining.
    * @default true (64 decisions, 64 KiB)
    */
   batch?: boolean | { maxDecisions?: number; maxBytes?: number };
