@@ -14,7 +14,7 @@ import { connectIoredis, flushRedis } from '../../../test/harness/redis';
 import { serveExpress, serveExpress4 } from '../../express/test/server';
 import { serveFastify } from '../../fastify/test/server';
 import { serveKoa, serveKoa2 } from '../../koa/test/server';
-import type { Serve, TestApp, TestAppOptions } from './http-driver';
+import { type Serve, useTestApp } from './http-driver';
 
 type Req = { get(name: string): string | undefined; path: string };
 
@@ -55,15 +55,7 @@ const stores: [string, (clock: () => number) => Store][] = [
 ];
 
 describe.each(frameworks)('%s', (_framework, serve) => {
-  let app: TestApp | undefined;
-  const start = async (options: TestAppOptions) => {
-    app = await serve(options);
-    return app.url;
-  };
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-  });
+  const { start, close } = useTestApp(serve);
 
   describe.each(stores)('on the %s store', (storeName, makeStore) => {
     let now = T0;
@@ -145,7 +137,7 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       expect(denied.status).toBe(429);
       expect(denied.headers['retry-after']).toBe('45');
 
-      await app!.close();
+      await close();
       const quiet = await start({
         limiters: [{ store, prefix: 'quiet', policies: perMinute(1), headers: false }],
       });
@@ -240,7 +232,7 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       expect((await spend(3)).headers.ratelimit).toBe('"per-minute";r=2;t=45');
       expect((await spend(3)).status).toBe(429);
       expect((await spend(2)).headers.ratelimit).toBe('"per-minute";r=0;t=45');
-      await app!.close();
+      await close();
       const fixed = await start({
         limiters: [{ store, prefix: 'fixed', policies: perMinute(5), cost: 5 }],
       });

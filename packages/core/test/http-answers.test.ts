@@ -31,7 +31,7 @@ import { connectIoredis, flushRedis } from '../../../test/harness/redis';
 import { freePort } from '../../../test/harness/redis-server';
 import { serveExpress } from '../../express/test/server';
 import { serveKoa } from '../../koa/test/server';
-import type { Serve, TestApp, TestAppOptions } from './http-driver';
+import { type Serve, useTestApp } from './http-driver';
 
 // Aligned to a minute, so a fixed window of 1m has exactly 45s left at T0.
 const WINDOW_START = 1_700_000_040_000;
@@ -99,15 +99,7 @@ const QUOTA_HEADERS = [
 ];
 
 describe.each(frameworks)('%s', (_framework, serve) => {
-  let app: TestApp | undefined;
-  const start = async (options: TestAppOptions) => {
-    app = await serve(options);
-    return app.url;
-  };
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-  });
+  const { start } = useTestApp(serve);
 
   describe.each(stores)('on the %s store', (storeName, makeStore) => {
     let now = T0;

@@ -17,7 +17,7 @@ import request from 'supertest';
 import { connectIoredis, flushRedis } from '../../../test/harness/redis';
 import { serveExpress, serveExpress4 } from '../../express/test/server';
 import { serveKoa, serveKoa2 } from '../../koa/test/server';
-import type { Serve, TestApp, TestAppOptions } from './http-driver';
+import { type Serve, type TestApp, type TestAppOptions, useTestApp } from './http-driver';
 
 type Req = { path: string; get(name: string): string | undefined };
 
@@ -55,15 +55,7 @@ const perMinute = (limit: number, name?: string): Policy =>
   fixedWindow({ limit, window: '1m', ...(name === undefined ? {} : { name }) });
 
 describe.each(frameworks)('%s', (_framework, serve) => {
-  let app: TestApp | undefined;
-  const start = async (options: TestAppOptions) => {
-    app = await serve(options);
-    return app.url;
-  };
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-  });
+  const { start, close } = useTestApp(serve);
   /** Starts an app with `limiters`, sends `send` requests; returns the warning codes. */
   const diagnose = (
     options: TestAppOptions,
@@ -124,7 +116,7 @@ describe.each(frameworks)('%s', (_framework, serve) => {
     expect(
       await diagnose({ trustProxy: true, limiters: [{ ...noisy, validate: false }] }, send),
     ).toEqual([]);
-    await app!.close();
+    await close();
     const codes = await diagnose(
       {
         trustProxy: true,

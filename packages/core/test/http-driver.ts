@@ -29,3 +29,27 @@ export interface TestApp {
 
 /** Serves an app with one framework. */
 export type Serve = (options: TestAppOptions) => Promise<TestApp>;
+
+/**
+ * One app at a time for a describe block: `start(options)` serves it and answers its URL, and it
+ * is closed after each test; `close()` closes it earlier, within a test.
+ */
+export function useTestApp(serve: Serve): {
+  start: (options: TestAppOptions) => Promise<string>;
+  close: () => Promise<void>;
+} {
+  let app: TestApp | undefined;
+  const close = async () => {
+    const open = app;
+    app = undefined;
+    await open?.close();
+  };
+  afterEach(close);
+  return {
+    start: async (options) => {
+      app = await serve(options);
+      return app.url;
+    },
+    close,
+  };
+}

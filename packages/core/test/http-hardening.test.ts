@@ -18,7 +18,7 @@ import request from 'supertest';
 import { connectIoredis, flushRedis } from '../../../test/harness/redis';
 import { serveExpress, serveExpress4 } from '../../express/test/server';
 import { serveKoa, serveKoa2 } from '../../koa/test/server';
-import type { Serve, TestApp, TestAppOptions } from './http-driver';
+import { type Serve, type TestAppOptions, useTestApp } from './http-driver';
 
 type Req = { get(name: string): string | undefined };
 
@@ -70,15 +70,7 @@ async function warningsDuring(run: () => Promise<void>): Promise<string[]> {
 }
 
 describe.each(frameworks)('%s', (_framework, serve) => {
-  let app: TestApp | undefined;
-  const start = async (options: TestAppOptions) => {
-    app = await serve(options);
-    return app.url;
-  };
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-  });
+  const { start, close } = useTestApp(serve);
 
   describe.each(stores)('on the %s store', (storeName, makeStore) => {
     let store: Store;
@@ -164,7 +156,7 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       expect((await from('198.51.100.2')).status).toBe(200);
       expect((await from('198.51.100.1')).status).toBe(429);
       expect((await from('2001:db8::1')).body.rateLimit.allowed).toBe(true);
-      await app!.close();
+      await close();
 
       // Not from a trusted range: the header is ignored, the connection's address is the key.
       const untrusted = await start({
@@ -326,8 +318,7 @@ describe.each(frameworks)('%s', (_framework, serve) => {
         const broken = await request(url).get('/').timeout(5000);
         expect(broken.status).toBe(500);
         expect(broken.body.error).toMatchObject({ message: 'onLimited broke' });
-        await app!.close();
-        app = undefined;
+        await close();
       }
     });
   });
