@@ -5,6 +5,7 @@
  */
 import { type Decision } from '@floodgate/core';
 import {
+  AccessDeniedError,
   applyCheckHeaders,
   checkHttpRequest,
   deniedProblem,
@@ -70,7 +71,10 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
       if (check === undefined) return next();
       if (!(await answer(check, req, res, next))) return;
     } catch (error) {
-      if (error instanceof UnknownAppKeyError && !res.headersSent) {
+      if (
+        (error instanceof UnknownAppKeyError || error instanceof AccessDeniedError) &&
+        !res.headersSent
+      ) {
         res.status(error.status).setHeader('Content-Type', error.contentType);
         res.end(JSON.stringify(error.problem));
         return;

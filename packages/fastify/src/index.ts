@@ -5,6 +5,7 @@
  */
 import { type Decision } from '@floodgate/core';
 import {
+  AccessDeniedError,
   applyCheckHeaders,
   checkHttpRequest,
   configError,
@@ -99,7 +100,7 @@ function limitRequests(config: Config) {
     try {
       check = await checkHttpRequest(config, requestView(request), request, request.raw);
     } catch (error) {
-      if (!(error instanceof UnknownAppKeyError)) throw error;
+      if (!(error instanceof UnknownAppKeyError || error instanceof AccessDeniedError)) throw error;
       return reply.code(error.status).type(error.contentType).send(JSON.stringify(error.problem));
     }
     if (check === undefined) return undefined;

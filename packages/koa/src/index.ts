@@ -5,6 +5,7 @@
  */
 import { type Decision } from '@floodgate/core';
 import {
+  AccessDeniedError,
   applyCheckHeaders,
   checkHttpRequest,
   deniedProblem,
@@ -61,7 +62,7 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     try {
       check = await checkHttpRequest(config, requestView(ctx), ctx, ctx.req);
     } catch (error) {
-      if (!(error instanceof UnknownAppKeyError)) throw error;
+      if (!(error instanceof UnknownAppKeyError || error instanceof AccessDeniedError)) throw error;
       ctx.status = error.status;
       ctx.type = error.contentType;
       ctx.body = JSON.stringify(error.problem);

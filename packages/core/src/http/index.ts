@@ -20,6 +20,22 @@ export {
 export { createRateLimiter } from '../rate-limiter.js';
 export { RATE_LIMITER_OPTION_NAMES } from '../rate-limiter-options.js';
 export {
+  ACCESS_DENIED_TYPE,
+  ACCESS_OPTION_NAMES,
+  type AccessConfig,
+  AccessDeniedError,
+  type AccessDeniedProblem,
+  type AccessList,
+  type AccessListOption,
+  type AccessOptions,
+  accessDeniedProblem,
+  checkAccess,
+  clientAddress,
+  onAccessList,
+  parseAccessList,
+  parseAccessOptions,
+} from './access-list.js';
+export {
   DEFAULT_UNKNOWN_APP_KEY,
   type UnknownAppKeyAction,
   UnknownAppKeyError,

@@ -13,6 +13,12 @@ import { createRateLimiter, type RateLimiter } from '../rate-limiter.js';
 import { RATE_LIMITER_OPTION_NAMES, type RateLimiterOptions } from '../rate-limiter-options.js';
 import { memoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
+import {
+  ACCESS_OPTION_NAMES,
+  type AccessConfig,
+  type AccessOptions,
+  parseAccessOptions,
+} from './access-list.js';
 import { budgetOf, FirstRequestWatch, noteBudget } from './budget.js';
 import { type HttpConcurrencyOptions, parseConcurrencyOption } from './concurrency.js';
 import {
@@ -30,6 +36,7 @@ import { ownOptions } from './own-options.js';
  * option are passed through unchanged); and/or `concurrency`.
  */
 export type HttpRateLimitOptions<Req, OnLimited = unknown> = KeyOptions<Req> &
+  AccessOptions<Req> &
   Partial<RateLimiterOptions> & {
     /** A ready limiter; excludes `policies`, `store` and the other RateLimiter options. */
     limiter?: RateLimiter;
@@ -52,7 +59,7 @@ export type HttpRateLimitOptions<Req, OnLimited = unknown> = KeyOptions<Req> &
 /** The options the adapters read themselves (the key options aside). */
 type AdapterOnlyOptions = Omit<
   HttpRateLimitOptions<unknown>,
-  keyof RateLimiterOptions | keyof KeyOptions<unknown>
+  keyof RateLimiterOptions | keyof KeyOptions<unknown> | keyof AccessOptions<unknown>
 >;
 
 /** Names the adapters read themselves; every RateLimiter option goes to the RateLimiter. */
@@ -66,10 +73,13 @@ export const HTTP_OPTION_NAMES = [
     concurrency: true,
   }),
   ...KEY_OPTION_NAMES,
+  ...ACCESS_OPTION_NAMES,
 ] as const;
 
 /** The parsed, fully defined adapter config. */
-export interface HttpRateLimitConfig<Req, OnLimited = unknown> extends KeyConfig<Req> {
+export interface HttpRateLimitConfig<Req, OnLimited = unknown>
+  extends KeyConfig<Req>,
+    AccessConfig<Req> {
   /** Undefined when only `concurrency` was configured. */
   readonly limiter: RateLimiter | undefined;
   readonly concurrency: ConcurrencyLimiter | undefined;
@@ -180,6 +190,7 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
   if (limiter !== undefined) noteBudget(keys.diagnostics, limiter, where);
   return {
     ...keys,
+    ...parseAccessOptions<Req>(o, where),
     limiter,
     concurrency,
     headers: parseHeaderOptions(o.headers, `${where}.headers`),
