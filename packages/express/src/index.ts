@@ -14,6 +14,7 @@ import {
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
+  refundByOutcome,
   releaseWhenDone,
   UnknownAppKeyError,
   waitForDelay,
@@ -39,9 +40,10 @@ export type OnLimited = (
 
 /**
  * Options: `policies` (+ `store`, default `memoryStore()`, and any other RateLimiter option) or
- * `limiter`; `key`, `headers`, `skip`, `cost`, `onLimited` and the key options. See the README.
+ * `limiter`; `key`, `headers`, `skip`, `cost`, `count`, `allow`, `deny`, `onLimited` and the
+ * key options. See the README.
  */
-export type RateLimitOptions = HttpRateLimitOptions<Request, OnLimited>;
+export type RateLimitOptions = HttpRateLimitOptions<Request, OnLimited, Response>;
 
 /** The client as Express sees it: `req.ip` honours the app's `trust proxy` setting. */
 function requestView(req: Request): HttpRequestView {
@@ -64,7 +66,7 @@ function requestView(req: Request): HttpRequestView {
  * does not catch a rejected middleware promise.
  */
 export function rateLimit(options: RateLimitOptions): RequestHandler {
-  const config = parseHttpRateLimitOptions<Request, OnLimited>(options, 'rateLimit');
+  const config = parseHttpRateLimitOptions<Request, OnLimited, Response>(options, 'rateLimit');
   return async function rateLimit(req, res, next) {
     try {
       const check = await checkHttpRequest(config, requestView(req), req, req);
@@ -93,6 +95,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
   ): Promise<boolean> {
     const { decision, lease } = check;
     if (lease) releaseWhenDone(res, lease);
+    refundByOutcome(config, check, res, req, res);
     req.rateLimit = decision;
     applyCheckHeaders(
       { get: (name) => res.getHeader(name), set: (name, value) => res.setHeader(name, value) },

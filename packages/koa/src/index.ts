@@ -14,11 +14,12 @@ import {
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
+  refundByOutcome,
   releaseWhenDone,
   UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
-import type { Context, Middleware, Next } from 'koa';
+import type { Context, Response as KoaResponse, Middleware, Next } from 'koa';
 
 declare module 'koa' {
   interface DefaultState {
@@ -32,10 +33,10 @@ export type OnLimited = (ctx: Context, next: Next, decision: Decision) => unknow
 
 /**
  * Options: `policies` (+ `store`, default `memoryStore()`, and any other RateLimiter option) or
- * `limiter`; `key`, `headers`, `skip`, `cost`, `onLimited` and the key options. Functions
- * receive the Koa context. See the README.
+ * `limiter`; `key`, `headers`, `skip`, `cost`, `count`, `allow`, `deny`, `onLimited` and the
+ * key options. Functions receive the Koa context (`count` also gets `ctx.response`). See the README.
  */
-export type RateLimitOptions = HttpRateLimitOptions<Context, OnLimited>;
+export type RateLimitOptions = HttpRateLimitOptions<Context, OnLimited, KoaResponse>;
 
 /** The client as Koa sees it: `ctx.ip` honours `app.proxy`. */
 function requestView(ctx: Context): HttpRequestView {
@@ -56,7 +57,7 @@ function requestView(ctx: Context): HttpRequestView {
  * error handling.
  */
 export function rateLimit(options: RateLimitOptions): Middleware {
-  const config = parseHttpRateLimitOptions<Context, OnLimited>(options, 'rateLimit');
+  const config = parseHttpRateLimitOptions<Context, OnLimited, KoaResponse>(options, 'rateLimit');
   return async function rateLimit(ctx, next) {
     let check: HttpCheck | undefined;
     try {
@@ -71,6 +72,7 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     if (check === undefined) return next();
     const { decision, lease } = check;
     if (lease) releaseWhenDone(ctx.res, lease);
+    refundByOutcome(config, check, ctx.res, ctx, ctx.response);
     ctx.state.rateLimit = decision;
     applyCheckHeaders(
       {

@@ -57,8 +57,8 @@ export interface HttpCheck {
  * Errors from user functions and the store propagate to the adapter (after any slot is given
  * back). `message` is Node's request object (for the double-count diagnostic).
  */
-export async function checkHttpRequest<Req>(
-  config: HttpRateLimitConfig<Req, unknown>,
+export async function checkHttpRequest<Req, Res = unknown>(
+  config: HttpRateLimitConfig<Req, unknown, Res>,
   view: HttpRequestView,
   req: Req,
   message?: object,

@@ -57,6 +57,16 @@ export {
   releaseWhenDone,
 } from './concurrency.js';
 export {
+  type Charge,
+  type CountConfig,
+  type CountOption,
+  CountWarning,
+  DEFAULT_COUNT,
+  parseCountOption,
+  refundByOutcome,
+  refundUncounted,
+} from './count.js';
+export {
   DIAGNOSTIC_CODES,
   type DiagnosticCode,
   Diagnostics,
