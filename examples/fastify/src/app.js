@@ -7,6 +7,7 @@
 //                 run in preHandler, after the auth hook: 20 a minute and at most 2 in flight
 //   GET /health   not limited
 const { fixedWindow, RateLimiter } = require('@floodgate/core');
+const { normalizeIp } = require('@floodgate/core/http');
 const { rateLimit } = require('@floodgate/fastify');
 const Fastify = require('fastify');
 
@@ -40,7 +41,9 @@ async function createApp({ store }) {
         blockDuration: { initial: '15m', multiplier: 2, max: '1d', forgetAfter: '1d' },
       }),
     });
-    const loginKey = (request) => `${request.ip}:${usernameOf(request.body)}`;
+    // The client as the 'ip' key sees it (IPv6 grouped by /56), plus the username.
+    const loginKey = (request) =>
+      `${normalizeIp(request.ip) ?? 'unknown'}:${usernameOf(request.body)}`;
     await login.register(rateLimit, {
       limiter: perUser,
       key: loginKey,

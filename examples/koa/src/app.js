@@ -7,6 +7,7 @@
 //   /reports     per authenticated client id (stand-in auth: "Authorization: Bearer <id>"):
 //                20 a minute and at most 2 in flight
 import { fixedWindow, RateLimiter, tokenBucket } from '@floodgate/core';
+import { normalizeIp } from '@floodgate/core/http';
 import { rateLimit } from '@floodgate/koa';
 import Router from '@koa/router';
 import Koa from 'koa';
@@ -71,7 +72,8 @@ export function createApp({ store, appKeys = ISSUED_APP_KEYS }) {
       blockDuration: { initial: '15m', multiplier: 2, max: '1d', forgetAfter: '1d' },
     }),
   });
-  const loginKey = (ctx) => `${ctx.ip}:${usernameOf(ctx.state.body)}`;
+  // The client as the 'ip' key sees it (IPv6 grouped by /56), plus the username.
+  const loginKey = (ctx) => `${normalizeIp(ctx.ip) ?? 'unknown'}:${usernameOf(ctx.state.body)}`;
   router.post(
     '/login',
     loginPerIp,

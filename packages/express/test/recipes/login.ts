@@ -1,4 +1,5 @@
 import { fixedWindow, RateLimiter, type Store } from '@floodgate/core';
+import { normalizeIp } from '@floodgate/core/http';
 import { rateLimit } from '@floodgate/express';
 import express, { type Express, type Request } from 'express';
 
@@ -31,7 +32,9 @@ export function createLoginApp(store: Store, verifyPassword: VerifyPassword): Ex
       blockDuration: { initial: '15m', multiplier: 2, max: '1d', forgetAfter: '1d' },
     }),
   });
-  const userKey = (req: Request) => `${req.ip}:${usernameOf(req)}`;
+  // The client as the 'ip' key sees it (IPv6 grouped by /56: one subscriber cannot rotate through
+  // its own addresses for fresh tries), plus the username.
+  const userKey = (req: Request) => `${normalizeIp(req.ip) ?? 'unknown'}:${usernameOf(req)}`;
 
   app.post(
     '/login',
