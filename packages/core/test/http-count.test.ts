@@ -212,12 +212,15 @@ describe.each(frameworks)('%s', (_framework, serve) => {
     it('stacked limiters each refund their own charge', async () => {
       const url = await start({
         limiters: [
-          { store, prefix: 'failures', policies: perMinute(2, 'failures'), count: 'failed' },
+          { store, prefix: 'failures', policies: perMinute(3, 'failures'), count: 'failed' },
+          { store, prefix: 'successes', policies: perMinute(3, 'successes'), count: 'succeeded' },
           { store, prefix: 'all', policies: perMinute(3, 'all') },
         ],
       });
-      expect((await get(url, 200)).headers.ratelimit).toBe('"failures";r=1;t=45, "all";r=2;t=45');
-      expect((await get(url, 200)).headers.ratelimit).toBe('"failures";r=1;t=45, "all";r=1;t=45');
+      const header = async (status: number) => (await get(url, status)).headers.ratelimit;
+      expect(await header(200)).toBe('"failures";r=2;t=45, "successes";r=2;t=45, "all";r=2;t=45');
+      expect(await header(404)).toBe('"failures";r=2;t=45, "successes";r=1;t=45, "all";r=1;t=45');
+      expect(await header(200)).toBe('"failures";r=1;t=45, "successes";r=1;t=45, "all";r=0;t=45');
     });
 
     it('a request refused for concurrency charged nothing, so nothing is refunded', async () => {
