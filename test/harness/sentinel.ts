@@ -30,6 +30,11 @@ export interface RedisSentinelHandle {
    * the sentinels then make it a replica of the new master).
    */
   failover(timeoutMs?: number): Promise<RedisServerHandle>;
+  /**
+   * Restarts a node `failover()` killed as a replica of the current master (what the sentinels
+   * would do on their next INFO round, up to 10 s later) and waits until it is in sync.
+   */
+  rejoin(node: RedisServerHandle): Promise<void>;
   /** Waits until the master has a replica whose link is up (so a failover can promote it). */
   waitForReplica(timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
@@ -67,8 +72,7 @@ export async function startRedisSentinel(): Promise<RedisSentinelHandle> {
   const sync = ['--repl-diskless-sync-delay', '0'];
   const live = () => servers.filter((s) => s.pid > 0);
 
-  const roleOf = (server: RedisServerHandle) =>
-    withNode(server.port, (c) => c.info('replication'));
+  const roleOf = (server: RedisServerHandle) => withNode(server.port, (c) => c.info('replication'));
 
   const waitForReplica = async (timeoutMs = 15_000): Promise<void> => {
     const deadline = Date.now() + timeoutMs;
@@ -141,9 +145,7 @@ export async function startRedisSentinel(): Promise<RedisSentinelHandle> {
           '',
         ].join('\n'),
       );
-      sentinels.push(
-        await startRedisServer({ configFile, args: ["--sentinel"] }),
-      );
+      sentinels.push(await startRedisServer({ configFile, args: ['--sentinel'] }));
     }
     await waitForReplica();
     await agreedMaster();
@@ -179,6 +181,12 @@ export async function startRedisSentinel(): Promise<RedisSentinelHandle> {
       await victim.kill();
       await agreedMaster(victim.port, timeoutMs);
       return victim;
+    },
+    rejoin: async (node) => {
+      const master = await agreedMaster();
+      await node.restart();
+      await withNode(node.port, (c) => c.call('REPLICAOF', '127.0.0.1', String(master.port)));
+      await waitForReplica();
     },
     waitForReplica,
     stop: stopAll,
