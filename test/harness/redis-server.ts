@@ -27,6 +27,11 @@ export interface StartRedisOptions {
   port?: number;
   /** Extra `redis-server` arguments, e.g. `['--cluster-enabled', 'yes']`. */
   args?: string[];
+  /**
+   * A configuration file, passed first (a sentinel needs one it can rewrite:
+   * `{ configFile, args: ['--sentinel'] }`).
+   */
+  configFile?: string;
 }
 
 const started = new Set<ChildProcess>();
@@ -111,6 +116,7 @@ export async function startRedisServer(
 
   const launch = async (): Promise<void> => {
     const args = [
+      ...(options.configFile ? [options.configFile] : []),
       '--port',
       String(port),
       '--bind',
