@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as core from '@floodgate/core';
+import { startRedisServer } from '@floodgate/redis-server';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { callgrindAvailable, instructionsPerCall } from './callgrind.js';
@@ -19,7 +20,6 @@ import { procCpuUs } from './core-worker-cpu.js';
 import { ENGINE_SCRIPT } from './engine-scripts.js';
 import { floodgateExpress, HTTP_MODES } from './http-server.js';
 import { median, rotate, SCALE } from './measure.js';
-import { startRedis } from './redis-server.js';
 import { type BenchResults, renderMarkdown, renderSvg } from './report.js';
 import { NEVER_DENY, onePolicy, threePolicies } from './subjects.js';
 
@@ -329,7 +329,7 @@ async function versions() {
 
 async function main() {
   const started = Date.now();
-  const redis = await startRedis();
+  const redis = await startRedisServer();
   log(
     `redis-server pid ${redis.pid} on 127.0.0.1:${redis.port}; BENCH_SCALE=${SCALE}, ${REPS} repetitions`,
   );
