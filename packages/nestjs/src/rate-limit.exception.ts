@@ -22,6 +22,11 @@ export interface RateLimitBody {
   readonly retryAfter: number;
   /** Milliseconds until the key is back to full capacity. */
   readonly resetAfter: number;
+  /**
+   * `'blocked'` when the key is locked out (a policy's `blockDuration`, or `block()`):
+   * `retryAfter` is the block's remaining time (−1: for ever).
+   */
+  readonly reason?: 'blocked';
 }
 
 /**
@@ -39,6 +44,7 @@ export function rateLimitBody(decision: Decision, message: string): RateLimitBod
     remaining: decision.remaining,
     retryAfter: decision.retryAfter,
     resetAfter: decision.resetAfter,
+    ...(decision.reason === 'blocked' ? { reason: 'blocked' as const } : {}),
   };
 }
 

@@ -3,7 +3,13 @@
  * (`GET /devices/:id`), the policies (handler over controller over module), the key sources
  * and the cost, and one RateLimiter per distinct policy set, shared by every request.
  */
-import { type Decision, type Policy, type RateLimiter, type Store } from '@floodgate/core';
+import {
+  type Decision,
+  type Duration,
+  type Policy,
+  type RateLimiter,
+  type Store,
+} from '@floodgate/core';
 import { type KeyConfig, parseKeyOptions, type RateLimitHeaderConfig } from '@floodgate/core/http';
 import {
   type ExecutionContext,
@@ -13,6 +19,11 @@ import {
   type Type,
 } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import {
+  type RateLimitTarget,
+  type RateLimitTargetOptions,
+  targetCharges,
+} from './rate-limit.actions.js';
 import { checkHandlers } from './rate-limit.bootstrap.js';
 import { BoundedCache } from './rate-limit.cache.js';
 import {
@@ -106,6 +117,33 @@ export class RateLimitService implements OnModuleInit {
         where,
       ),
     );
+  }
+
+  /**
+   * Resets the key `target` (an ExecutionContext, or a request the guard limited) resolves to:
+   * every policy set it is charged (or the one with `options.policy`) is back to full capacity,
+   * its block lifted, and the local denied-key cache entry dropped. Use it after a captcha or a
+   * successful login.
+   */
+  async reset(target: RateLimitTarget, options?: RateLimitTargetOptions): Promise<void> {
+    const charges = await targetCharges(this, target, options);
+    await Promise.all(charges.map(({ limiter, key }) => limiter.reset(key)));
+  }
+
+  /** Blocks the key `target` resolves to for `duration` (or `'forever'`): 429 `reason: 'blocked'`. */
+  async block(
+    target: RateLimitTarget,
+    duration: Duration | 'forever',
+    options?: RateLimitTargetOptions,
+  ): Promise<void> {
+    const charges = await targetCharges(this, target, options);
+    await Promise.all(charges.map(({ limiter, key }) => limiter.block(key, duration)));
+  }
+
+  /** Lifts a block (by hand or a lockout) on the key `target` resolves to. */
+  async unblock(target: RateLimitTarget, options?: RateLimitTargetOptions): Promise<void> {
+    const charges = await targetCharges(this, target, options);
+    await Promise.all(charges.map(({ limiter, key }) => limiter.unblock(key)));
   }
 
   /** How a subclass's `getPolicies` answer is charged when the handler has no `@RateLimit`. */
