@@ -4,6 +4,7 @@
  * and policy sets were charged, so no second guard charges them again.
  */
 import type { Decision } from '@floodgate/core';
+import { storeDecided } from '@floodgate/core/http';
 import type { ExecutionContext } from '@nestjs/common';
 import { requestOf, transportOf } from './rate-limit.context.js';
 import type { RateLimitDecisionView } from './rate-limit.interfaces.js';
@@ -34,12 +35,13 @@ export async function chargeAll(
   if (decision !== undefined && !decision.allowed) {
     return { decision, enforced: true, charged: [] };
   }
-  const charged = [...enforced];
+  // Admitted by `onStoreError: 'open'`: no store charged it, nothing to give back.
+  const charged = decision === undefined || storeDecided(decision) ? [...enforced] : [];
   let shadow: Decision | undefined;
   if (shadows.length > 0) {
     const answers = await Promise.all(shadows.map((c) => c.limiter!.consume(c.key, { cost })));
     answers.forEach((d, i) => {
-      if (d.allowed) charged.push(shadows[i]!);
+      if (d.allowed && storeDecided(d)) charged.push(shadows[i]!);
     });
     shadow = mergeDecisions(answers);
   }

@@ -23,10 +23,10 @@ export interface RateLimitBody {
   /** Milliseconds until the key is back to full capacity. */
   readonly resetAfter: number;
   /**
-   * `'blocked'` when the key is locked out (a policy's `blockDuration`, or `block()`):
-   * `retryAfter` is the block's remaining time (−1: for ever).
+   * Present (true) when the key is blocked (a policy's `blockDuration` lockout, or `block()`),
+   * as in the problem body: `retryAfter` is the block's remaining time (−1: until unblocked).
    */
-  readonly reason?: 'blocked';
+  readonly blocked?: true;
 }
 
 /**
@@ -44,7 +44,7 @@ export function rateLimitBody(decision: Decision, message: string): RateLimitBod
     remaining: decision.remaining,
     retryAfter: decision.retryAfter,
     resetAfter: decision.resetAfter,
-    ...(decision.reason === 'blocked' ? { reason: 'blocked' as const } : {}),
+    ...(decision.reason === 'blocked' ? { blocked: true as const } : {}),
   };
 }
 

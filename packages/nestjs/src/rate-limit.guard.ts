@@ -8,13 +8,21 @@
  */
 import { type Decision, type Policy, RateLimitConfigError } from '@floodgate/core';
 import {
+  accessDeniedProblem,
   applyRateLimitHeaders,
+  checkAccess,
   type KeyConfig,
   resolveCost,
   storeDecided,
   waitForDelay,
 } from '@floodgate/core/http';
-import { type CanActivate, type ExecutionContext, Injectable, Optional } from '@nestjs/common';
+import {
+  type CanActivate,
+  type ExecutionContext,
+  ForbiddenException,
+  Injectable,
+  Optional,
+} from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { chargeAll, marksOf } from './rate-limit.charge.js';
 import { RATE_LIMIT_GUARD_MARK } from './rate-limit.constants.js';
@@ -95,6 +103,14 @@ export class RateLimitGuard implements CanActivate {
     const route = this.routeOf(context);
     if (route.skip === true || this.defersToLocal(context)) return true;
     const config = this.rateLimit.config;
+    // `deny` (403, before any store call), then `allow` (skips, no headers), as the adapters do.
+    const access = await checkAccess(
+      config.access,
+      requestView(context, requestOf(context)),
+      context,
+    );
+    if (access === 'deny') throw new ForbiddenException(accessDeniedProblem());
+    if (access === 'allow') return true;
     if (config.skip !== undefined && (await config.skip(context))) return true;
 
     const sets = await appliedSets(
@@ -128,7 +144,7 @@ export class RateLimitGuard implements CanActivate {
       // An override that returned instead of throwing still denies.
       throw new RateLimitException(decision, rateLimitBody(decision, DEFAULT_ERROR_MESSAGE));
     }
-    settleAfterResponse(context, charged, cost);
+    settleAfterResponse(context, charged, cost, this.rateLimit.countWarning);
     // Shaping policies admit now but ask the request to wait (nginx `delay=`).
     if (enforced) await waitForDelay(decision);
     return true;

@@ -10,7 +10,7 @@ import {
   type RateLimiterOptions,
   type Store,
 } from '@floodgate/core';
-import { type RateLimitHeaderOptions } from '@floodgate/core/http';
+import { type AccessListOption, type RateLimitHeaderOptions } from '@floodgate/core/http';
 import type { ExecutionContext, InjectionToken, ModuleMetadata, Type } from '@nestjs/common';
 
 /** A key function: the caller's identity for this request, or `undefined` to try the next. */
@@ -65,12 +65,11 @@ export type RateLimitCount =
   | ((context: ExecutionContext, response: unknown) => boolean | Promise<boolean>);
 
 /**
- * An allow or deny list: IPv4 and IPv6 addresses and CIDR blocks (matched against the
- * resolved client IP), and predicates of the ExecutionContext.
+ * An allow or deny list: IPv4 and IPv6 addresses and CIDR blocks (matched against the client
+ * IP the `'ip'` key source resolves, IPv4-mapped IPv6 folded), or a predicate of the
+ * ExecutionContext.
  */
-export type RateLimitAccessList = ReadonlyArray<
-  string | ((context: ExecutionContext) => boolean | Promise<boolean>)
->;
+export type RateLimitAccessList = AccessListOption<ExecutionContext>;
 
 /** A decision as handlers and hooks see it: `shadow: true` when it came from a shadow set. */
 export type RateLimitDecisionView = Decision & { readonly shadow?: boolean };
@@ -155,9 +154,15 @@ export interface RateLimitModuleOptions extends Omit<RateLimiterOptions, 'store'
    * refuse; headers only when `headers` is given. @default false
    */
   shadow?: boolean;
-  /** Requests that skip every limit (no headers): IPs, CIDRs, predicates. @default none */
+  /**
+   * Requests that skip every limit, not counted, no headers (health checks, internal networks):
+   * e.g. `['10.0.0.0/8', '::1']`, or a predicate. @default none
+   */
   allow?: RateLimitAccessList;
-  /** Requests refused with 403 (a problem body) before any store call. @default none */
+  /**
+   * Requests refused with 403 and a problem body, before any store call; checked before
+   * `allow`. @default none
+   */
   deny?: RateLimitAccessList;
   /** Requests for which this returns true are not limited at all (health checks, e2e tests). */
   skip?: (context: ExecutionContext) => boolean | Promise<boolean>;

@@ -12,6 +12,7 @@ import {
   type Store,
 } from '@floodgate/core';
 import {
+  type AccessConfig,
   configError,
   createRateLimiter,
   emitWarning,
@@ -20,6 +21,7 @@ import {
   type KeyOptions,
   optionNames,
   ownOptions,
+  parseAccessOptions,
   parseHeaderOptions,
   parseKeyOptions,
   RATE_LIMITER_OPTION_NAMES,
@@ -47,6 +49,10 @@ export interface RateLimitConfig {
   readonly shadow: boolean;
   /** Whether `headers` was given (shadow sets send headers only then). */
   readonly headersGiven: boolean;
+  /** `allow` and `deny`, parsed (with the key options' `ipHeader` rules). */
+  readonly access: AccessConfig<ExecutionContext> & {
+    readonly ipHeaders: KeyConfig<unknown>['ipHeaders'];
+  };
   readonly scope: RateLimitScope;
   readonly skip: ((context: ExecutionContext) => boolean | Promise<boolean>) | undefined;
   readonly errorMessage: RateLimitModuleOptions['errorMessage'];
@@ -183,8 +189,10 @@ export function parseModuleOptions(
     typeof o.policies === 'function' ? (o.policies as RateLimitPolicyFunction) : undefined;
   const fixed = dynamic === undefined ? o.policies : undefined;
   const probe = buildLimiter(store, fixed ?? PROBE_POLICY, limiterOptions, where);
+  const keys = parseKeyOptions<ExecutionContext>(keyOptions, where);
   return {
     store,
+    access: { ...parseAccessOptions<ExecutionContext>(o, where), ipHeaders: keys.ipHeaders },
     policies: fixed === undefined ? undefined : probe.policies,
     dynamic,
     count: readCount(o.count, `${where}.count`) ?? 'all',
@@ -194,7 +202,7 @@ export function parseModuleOptions(
     skip: o.skip as RateLimitConfig['skip'],
     errorMessage: o.errorMessage as RateLimitConfig['errorMessage'],
     onMissingPrincipal,
-    keys: parseKeyOptions<ExecutionContext>(keyOptions, where),
+    keys,
     keyOptions: Object.freeze(keyOptions),
     headers: parseHeaderOptions(o.headers, `${where}.headers`),
     limiterOptions: Object.freeze(limiterOptions),

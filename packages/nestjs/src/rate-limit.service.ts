@@ -10,7 +10,12 @@ import {
   type RateLimiter,
   type Store,
 } from '@floodgate/core';
-import { type KeyConfig, parseKeyOptions, type RateLimitHeaderConfig } from '@floodgate/core/http';
+import {
+  CountWarning,
+  type KeyConfig,
+  parseKeyOptions,
+  type RateLimitHeaderConfig,
+} from '@floodgate/core/http';
 import {
   type ExecutionContext,
   Inject,
@@ -52,6 +57,8 @@ type Handler = Function;
 /** Resolves handlers and hands out limiters; the guard's only dependency. */
 @Injectable()
 export class RateLimitService implements OnModuleInit {
+  /** Reports a `count` function that throws, once (FLOODGATE_HOOK_ERROR). */
+  readonly countWarning = new CountWarning('RateLimitModule');
   /** One limiter per distinct policy set (bounded: policy functions may make many). */
   readonly limiters = new BoundedCache<string, RateLimiter>();
   private readonly scopedPolicies = new BoundedCache<string, Policy>();

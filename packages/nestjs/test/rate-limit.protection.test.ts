@@ -30,7 +30,7 @@ import {
 } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import request from 'supertest';
-import { closeApps, NOW, PLATFORMS, STORES } from './app.js';
+import { closeApps, NOW, PLATFORMS, redisKeys, STORES } from './app.js';
 
 const CASES = PLATFORMS.flatMap((platform) => STORES.map((store) => ({ platform, store })));
 
@@ -297,6 +297,9 @@ describe.each(CASES)(
           await request(server).post('/outcome/throws').expect(201);
           await request(server).post('/outcome/throws').expect(201);
           await request(server).post('/outcome/throws').expect(429);
+          expect(warn.mock.calls.map(([, o]) => (o as { code?: string })?.code)).toEqual([
+            'FLOODGATE_HOOK_ERROR',
+          ]);
         } finally {
           warn.mockRestore();
         }
@@ -342,7 +345,7 @@ describe.each(CASES)(
         expect(blocked.headers['retry-after']).toBe('600');
         expect(blocked.body).toMatchObject({
           statusCode: 429,
-          reason: 'blocked',
+          blocked: true,
           policy: 'tries',
           retryAfter: 600_000,
         });
@@ -361,7 +364,7 @@ describe.each(CASES)(
         await request(server).get('/lock/progressive').expect(429);
         blocked = await request(server).get('/lock/progressive').expect(429);
         expect(blocked.headers['retry-after']).toBe('120');
-        expect(blocked.body.reason).toBe('blocked');
+        expect(blocked.body.blocked).toBe(true);
       });
 
       it('block and unblock from the service', async () => {
@@ -369,7 +372,7 @@ describe.each(CASES)(
         await request(server).post('/lock/ban').expect(201);
         const blocked = await request(server).get('/lock').expect(429);
         expect(blocked.headers['retry-after']).toBe('300');
-        expect(blocked.body.reason).toBe('blocked');
+        expect(blocked.body.blocked).toBe(true);
         await request(server).post('/lock/unban').expect(201);
         await request(server).get('/lock').expect(200);
       });
@@ -449,6 +452,77 @@ describe.each(CASES)(
         const over = await request(server).get('/plain').expect(200);
         expect(over.body).toEqual({ allowed: false, shadow: true });
         expect(over.headers.ratelimit).toBe('"api";r=0;t=50');
+      });
+    });
+
+    describe('allow and deny lists', () => {
+      const from = (server: unknown, ip: string) =>
+        request(server as never)
+          .get('/plain')
+          .set('X-Forwarded-For', ip);
+      const listed = (options: object) =>
+        platform.boot(
+          {
+            imports: [
+              RateLimitModule.forRoot({
+                store: s,
+                global: true,
+                policies: fixedWindow({ limit: 1, window: '1m', name: 'api' }),
+                ...options,
+              }),
+            ],
+            controllers: [PlainController],
+          },
+          { trustProxy: true },
+        );
+
+      it('allow skips IPv4 and IPv6 CIDRs (mapped addresses folded), no headers', async () => {
+        const server = (
+          await listed({ allow: ['10.0.0.0/8', '2001:db8::/32', '192.0.2.7'] })
+        ).getHttpServer();
+        for (const ip of ['10.1.2.3', '::ffff:10.9.9.9', '2001:db8::5', '192.0.2.7']) {
+          for (let i = 0; i < 2; i++) {
+            const res = await from(server, ip).expect(200);
+            expect(res.headers.ratelimit).toBeUndefined();
+          }
+        }
+        await from(server, '198.51.100.1').expect(200);
+        await from(server, '198.51.100.1').expect(429);
+      });
+
+      it('deny answers 403 with a problem body and never reaches the store', async () => {
+        const server = (
+          await listed({ deny: ['203.0.113.0/24', '2001:db8:bad::/48'], allow: ['203.0.113.9'] })
+        ).getHttpServer();
+        for (const ip of ['203.0.113.9', '2001:db8:bad::1']) {
+          const res = await from(server, ip).expect(403);
+          expect(res.body).toMatchObject({
+            type: 'tag:floodgate.dev,2026:problem:access-denied',
+            status: 403,
+          });
+        }
+        if (store.name === 'redis') expect(await redisKeys()).toEqual([]);
+        await from(server, '198.51.100.1').expect(200);
+      });
+
+      it('predicates of the ExecutionContext', async () => {
+        const header = (name: string) => (context: ExecutionContext) =>
+          context.switchToHttp().getRequest().headers[name] === '1';
+        const server = (
+          await listed({ allow: header('x-internal'), deny: header('x-banned') })
+        ).getHttpServer();
+        await from(server, '198.51.100.1').set('x-banned', '1').expect(403);
+        for (let i = 0; i < 3; i++) {
+          await from(server, '198.51.100.1').set('x-internal', '1').expect(200);
+        }
+        await from(server, '198.51.100.1').expect(200);
+        await from(server, '198.51.100.1').expect(429);
+      });
+
+      it('a malformed entry fails at bootstrap, naming it', async () => {
+        await expect(listed({ deny: ['10.0.0.0/8', '10.0.0.300'] })).rejects.toThrow(
+          /RateLimitModule\.forRoot\.deny\[1\]/,
+        );
       });
     });
 
