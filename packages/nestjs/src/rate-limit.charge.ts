@@ -57,8 +57,32 @@ async function chargeTogether(charges: readonly KeyedCharge[], cost: number): Pr
   // read every budget first and charge none if any denies. Two requests racing between the
   // read and the charge can each be charged under one key and denied under another.
   const peeks = await Promise.all(charges.map((c) => c.limiter!.peek(c.key, { cost })));
-  if (peeks.some((d) => !d.allowed)) return mergeDecisions(peeks);
+  if (peeks.some((d) => !d.allowed)) return mergeDecisions(await lockOut(charges, peeks, cost));
   return mergeDecisions(await Promise.all(charges.map((c) => c.limiter!.consume(c.key, { cost }))));
+}
+
+/**
+ * A peek never starts a lockout: a set with `blockDuration` that the peek found denying is
+ * consumed, so the store blocks its key as it would under one key (a denied consume charges
+ * nothing). Should that consume admit after all (a refund or a reset raced the peek), it is
+ * refunded at once: the request is still refused.
+ */
+async function lockOut(
+  charges: readonly KeyedCharge[],
+  peeks: Decision[],
+  cost: number,
+): Promise<Decision[]> {
+  return Promise.all(
+    peeks.map(async (peek, i) => {
+      const { limiter, key } = charges[i]!;
+      if (peek.allowed || peek.reason === 'blocked' || !limiter!.policies.some((p) => p.lockout)) {
+        return peek;
+      }
+      const decision = await limiter!.consume(key, { cost });
+      if (decision.allowed && storeDecided(decision)) await limiter!.refund(key, { cost });
+      return decision.allowed ? peek : decision;
+    }),
+  );
 }
 
 /**

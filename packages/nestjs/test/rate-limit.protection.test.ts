@@ -126,6 +126,23 @@ class LockController {
     return { ok: true };
   }
 
+  /** Two keys (per IP, per user): the per-user lockout must still start. */
+  @Post('login')
+  @RateLimit([
+    { limit: 10, window: '1m', name: 'ip', key: 'ip', count: 'failed' },
+    {
+      limit: 1,
+      window: '1m',
+      name: 'user',
+      key: (c) => `user:${clientKey(c)}`,
+      blockDuration: '10m',
+      count: 'failed',
+    },
+  ])
+  login(@Headers('x-result') result?: string) {
+    return answer(result);
+  }
+
   /** Blocks the caller on GET /lock. */
   @Post('ban')
   async ban(@Req() req: object) {
@@ -349,6 +366,17 @@ describe.each(CASES)(
           policy: 'tries',
           retryAfter: 600_000,
         });
+      });
+
+      it('a lockout starts when a limit under a second key denies', async () => {
+        const server = (await boot([LockController])).getHttpServer();
+        const login = () => request(server).post('/lock/login').set('x-client', 'eve');
+        await login().set('x-result', 'fail').expect(401);
+        const denied = await login().expect(429);
+        expect(denied.body.policy).toBe('user');
+        const blocked = await login().expect(429);
+        expect(blocked.body).toMatchObject({ blocked: true, policy: 'user', retryAfter: 600_000 });
+        expect(blocked.headers['retry-after']).toBe('600');
       });
 
       it('progressive lockouts double the block', async () => {
