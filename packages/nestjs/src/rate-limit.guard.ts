@@ -49,6 +49,7 @@ import {
   policiesFor,
   type RecordedCharges,
   resolveContextKey,
+  screenSets,
 } from './rate-limit.plan.js';
 import { localLimiters, policySignature } from './rate-limit.routes.js';
 import { RateLimitService, type RouteLimit } from './rate-limit.service.js';
@@ -104,20 +105,22 @@ export class RateLimitGuard implements CanActivate {
     if (route.skip === true || this.defersToLocal(context)) return true;
     const config = this.rateLimit.config;
     // `deny` (403, before any store call), then `allow` (skips, no headers), as the adapters do.
-    const access = await checkAccess(
-      config.access,
-      requestView(context, requestOf(context)),
-      context,
-    );
-    if (access === 'deny') throw new ForbiddenException(accessDeniedProblem());
-    if (access === 'allow') return true;
+    if (config.access.deny !== undefined || config.access.allow !== undefined) {
+      const view = requestView(context, requestOf(context));
+      const access = await checkAccess(config.access, view, context);
+      if (access === 'deny') throw new ForbiddenException(accessDeniedProblem());
+      if (access === 'allow') return true;
+    }
     if (config.skip !== undefined && (await config.skip(context))) return true;
 
-    const sets = await appliedSets(
+    const sets = await screenSets(
       context,
-      route,
-      await this.getPolicies(context),
-      route.own ?? this.rateLimit.defaultCharge(route),
+      await appliedSets(
+        context,
+        route,
+        await this.getPolicies(context),
+        route.own ?? this.rateLimit.defaultCharge(route),
+      ),
     );
     if (sets.length === 0) return true;
     const marks = marksOf(context);

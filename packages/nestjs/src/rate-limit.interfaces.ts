@@ -96,6 +96,13 @@ interface RateLimitCommon {
    * `@RateLimitDecision()` and the hooks with `shadow: true`. @default the module's `shadow`
    */
   shadow?: boolean;
+  /**
+   * Requests that skip this limit (IPs, CIDRs or a predicate); the module's `allow` skips
+   * every limit. @default none
+   */
+  allow?: RateLimitAccessList;
+  /** Requests refused with 403 here, before any store call. @default none */
+  deny?: RateLimitAccessList;
 }
 
 /** `@RateLimit({ limit: 100, window: '1m' })`: shorthand for one `fixedWindow` policy. */

@@ -5,7 +5,13 @@
  * service's `reset`/`block`/`unblock` act on the same plan.
  */
 import type { Decision, Policy, RateLimiter } from '@floodgate/core';
-import { type KeyConfig, resolveKey, UnknownAppKeyError } from '@floodgate/core/http';
+import {
+  accessDeniedProblem,
+  checkAccess,
+  type KeyConfig,
+  resolveKey,
+  UnknownAppKeyError,
+} from '@floodgate/core/http';
 import { type ExecutionContext, ForbiddenException } from '@nestjs/common';
 import { requestOf, requestView } from './rate-limit.context.js';
 import type { RateLimitCount } from './rate-limit.interfaces.js';
@@ -65,6 +71,32 @@ export async function appliedSets(
       skipped ? { ...set, policies: set.policies.filter((p) => !skipped.has(p.name)) } : set,
     )
     .filter((set) => set.policies.length > 0);
+}
+
+/**
+ * The sets left once each limit's own lists are applied: a set whose `deny` lists the request
+ * refuses it (403, before any store call), one whose `allow` lists it is dropped.
+ */
+export async function screenSets(
+  context: ExecutionContext,
+  sets: readonly AppliedSet[],
+): Promise<AppliedSet[]> {
+  const kept: AppliedSet[] = [];
+  for (const set of sets) {
+    const access = set.charge.access;
+    if (access !== undefined) {
+      const view = requestView(context, requestOf(context));
+      const verdict = await checkAccess(
+        { ...access, ipHeaders: set.charge.keys.ipHeaders },
+        view,
+        context,
+      );
+      if (verdict === 'deny') throw new ForbiddenException(accessDeniedProblem());
+      if (verdict === 'allow') continue;
+    }
+    kept.push(set);
+  }
+  return kept;
 }
 
 /** A set's policies: as declared, or what its function chose for this request. */

@@ -4,7 +4,15 @@
  * RateLimitConfigError, naming the controller and handler.
  */
 import { fixedWindow, type Policy, RateLimitConfigError } from '@floodgate/core';
-import { configError, optionNames, readAs, readOptions } from '@floodgate/core/http';
+import {
+  type AccessConfig,
+  configError,
+  optionNames,
+  parseAccessOptions,
+  readAs,
+  readOptions,
+} from '@floodgate/core/http';
+import type { ExecutionContext } from '@nestjs/common';
 import type {
   RateLimitCost,
   RateLimitCount,
@@ -26,6 +34,8 @@ export interface ParsedLimit {
   readonly count: RateLimitCount | undefined;
   /** undefined: the module's. */
   readonly shadow: boolean | undefined;
+  /** This limit's own `allow` and `deny` (the module's apply before every limit). */
+  readonly access: AccessConfig<ExecutionContext>;
 }
 
 /** One `@RateLimit(...)`, parsed: its limits, and the request's cost and `override`. */
@@ -48,6 +58,8 @@ const LIMIT_OPTION_NAMES = optionNames<RateLimitWindowOptions & RateLimitPolicie
   override: true,
   count: true,
   shadow: true,
+  allow: true,
+  deny: true,
 });
 
 /** @default 'route' */
@@ -164,6 +176,7 @@ function readLimit(o: Record<string, unknown>, field: string): ParsedLimit {
     scope: readScope(o.scope, `${field}.scope`),
     count: readCount(o.count, `${field}.count`),
     shadow: readShadow(o.shadow, `${field}.shadow`),
+    access: parseAccessOptions<ExecutionContext>(o, field),
   };
 }
 

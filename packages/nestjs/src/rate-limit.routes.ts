@@ -4,7 +4,7 @@
  * RateLimitGuard classes a handler names in `@UseGuards`/`@UseInterceptors`.
  */
 import type { Policy } from '@floodgate/core';
-import type { KeyConfig } from '@floodgate/core/http';
+import type { AccessConfig, KeyConfig } from '@floodgate/core/http';
 import { type ExecutionContext, RequestMethod, type Type, VERSION_NEUTRAL } from '@nestjs/common';
 import {
   GUARDS_METADATA,
@@ -39,6 +39,8 @@ export interface RouteCharge {
   readonly count: RateLimitCount;
   /** Counts but never refuses. */
   readonly shadow: boolean;
+  /** The limit's own `allow` and `deny` (undefined: none). */
+  readonly access?: AccessConfig<ExecutionContext>;
 }
 
 /** How one handler is limited. */

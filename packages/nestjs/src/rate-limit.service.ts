@@ -194,6 +194,7 @@ export class RateLimitService implements OnModuleInit {
       keys: parsed!.keys[i]!,
       count: limit.count ?? config.count,
       shadow: limit.shadow ?? config.shadow,
+      access: limit.access.allow || limit.access.deny ? limit.access : undefined,
     }));
     const moduleCharge: RouteCharge | undefined =
       (config.policies || config.dynamic) && !parsed?.override

@@ -30,6 +30,7 @@ import {
 } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import request from 'supertest';
+import { BoundedCache } from '../src/rate-limit.cache.js';
 import { closeApps, NOW, PLATFORMS, redisKeys, STORES } from './app.js';
 
 const CASES = PLATFORMS.flatMap((platform) => STORES.map((store) => ({ platform, store })));
@@ -183,6 +184,25 @@ class PlainController {
   }
 }
 
+/** Lists per limit: the office network skips the strict limit; a banned header gets 403. */
+@Controller('office')
+class OfficeController {
+  @Get()
+  @RateLimit([
+    { limit: 1, window: '1m', name: 'outside', key: 'ip', allow: ['10.0.0.0/8'] },
+    {
+      limit: 3,
+      window: '1m',
+      name: 'everyone',
+      key: 'ip',
+      deny: (c) => c.switchToHttp().getRequest().headers['x-banned'] === '1',
+    },
+  ])
+  get() {
+    return { ok: true };
+  }
+}
+
 @Controller('shadow')
 class ShadowController {
   @Get()
@@ -248,6 +268,18 @@ async function abortedGet(app: INestApplication, path: string): Promise<void> {
   req.destroy();
   await slow.closed;
 }
+
+describe('the limiter cache', () => {
+  it('keeps at most its size, dropping the least recently used', () => {
+    const cache = new BoundedCache<string, number>(2);
+    let made = 0;
+    const get = (key: string) => cache.get(key, () => ++made);
+    expect([get('a'), get('b'), get('a'), get('c')]).toEqual([1, 2, 1, 3]);
+    expect(cache.length).toBe(2);
+    expect(get('a')).toBe(1); // kept: used after "b"
+    expect(get('b')).toBe(4); // rebuilt: "b" was the least recently used
+  });
+});
 
 describe.each(CASES)(
   '@floodgate/nestjs protection on $platform.name with the $store.name store',
@@ -545,6 +577,26 @@ describe.each(CASES)(
         }
         await from(server, '198.51.100.1').expect(200);
         await from(server, '198.51.100.1').expect(429);
+      });
+
+      it('per limit in @RateLimit: allow skips that limit only, deny refuses', async () => {
+        const app = await platform.boot(
+          {
+            imports: [RateLimitModule.forRoot({ store: s, global: true })],
+            controllers: [OfficeController],
+          },
+          { trustProxy: true },
+        );
+        const get = (ip: string) =>
+          request(app.getHttpServer()).get('/office').set('X-Forwarded-For', ip);
+        for (let i = 0; i < 3; i++) {
+          const res = await get('10.1.1.1').expect(200);
+          expect(res.headers['ratelimit-policy']).toBe('"everyone";q=3;w=60');
+        }
+        expect((await get('10.1.1.1').expect(429)).body.policy).toBe('everyone');
+        await get('198.51.100.1').expect(200);
+        expect((await get('198.51.100.1').expect(429)).body.policy).toBe('outside');
+        await get('198.51.100.2').set('x-banned', '1').expect(403);
       });
 
       it('a malformed entry fails at bootstrap, naming it', async () => {
