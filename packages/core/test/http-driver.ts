@@ -19,6 +19,18 @@ export interface TestAppOptions {
   onHold?: (finish: () => void, req: unknown) => void;
   /** Called by every other route when the request reaches the handler. */
   onHandler?: (req: unknown) => void;
+  /**
+   * Receives each mounted middleware's handle, in order (Fastify then mounts each with
+   * `rateLimitHook` as an onRequest hook instead of registering the plugin).
+   */
+  onMounted?: (handles: readonly MountedLimiter[]) => void;
+}
+
+/** What a mounted middleware exposes besides itself (RateLimitControl, framework-free). */
+export interface MountedLimiter {
+  resetKey(req: unknown): Promise<void>;
+  readonly limiter: unknown;
+  limiterFor(req: unknown): Promise<unknown>;
 }
 
 export interface TestApp {

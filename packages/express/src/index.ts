@@ -13,6 +13,8 @@ import {
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
+  type RateLimitControl,
+  rateLimitControl,
   releaseWhenDone,
   UnknownAppKeyError,
   waitForDelay,
@@ -42,6 +44,9 @@ export type OnLimited = (
  */
 export type RateLimitOptions = HttpRateLimitOptions<Request, OnLimited>;
 
+/** The middleware, with `resetKey(req)`, `limiter` and `limiterFor(req)`. */
+export type RateLimitMiddleware = RequestHandler & RateLimitControl<Request>;
+
 /** The client as Express sees it: `req.ip` honours the app's `trust proxy` setting. */
 function requestView(req: Request): HttpRequestView {
   return {
@@ -62,9 +67,9 @@ function requestView(req: Request): HttpRequestView {
  * key function, the store, a throwing or rejecting `onLimited`) goes to `next(err)`: Express 4
  * does not catch a rejected middleware promise.
  */
-export function rateLimit(options: RateLimitOptions): RequestHandler {
+export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const config = parseHttpRateLimitOptions<Request, OnLimited>(options, 'rateLimit');
-  return async function rateLimit(req, res, next) {
+  const middleware: RequestHandler = async function rateLimit(req, res, next) {
     try {
       const check = await checkHttpRequest(config, requestView(req), req, req);
       if (check === undefined) return next();
@@ -79,6 +84,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     }
     next();
   };
+  return Object.assign(middleware, rateLimitControl(config, requestView));
 
   /** Sets the decision and headers; answers a denial. True when the request goes on. */
   async function answer(
@@ -95,7 +101,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
       check,
       config.headers,
     );
-    if (!decision.allowed) {
+    if (!decision.allowed && !decision.shadow) {
       if (config.onLimited) await config.onLimited(req, res, next, decision);
       else {
         const problem = deniedProblem(decision);

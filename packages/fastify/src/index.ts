@@ -15,6 +15,8 @@ import {
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
+  type RateLimitControl,
+  rateLimitControl,
   releaseWhenDone,
   UnknownAppKeyError,
   waitForDelay,
@@ -114,7 +116,7 @@ function limitRequests(config: Config) {
       check,
       config.headers,
     );
-    if (!decision.allowed) {
+    if (!decision.allowed && !decision.shadow) {
       if (config.onLimited) {
         await config.onLimited(request, reply, decision);
         if (reply.sent) return reply;
@@ -126,6 +128,25 @@ function limitRequests(config: Config) {
     await waitForDelay(decision);
     return undefined;
   };
+}
+
+/** A Fastify hook with `resetKey(request)`, `limiter` and `limiterFor(request)`. */
+export type RateLimitHookHandler = ReturnType<typeof limitRequests> &
+  RateLimitControl<FastifyRequest>;
+
+/**
+ * One limiter as a route hook, for when the handler needs its `resetKey(request)` (after a
+ * login, a captcha): the same options as a route's `config.rateLimit`.
+ *
+ * @example
+ * const loginLimit = rateLimitHook({ store, policies: fixedWindow({ limit: 5, window: '15m' }) });
+ * app.post('/login', { onRequest: loginLimit }, async (request) => {
+ *   if (await checkPassword(request)) await loginLimit.resetKey(request);
+ * });
+ */
+export function rateLimitHook(options: RouteRateLimitOptions): RateLimitHookHandler {
+  const config = parseHttpRateLimitOptions<FastifyRequest, OnLimited>(options, 'rateLimitHook');
+  return Object.assign(limitRequests(config), rateLimitControl(config, requestView));
 }
 
 /** A route's options over the plugin's: a route `limiter` or `policies` replaces the other. */

@@ -11,6 +11,7 @@ import type { RateLimitHeaderConfig } from './header-options.js';
 import { applyRateLimitHeaders, type HeaderTarget } from './headers.js';
 import { type HttpRequestView, resolveKey } from './keys.js';
 import type { HttpRateLimitConfig } from './options.js';
+import { shadowCheck } from './shadow.js';
 
 /**
  * The cost of a request: the configured number, or the cost function's result, which must be
@@ -65,17 +66,31 @@ export async function checkHttpRequest<Req>(
   if (config.skip !== undefined && (await config.skip(req))) return undefined;
   const key = await resolveKey(config, view, req);
   const cost = await resolveCost(config, req);
+  const check = await decide(config, req, key, cost, message);
+  return config.shadow ? shadowCheck(check) : check;
+}
+
+/** The decisions for one request with its key and cost (see checkHttpRequest). */
+async function decide<Req>(
+  config: HttpRateLimitConfig<Req, unknown>,
+  req: Req,
+  key: string,
+  cost: number,
+  message: object | undefined,
+): Promise<HttpCheck> {
+  // A policies function picks this request's limiter (and budget) by its policy set.
+  const { limiter, budget } = config.policySets ? await config.policySets.limiterFor(req) : config;
   const concurrency = config.concurrency ? await config.concurrency.acquire(key) : undefined;
   if (concurrency !== undefined && !concurrency.allowed) {
-    const rate = config.limiter ? await config.limiter.peek(key, { cost: 0 }) : undefined;
+    const rate = limiter ? await limiter.peek(key, { cost: 0 }) : undefined;
     return { key, cost, decision: concurrency, rate, concurrency, lease: undefined };
   }
   const lease = concurrency?.lease;
   let rate: Decision | undefined;
   try {
-    if (config.limiter) {
-      if (config.budget !== undefined) noteCharge(config.diagnostics, message, config.budget);
-      rate = await config.limiter.consume(key, { cost });
+    if (limiter) {
+      if (budget !== undefined) noteCharge(config.diagnostics, message, budget);
+      rate = await limiter.consume(key, { cost });
     }
   } catch (error) {
     await lease?.release().catch(() => undefined);
@@ -95,6 +110,8 @@ export function applyCheckHeaders(
   config: RateLimitHeaderConfig,
 ): void {
   const key = check.key;
+  // A would-be denial in shadow mode is answered 200: Retry-After would tell clients to wait.
+  if (check.decision.shadow && config.retryAfter) config = { ...config, retryAfter: false };
   if (check.rate) applyRateLimitHeaders(target, check.rate, config, { key });
   if (check.concurrency) {
     applyRateLimitHeaders(target, check.concurrency, config, {
@@ -106,6 +123,7 @@ export function applyCheckHeaders(
 
 /** Waits for an admitted decision's shaping `delay` (resolves at once when there is none). */
 export function waitForDelay(decision: Decision): Promise<void> {
-  if (!(decision.delay > 0)) return Promise.resolve();
+  // Shadow mode shapes nothing either: it only measures.
+  if (!(decision.delay > 0) || decision.shadow) return Promise.resolve();
   return new Promise((resolve) => setTimeout(resolve, Math.ceil(decision.delay)));
 }

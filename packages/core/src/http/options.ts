@@ -22,6 +22,8 @@ import {
 } from './header-options.js';
 import { KEY_OPTION_NAMES, type KeyConfig, type KeyOptions, parseKeyOptions } from './keys.js';
 import { ownOptions } from './own-options.js';
+import { type PoliciesFunction, PolicySets, validateSetOptions } from './policy-sets.js';
+import { parseShadowOption, shadowHooks } from './shadow.js';
 
 /**
  * Options shared by `@floodgate/express` and `@floodgate/koa` (`Req` is the framework's request
@@ -30,7 +32,17 @@ import { ownOptions } from './own-options.js';
  * option are passed through unchanged); and/or `concurrency`.
  */
 export type HttpRateLimitOptions<Req, OnLimited = unknown> = KeyOptions<Req> &
-  Partial<RateLimiterOptions> & {
+  Omit<Partial<RateLimiterOptions>, 'policies'> & {
+    /**
+     * The limits: a policy, an array of policies, or a function of the request that returns
+     * them (per plan or tenant; one limiter per distinct set, see POLICY_SET_CACHE_SIZE).
+     */
+    policies?: RateLimiterOptions['policies'] | PoliciesFunction<Req>;
+    /**
+     * Count every request but never refuse one (no 429, no `onLimited`, no delay); decisions
+     * carry `shadow: true`, and headers are off unless `headers` is given. @default false
+     */
+    shadow?: boolean;
     /** A ready limiter; excludes `policies`, `store` and the other RateLimiter options. */
     limiter?: RateLimiter;
     /** Header groups to send: `true` (default set), `false`, or `{ standard, legacy, retryAfter }`. @default true */
@@ -64,14 +76,19 @@ export const HTTP_OPTION_NAMES = [
     cost: true,
     onLimited: true,
     concurrency: true,
+    shadow: true,
   }),
   ...KEY_OPTION_NAMES,
 ] as const;
 
 /** The parsed, fully defined adapter config. */
 export interface HttpRateLimitConfig<Req, OnLimited = unknown> extends KeyConfig<Req> {
-  /** Undefined when only `concurrency` was configured. */
+  /** Undefined when only `concurrency` was configured, or `policies` is a function. */
   readonly limiter: RateLimiter | undefined;
+  /** The limiters of a `policies` function, per policy set. */
+  readonly policySets: PolicySets<Req> | undefined;
+  /** Count, never refuse (shadow.ts). */
+  readonly shadow: boolean;
   readonly concurrency: ConcurrencyLimiter | undefined;
   readonly headers: RateLimitHeaderConfig;
   readonly skip: ((req: Req) => boolean | Promise<boolean>) | undefined;
@@ -123,7 +140,19 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
   }
   let limiter: RateLimiter | undefined;
   let store: Store | undefined;
+  const shadow = parseShadowOption(o.shadow, `${where}.shadow`);
+  if (shadow && limiterOptions.hooks !== undefined) {
+    limiterOptions.hooks = shadowHooks(limiterOptions.hooks);
+  }
+  let setOptions: Omit<RateLimiterOptions, 'policies'> | undefined;
   if (o.limiter !== undefined) {
+    if (shadow) {
+      throw configError(
+        `${where}.shadow`,
+        o.shadow,
+        `used with policies, not with ${where}.limiter (whose own hooks could not tell a would-be denial from a denial)`,
+      );
+    }
     if (typeof (o.limiter as RateLimiter | null)?.consume !== 'function') {
       throw configError(`${where}.limiter`, o.limiter, 'a RateLimiter');
     }
@@ -137,6 +166,11 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
       );
     }
     limiter = o.limiter as RateLimiter;
+  } else if (typeof limiterOptions.policies === 'function') {
+    store = (limiterOptions.store as Store | undefined) ?? memoryStore();
+    const { policies: _, ...rest } = limiterOptions;
+    setOptions = { deniedCache: defaultDeniedCache(store), ...rest, store };
+    validateSetOptions(setOptions, where);
   } else if (o.concurrency === undefined || limiterOptions.policies !== undefined) {
     store = (limiterOptions.store as Store | undefined) ?? memoryStore();
     limiter = createRateLimiter(
@@ -168,7 +202,11 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
     () => limiter?.store ?? store ?? (limiterOptions.store as Store | undefined) ?? memoryStore(),
     limiterOptions,
   );
-  if (limiter === undefined && Object.keys(limiterOptions).some((n) => n !== 'store')) {
+  if (
+    limiter === undefined &&
+    setOptions === undefined &&
+    Object.keys(limiterOptions).some((n) => n !== 'store')
+  ) {
     const name = Object.keys(limiterOptions).find((n) => n !== 'store')!;
     throw configError(
       `${where}.${name}`,
@@ -181,8 +219,21 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
   return {
     ...keys,
     limiter,
+    policySets:
+      setOptions &&
+      new PolicySets(
+        limiterOptions.policies as PoliciesFunction<Req>,
+        setOptions,
+        where,
+        keys.diagnostics,
+      ),
+    shadow,
     concurrency,
-    headers: parseHeaderOptions(o.headers, `${where}.headers`),
+    // In shadow mode a response says nothing about limits unless asked to.
+    headers: parseHeaderOptions(
+      shadow && o.headers === undefined ? false : o.headers,
+      `${where}.headers`,
+    ),
     skip: o.skip as HttpRateLimitConfig<Req>['skip'],
     cost,
     onLimited: o.onLimited as OnLimited | undefined,
