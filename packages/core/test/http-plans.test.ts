@@ -172,6 +172,18 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       },
     );
 
+    it("count: 'failed' with a policies function refunds to the request's own set", async () => {
+      const url = await start({
+        limiters: [{ store, policies: (req: unknown) => plans[planOf(req)]!(), count: 'failed' }],
+      });
+      for (let i = 0; i < 3; i++) {
+        const ok = await request(url).get('/');
+        expect(ok.status).toBe(200);
+        // Charged up front, given back once the 200 was sent.
+        expect(ok.headers.ratelimit).toBe('"free";r=1;t=45');
+      }
+    });
+
     it(`the cache keeps at most ${POLICY_SET_CACHE_SIZE} sets; an evicted set resumes from its stored state`, async () => {
       let handles: readonly MountedLimiter[] = [];
       const captured = new Map<string, unknown>();

@@ -5,6 +5,7 @@
  */
 import { type Decision } from '@floodgate/core';
 import {
+  AccessDeniedError,
   applyCheckHeaders,
   checkHttpRequest,
   deniedProblem,
@@ -15,11 +16,12 @@ import {
   parseHttpRateLimitOptions,
   type RateLimitControl,
   rateLimitControl,
+  refundByOutcome,
   releaseWhenDone,
   UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
-import type { Context, Middleware, Next } from 'koa';
+import type { Context, Response as KoaResponse, Middleware, Next } from 'koa';
 
 declare module 'koa' {
   interface DefaultState {
@@ -33,10 +35,10 @@ export type OnLimited = (ctx: Context, next: Next, decision: Decision) => unknow
 
 /**
  * Options: `policies` (+ `store`, default `memoryStore()`, and any other RateLimiter option) or
- * `limiter`; `key`, `headers`, `skip`, `cost`, `onLimited` and the key options. Functions
- * receive the Koa context. See the README.
+ * `limiter`; `key`, `headers`, `skip`, `cost`, `count`, `allow`, `deny`, `onLimited` and the
+ * key options. Functions receive the Koa context (`count` also gets `ctx.response`). See the README.
  */
-export type RateLimitOptions = HttpRateLimitOptions<Context, OnLimited>;
+export type RateLimitOptions = HttpRateLimitOptions<Context, OnLimited, KoaResponse>;
 
 /** The middleware, with `resetKey(ctx)`, `limiter` and `limiterFor(ctx)`. */
 export type RateLimitMiddleware = Middleware & RateLimitControl<Context>;
@@ -60,13 +62,13 @@ function requestView(ctx: Context): HttpRequestView {
  * error handling.
  */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
-  const config = parseHttpRateLimitOptions<Context, OnLimited>(options, 'rateLimit');
+  const config = parseHttpRateLimitOptions<Context, OnLimited, KoaResponse>(options, 'rateLimit');
   const middleware: Middleware = async function rateLimit(ctx, next) {
     let check: HttpCheck | undefined;
     try {
       check = await checkHttpRequest(config, requestView(ctx), ctx, ctx.req);
     } catch (error) {
-      if (!(error instanceof UnknownAppKeyError)) throw error;
+      if (!(error instanceof UnknownAppKeyError || error instanceof AccessDeniedError)) throw error;
       ctx.status = error.status;
       ctx.type = error.contentType;
       ctx.body = JSON.stringify(error.problem);
@@ -75,6 +77,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     if (check === undefined) return next();
     const { decision, lease } = check;
     if (lease) releaseWhenDone(ctx.res, lease);
+    refundByOutcome(config, check, ctx.res, ctx, ctx.response);
     ctx.state.rateLimit = decision;
     applyCheckHeaders(
       {

@@ -6,6 +6,8 @@
 import type { ConcurrencyDecision, Lease } from '../concurrency-limiter.js';
 import type { Decision } from '../decision.js';
 import { describeValue, RateLimitArgumentError } from '../errors.js';
+import type { RateLimiter } from '../rate-limiter.js';
+import { AccessDeniedError, checkAccess } from './access-list.js';
 import { noteCharge } from './budget.js';
 import type { RateLimitHeaderConfig } from './header-options.js';
 import { applyRateLimitHeaders, type HeaderTarget } from './headers.js';
@@ -46,23 +48,29 @@ export interface HttpCheck {
   readonly concurrency: ConcurrencyDecision | undefined;
   /** The slot to release when the response ends (admitted with `concurrency`). */
   readonly lease: Lease | undefined;
+  /** The limiter that decided: with a policies function, the one for the request's set. */
+  readonly limiter: RateLimiter | undefined;
 }
 
 /**
- * Runs the shared per-request steps: `skip` (→ undefined), key, cost, then, with `concurrency`,
+ * Runs the shared per-request steps: `deny` (→ AccessDeniedError), `allow` and `skip`
+ * (→ undefined), key, cost, then, with `concurrency`,
  * one `acquire` first, and one `consume` only when a slot was granted: a request refused for
  * concurrency is never charged to the rate policies (their headers then come from a cost-0
  * `peek`), and a slot taken by a request the rate policies refuse is given back at once.
  * Errors from user functions and the store propagate to the adapter (after any slot is given
  * back). `message` is Node's request object (for the double-count diagnostic).
  */
-export async function checkHttpRequest<Req>(
-  config: HttpRateLimitConfig<Req, unknown>,
+export async function checkHttpRequest<Req, Res = unknown>(
+  config: HttpRateLimitConfig<Req, unknown, Res>,
   view: HttpRequestView,
   req: Req,
   message?: object,
 ): Promise<HttpCheck | undefined> {
   config.firstRequest.check(config.diagnostics);
+  const access = await checkAccess(config, view, req);
+  if (access === 'deny') throw new AccessDeniedError();
+  if (access === 'allow') return undefined;
   if (config.skip !== undefined && (await config.skip(req))) return undefined;
   const key = await resolveKey(config, view, req);
   const cost = await resolveCost(config, req);
@@ -71,8 +79,8 @@ export async function checkHttpRequest<Req>(
 }
 
 /** The decisions for one request with its key and cost (see checkHttpRequest). */
-async function decide<Req>(
-  config: HttpRateLimitConfig<Req, unknown>,
+async function decide<Req, Res>(
+  config: HttpRateLimitConfig<Req, unknown, Res>,
   req: Req,
   key: string,
   cost: number,
@@ -83,7 +91,7 @@ async function decide<Req>(
   const concurrency = config.concurrency ? await config.concurrency.acquire(key) : undefined;
   if (concurrency !== undefined && !concurrency.allowed) {
     const rate = limiter ? await limiter.peek(key, { cost: 0 }) : undefined;
-    return { key, cost, decision: concurrency, rate, concurrency, lease: undefined };
+    return { key, cost, decision: concurrency, rate, concurrency, lease: undefined, limiter };
   }
   const lease = concurrency?.lease;
   let rate: Decision | undefined;
@@ -98,9 +106,10 @@ async function decide<Req>(
   }
   if (rate !== undefined && !rate.allowed) {
     await lease?.release().catch(() => undefined);
-    return { key, cost, decision: rate, rate, concurrency: undefined, lease: undefined };
+    return { key, cost, decision: rate, rate, concurrency: undefined, lease: undefined, limiter };
   }
-  return { key, cost, decision: rate ?? (concurrency as Decision), rate, concurrency, lease };
+  const decision = rate ?? (concurrency as Decision);
+  return { key, cost, decision, rate, concurrency, lease, limiter };
 }
 
 /** Sets the headers of every decision in `check` (the concurrency one as concurrent-requests). */

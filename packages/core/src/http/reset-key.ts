@@ -22,8 +22,8 @@ export interface RateLimitControl<Req> {
 }
 
 /** The RateLimitControl of a parsed config; `view` reads the framework's request. */
-export function rateLimitControl<Req>(
-  config: HttpRateLimitConfig<Req, unknown>,
+export function rateLimitControl<Req, Res>(
+  config: HttpRateLimitConfig<Req, unknown, Res>,
   view: (req: Req) => HttpRequestView,
 ): RateLimitControl<Req> {
   const limiterFor = async (req: Req): Promise<RateLimiter | undefined> =>
