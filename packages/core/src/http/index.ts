@@ -130,6 +130,13 @@ export {
 // Own properties only, a JSON "__proto__" key refused: for options objects read by hand.
 export { ownOptions } from './own-options.js';
 export {
+  POLICY_SET_CACHE_SIZE,
+  type PoliciesFunction,
+  type PolicySetLimiter,
+  PolicySets,
+  validateSetOptions,
+} from './policy-sets.js';
+export {
   deniedProblem,
   PROBLEM_CONTENT_TYPE,
   QUOTA_EXCEEDED_TYPE,
@@ -139,3 +146,5 @@ export {
   type StoreUnavailableProblem,
   storeUnavailableProblem,
 } from './problem.js';
+export { type RateLimitControl, rateLimitControl } from './reset-key.js';
+export { parseShadowOption, shadowCheck, shadowDecision, shadowHooks } from './shadow.js';
