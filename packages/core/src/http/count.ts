@@ -16,7 +16,8 @@ import { storeDecided } from './headers.js';
  * Which admitted requests count: `'all'`; `'failed'` (status ≥ 400, or the client went away or
  * the response errored before it was sent); `'succeeded'` (status < 400, response sent); or a
  * function answering true for a request that counts. The function is asked when the response
- * is ended (`res` has its final status) or, for a request that never got one, when it closes.
+ * is ended (`res` has its final status); a request that never got one (the client went away,
+ * the response errored) counts without asking it, since its status is not known.
  */
 export type CountOption<Req, Res = ServerResponse> =
   | 'all'
@@ -124,7 +125,14 @@ async function counts<Req, Res>(
   req: Req,
   res: Res,
 ): Promise<boolean> {
-  if (typeof count === 'function') return (await count(req, res)) !== false;
+  if (typeof count === 'function') {
+    // A request that never got its response has no status yet (only the framework's default,
+    // 200 or 404): the function cannot judge it, and refunding every abort would give an
+    // attacker free attempts (abort each one before its answer). It counts, as
+    // express-rate-limit's requestWasSuccessful is only asked about finished responses.
+    if (outcome === 'aborted') return true;
+    return (await count(req, res)) !== false;
+  }
   const failed = outcome === 'aborted' || response.statusCode >= 400;
   return count === 'failed' ? failed : !failed;
 }
