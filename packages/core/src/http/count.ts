@@ -8,8 +8,8 @@ import type { ServerResponse } from 'node:http';
 import { emitWarning } from '../errors.js';
 import { configError } from '../options.js';
 import type { RateLimiter } from '../rate-limiter.js';
+import { beforeEnd } from './before-end.js';
 import type { HttpCheck } from './check-request.js';
-import { RELEASE_WAIT_MAX_MS } from './concurrency.js';
 import { storeDecided } from './headers.js';
 
 /**
@@ -67,7 +67,8 @@ export class CountWarning {
 
 /**
  * Arranges the refund of `charge` when `response`'s outcome should not count under `count`.
- * `response.end(...)` waits for the decision and the refund (at most RELEASE_WAIT_MAX_MS), so a
+ * `response.end(...)` waits for the decision and the refund (at most RELEASE_WAIT_MAX_MS, with the
+ * response's other settlements: before-end.ts), so a
  * client that retries as soon as it has this answer finds its budget already given back; a
  * request that never gets a response (aborted, errored) is settled when the response closes.
  * Nothing here throws into the response: a refund the store cannot make is answered by the
@@ -101,20 +102,7 @@ export function refundUncounted<Req, Res>(
     return;
   }
   response.once('close', () => void settle(response.writableEnded ? 'sent' : 'aborted'));
-  const end = response.end;
-  response.end = function endAfterRefund(...args: unknown[]) {
-    response.end = end;
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, RELEASE_WAIT_MAX_MS);
-      timer.unref();
-    });
-    void Promise.race([settle('sent'), waited]).then(() => {
-      clearTimeout(timer);
-      (end as (...a: unknown[]) => unknown).apply(response, args);
-    });
-    return response;
-  } as ServerResponse['end'];
+  beforeEnd(response, () => settle('sent'));
 }
 
 /** Whether a request with this outcome keeps its charge. */
