@@ -10,10 +10,12 @@ import {
   fixedWindow,
   memoryStore,
   type Policy,
+  RateLimitConfigError,
+  RateLimiter,
   redisStore,
   type Store,
 } from '@floodgate/core';
-import { POLICY_SET_CACHE_SIZE } from '@floodgate/core/http';
+import { POLICY_SET_CACHE_SIZE, parseHttpRateLimitOptions } from '@floodgate/core/http';
 import type { Redis } from 'ioredis';
 import request from 'supertest';
 import { connectIoredis, flushRedis, testRedisUrl, workerDb } from '../../../test/harness/redis';
@@ -336,6 +338,37 @@ describe.each(frameworks)('%s', (framework, serve) => {
       expect((await get('pro')).headers.ratelimit).toBe('"pro";r=4;t=45');
       expect((await get('free')).status).toBe(429);
     });
+  });
+});
+
+describe('construction checks', () => {
+  const where = (options: Record<string, unknown>) => {
+    try {
+      parseHttpRateLimitOptions(options, 'rateLimit');
+    } catch (error) {
+      return error as RateLimitConfigError;
+    }
+    return undefined;
+  };
+  const plan = () => fixedWindow({ limit: 1, window: '1s' });
+
+  it('a policies function: the other limiter options are checked at once, not on a request', () => {
+    expect(where({ policies: plan, prefix: 'a{b' })).toMatchObject({ field: 'rateLimit.prefix' });
+    expect(where({ policies: plan, hooks: 5 })).toMatchObject({ field: 'rateLimit.hooks' });
+    expect(where({ policies: plan, deniedCache: { maxKeys: -1 } })).toMatchObject({
+      field: 'rateLimit.deniedCache.maxKeys',
+    });
+    expect(where({ policies: plan, count: 'failed', prefix: 'plans' })).toBeUndefined();
+  });
+
+  it('shadow: a boolean, and never with a ready limiter', () => {
+    expect(where({ policies: plan(), shadow: 'yes' })).toMatchObject({ field: 'rateLimit.shadow' });
+    const limiter = new RateLimiter({ store: memoryStore(), policies: plan() });
+    expect(where({ limiter, shadow: true })).toMatchObject({
+      code: 'FLOODGATE_INVALID_OPTION',
+      field: 'rateLimit.shadow',
+    });
+    expect(where({ limiter, shadow: false })).toBeUndefined();
   });
 });
 
