@@ -270,6 +270,69 @@ describe.each(frameworks)('%s', (framework, serve) => {
       expect(limited).toEqual([]);
     });
 
+    it('shadow with concurrency: a would-be refusal runs without a slot and costs no rate budget', async () => {
+      let finish: (() => void) | undefined;
+      let reached!: () => void;
+      const inHandler = new Promise<void>((resolve) => {
+        reached = resolve;
+      });
+      const url = await start({
+        onHold: (done) => {
+          finish = done;
+          reached();
+        },
+        limiters: [
+          {
+            store,
+            policies: fixedWindow({ limit: 100, window: '1m', name: 'per-minute' }),
+            concurrency: { limit: 1 },
+            shadow: true,
+          },
+        ],
+      });
+      const held = request(url)
+        .get('/hold')
+        .then((res) => res);
+      await inHandler;
+      const busy = await request(url).get('/');
+      expect(busy.status).toBe(200);
+      expect(busy.body.rateLimit).toMatchObject({
+        allowed: false,
+        shadow: true,
+        policy: 'concurrency-1',
+      });
+      finish!();
+      expect((await held).status).toBe(200);
+      // Only the held request was charged to the rate policy.
+      const after = await request(url).get('/');
+      expect(after.body.rateLimit).toMatchObject({ allowed: true, shadow: true, remaining: 98 });
+    });
+
+    it('shadow with a lockout: the block is written and reported, never enforced', async () => {
+      const url = await start({
+        limiters: [
+          {
+            store,
+            policies: fixedWindow({ limit: 1, window: '1m', name: 'login', blockDuration: '1h' }),
+            shadow: true,
+          },
+        ],
+      });
+      const bodies = [];
+      for (let i = 0; i < 3; i++) {
+        const res = await request(url).get('/');
+        expect(res.status).toBe(200);
+        bodies.push(res.body.rateLimit);
+      }
+      expect(bodies[1]).toMatchObject({ allowed: false, shadow: true, policy: 'login' });
+      expect(bodies[2]).toMatchObject({
+        allowed: false,
+        shadow: true,
+        reason: 'blocked',
+        retryAfter: 3_600_000,
+      });
+    });
+
     it('shadow with headers given: the limit headers, but never Retry-After on a 200', async () => {
       const url = await start({
         limiters: [
