@@ -28,6 +28,7 @@ export {
   type AccessList,
   type AccessListOption,
   type AccessOptions,
+  type AccessRanges,
   accessDeniedProblem,
   checkAccess,
   clientAddress,
@@ -97,9 +98,11 @@ export {
 } from './headers.js';
 export {
   DEFAULT_IPV6_SUBNET,
+  type IpAddressParts,
   MAX_IPV6_SUBNET,
   MIN_IPV6_SUBNET,
   normalizeIp,
+  parseIpAddress,
   parseIpv6Subnet,
 } from './ip.js';
 export { type IpHeaderOption, isHeaderName } from './ip-header.js';
