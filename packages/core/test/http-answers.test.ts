@@ -143,6 +143,36 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       expect(spent.headers['retry-after']).toBe('45');
     });
 
+    it('limit 0 (a maintenance switch): 429 without Retry-After, quota 0, nothing charged', async () => {
+      const url = await start({
+        limiters: [
+          {
+            store,
+            policies: [
+              smoothBursty({ limit: 0, window: '1s', name: 'maintenance' }),
+              fixedWindow({ limit: 5, window: '1m', name: 'per-minute' }),
+            ],
+            headers: { legacy: true },
+          },
+        ],
+      });
+      for (let i = 0; i < 2; i++) {
+        const res = await request(url).get('/');
+        expect(res.status).toBe(429);
+        expect(res.headers['retry-after']).toBeUndefined();
+        const body = JSON.parse(res.text);
+        expect(body['violated-policies']).toEqual(['maintenance']);
+        expect(body.detail).toBe(
+          'Policy "maintenance" can never admit this request; retrying will not help.',
+        );
+        expect(namedItems(res.headers['ratelimit-policy']).maintenance).toEqual({ q: 0, w: 1 });
+        const quota = namedItems(res.headers.ratelimit);
+        expect(quota.maintenance).toEqual({ r: 0, t: 0 });
+        // The other policy was not charged: all or nothing.
+        expect(quota['per-minute']).toEqual({ r: 5, t: 0 });
+      }
+    });
+
     it('RateLimit-Policy advertises the sustained quota per window, never the burst', async () => {
       const url = await start({
         limiters: [
