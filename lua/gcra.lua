@@ -3,7 +3,7 @@
 -- room for exactly `burst` back-to-back requests.
 --
 -- KEYS    <base> — a string integer: the theoretical arrival time (TAT, µs)
--- ARGV    emission_interval_us, burst
+-- ARGV    emission_interval_us, burst (0 for limit 0: nothing is ever admitted)
 -- State   TAT; TTL until TAT (after which the key is idle: a missing key is a full bucket)
 -- Reply   allowed when max(TAT, now) + cost·T - now <= burst·T; remaining = whole intervals
 --         left in that allowance; reset_after = TAT - now; retry_after = the time until the
