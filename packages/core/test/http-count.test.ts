@@ -212,12 +212,43 @@ describe.each(frameworks)('%s', (_framework, serve) => {
     it('stacked limiters each refund their own charge', async () => {
       const url = await start({
         limiters: [
-          { store, prefix: 'failures', policies: perMinute(2, 'failures'), count: 'failed' },
+          { store, prefix: 'failures', policies: perMinute(3, 'failures'), count: 'failed' },
+          { store, prefix: 'successes', policies: perMinute(3, 'successes'), count: 'succeeded' },
           { store, prefix: 'all', policies: perMinute(3, 'all') },
         ],
       });
-      expect((await get(url, 200)).headers.ratelimit).toBe('"failures";r=1;t=45, "all";r=2;t=45');
-      expect((await get(url, 200)).headers.ratelimit).toBe('"failures";r=1;t=45, "all";r=1;t=45');
+      const header = async (status: number) => (await get(url, status)).headers.ratelimit;
+      expect(await header(200)).toBe('"failures";r=2;t=45, "successes";r=2;t=45, "all";r=2;t=45');
+      expect(await header(404)).toBe('"failures";r=2;t=45, "successes";r=1;t=45, "all";r=1;t=45');
+      expect(await header(200)).toBe('"failures";r=1;t=45, "successes";r=1;t=45, "all";r=0;t=45');
+    });
+
+    it('a request refused for concurrency charged nothing, so nothing is refunded', async () => {
+      let finish!: () => void;
+      let reached!: () => void;
+      const inHandler = new Promise<void>((resolve) => {
+        reached = resolve;
+      });
+      const url = await start({
+        onHold: (done) => {
+          finish = done;
+          reached();
+        },
+        limiters: [
+          { store, policies: perMinute(2), concurrency: { limit: 1 }, count: 'succeeded' },
+        ],
+      });
+      const held = request(url)
+        .get('/hold')
+        .then((res) => res);
+      await inHandler;
+      const busy = await get(url);
+      expect(busy.status).toBe(429);
+      expect(busy.headers.ratelimit).toMatch(/^"per-minute";r=1;t=45, /);
+      finish();
+      expect((await held).status).toBe(200);
+      // Had the 429 been refunded, the held request's unit would be back (r=1 after this one).
+      expect((await get(url)).headers.ratelimit).toMatch(/^"per-minute";r=0;t=45, /);
     });
 
     it('a refund reaches past the denied cache: a key denied while a request was in flight', async () => {

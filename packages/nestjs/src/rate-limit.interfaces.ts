@@ -6,6 +6,7 @@ import {
   type BlockDuration,
   type Decision,
   type Duration,
+  type FixedWindowOptions,
   type Policy,
   type RateLimiterOptions,
   type Store,
@@ -115,10 +116,15 @@ export interface RateLimitWindowOptions extends RateLimitCommon {
   name?: string;
   /**
    * Lock the key out this long once the window denies it (progressive with `{ initial,
-   * multiplier, max, forgetAfter }`): every request then gets 429 with `reason: 'blocked'`.
+   * multiplier, max, forgetAfter }`): every request then gets 429 with `blocked: true`.
    * @default none
    */
   blockDuration?: BlockDuration;
+  /**
+   * Where windows start: `'clock'` (aligned, every key at once) or `'first-request'` (at each
+   * key's first admitted request), as fixedWindow's `anchor`. @default 'clock'
+   */
+  anchor?: FixedWindowOptions['anchor'];
 }
 
 /** `@RateLimit({ policies: [gcra(...), fixedWindow(...)] })`: any policies, all-or-nothing. */

@@ -50,6 +50,7 @@ const LIMIT_OPTION_NAMES = optionNames<RateLimitWindowOptions & RateLimitPolicie
   limit: true,
   window: true,
   name: true,
+  anchor: true,
   blockDuration: true,
   policies: true,
   key: true,
@@ -139,7 +140,9 @@ export function parseRateLimitOptions(options: unknown, where: string): ParsedRa
 }
 
 function readLimit(o: Record<string, unknown>, field: string): ParsedLimit {
-  const shorthand = ['limit', 'window', 'name', 'blockDuration'].filter((n) => o[n] !== undefined);
+  const shorthand = ['limit', 'window', 'name', 'anchor', 'blockDuration'].filter(
+    (n) => o[n] !== undefined,
+  );
   let policies: readonly Policy[] = [];
   let dynamic: RateLimitPolicyFunction | undefined;
   if (o.policies !== undefined) {
@@ -158,6 +161,7 @@ function readLimit(o: Record<string, unknown>, field: string): ParsedLimit {
       limit: o.limit,
       window: o.window,
       name: o.name,
+      anchor: o.anchor,
       ...(o.blockDuration === undefined ? {} : { blockDuration: o.blockDuration }),
     } as Parameters<typeof fixedWindow>[0];
     policies = [readAs(window, field, () => fixedWindow(window))];
