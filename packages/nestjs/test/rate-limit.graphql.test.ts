@@ -160,4 +160,34 @@ describe.each(CASES)('GraphQL with $driver.name and the $store.name store', ({ d
       extensions: { code: 'TOO_MANY_REQUESTS', policy: 'api' },
     });
   });
+
+  it('a lockout is a GraphQL error that says it is a block', async () => {
+    const { fixedWindow } = await import('@floodgate/core');
+    const server = (
+      await boot({
+        policies: fixedWindow({ limit: 1, window: '1m', name: 'api', blockDuration: '5m' }),
+        scope: 'global',
+        key: ['clientId', 'ip'],
+      })
+    ).getHttpServer();
+    await gql(server, '{ devices { id } }', 'alice').expect(200);
+    await gql(server, '{ devices { id } }', 'alice').expect(200);
+    const blocked = await gql(server, '{ devices { id } }', 'alice').expect(200);
+    expect(blocked.body.errors[0].extensions).toMatchObject({
+      code: 'TOO_MANY_REQUESTS',
+      policy: 'api',
+      blocked: true,
+      retryAfter: 300_000,
+    });
+  });
+
+  it('shadow mode answers every field and counts', async () => {
+    const server = (await boot({ shadow: true })).getHttpServer();
+    for (let i = 0; i < 5; i++) {
+      const res = await gql(server, '{ devices { id } }', 'alice').expect(200);
+      expect(res.body).toEqual({ data: { devices: [{ id: 'cam-7' }] } });
+      expect(res.headers.ratelimit).toBeUndefined();
+    }
+    if (store.name === 'redis') expect(await redisKeys()).toHaveLength(1);
+  });
 });
