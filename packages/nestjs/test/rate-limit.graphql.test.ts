@@ -8,9 +8,16 @@ import 'reflect-metadata';
 import type { Store } from '@floodgate/core';
 import { RateLimit, RateLimitModule, SkipRateLimit } from '@floodgate/nestjs';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import type { ModuleMetadata } from '@nestjs/common';
+import type { ExecutionContext, ModuleMetadata } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { Args, GraphQLModule, Mutation, Query, Resolver } from '@nestjs/graphql';
+import {
+  Args,
+  GqlExecutionContext,
+  GraphQLModule,
+  Mutation,
+  Query,
+  Resolver,
+} from '@nestjs/graphql';
 import { MercuriusDriver, type MercuriusDriverConfig } from '@nestjs/mercurius';
 import request from 'supertest';
 import { BearerAuthGuard, closeApps, PLATFORMS, redisKeys, STORES } from './app.js';
@@ -189,5 +196,28 @@ describe.each(CASES)('GraphQL with $driver.name and the $store.name store', ({ d
       expect(res.headers.ratelimit).toBeUndefined();
     }
     if (store.name === 'redis') expect(await redisKeys()).toHaveLength(1);
+  });
+
+  it('a deny list refuses with a GraphQL error, code FORBIDDEN, before the store', async () => {
+    const server = (
+      await boot({
+        deny: (context: ExecutionContext) =>
+          GqlExecutionContext.create(context).getContext().req?.headers?.['x-banned'] === '1' ||
+          GqlExecutionContext.create(context).getContext().reply?.request?.headers?.['x-banned'] ===
+            '1',
+      })
+    ).getHttpServer();
+    const denied = await gql(server, '{ devices { id } }', 'alice')
+      .set('x-banned', '1')
+      .expect(200);
+    expect(denied.body.errors[0].extensions).toMatchObject({
+      code: 'FORBIDDEN',
+      status: 403,
+      type: 'tag:floodgate.dev,2026:problem:access-denied',
+    });
+    if (store.name === 'redis') expect(await redisKeys()).toEqual([]);
+    await gql(server, '{ devices { id } }', 'alice').expect(200, {
+      data: { devices: [{ id: 'cam-7' }] },
+    });
   });
 });
