@@ -115,16 +115,16 @@ export interface RateLimitWindowOptions extends RateLimitCommon {
   /** Policy name shown in headers. @default `fixed-<limit>-per-<window>` */
   name?: string;
   /**
+   * Where windows start: `'clock'` (aligned, every key at once) or `'first-request'` (at each
+   * key's first admitted request), as fixedWindow's `anchor`. @default 'clock'
+   */
+  anchor?: FixedWindowOptions['anchor'];
+  /**
    * Lock the key out this long once the window denies it (progressive with `{ initial,
    * multiplier, max, forgetAfter }`): every request then gets 429 with `blocked: true`.
    * @default none
    */
   blockDuration?: BlockDuration;
-  /**
-   * Where windows start: `'clock'` (aligned, every key at once) or `'first-request'` (at each
-   * key's first admitted request), as fixedWindow's `anchor`. @default 'clock'
-   */
-  anchor?: FixedWindowOptions['anchor'];
 }
 
 /** `@RateLimit({ policies: [gcra(...), fixedWindow(...)] })`: any policies, all-or-nothing. */

@@ -161,7 +161,7 @@ function readLimit(o: Record<string, unknown>, field: string): ParsedLimit {
       limit: o.limit,
       window: o.window,
       name: o.name,
-      anchor: o.anchor,
+      ...(o.anchor === undefined ? {} : { anchor: o.anchor }),
       ...(o.blockDuration === undefined ? {} : { blockDuration: o.blockDuration }),
     } as Parameters<typeof fixedWindow>[0];
     policies = [readAs(window, field, () => fixedWindow(window))];
