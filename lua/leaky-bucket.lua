@@ -16,6 +16,7 @@
 -- Reply   allowed; remaining = requests that still fit; reset_after = until idle;
 --         retry_after = until the excess lets `cost` in (-1 when cost > burst + 1);
 --         delay = until the excess has drained to `delay` requests (0 when it is below)
+--- @include "pair"
 local function leaky_bucket_check(key, o, cost)
   local unit, rate = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
   local burst, delay = tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3])
@@ -23,10 +24,8 @@ local function leaky_bucket_check(key, o, cost)
   -- level: what the next request's excess would be before flooring, i.e. the excess left plus
   -- the last admitted request itself, drained to `since`; 0 is an idle bucket.
   local level, since = 0, now
-  local state = redis.call('GET', key)
-  if state then
-    local e, t = string.match(state, '^(-?%d+):(%d+)$')
-    local excess, last = tonumber(e), tonumber(t)
+  local excess, last = get_pair(key)
+  if excess then
     -- A clock that stepped back drains nothing (nginx: ms < 0 counts as 0).
     since = math.max(last, now)
     local elapsed = since - last
@@ -36,29 +35,26 @@ local function leaky_bucket_check(key, o, cost)
   local ahead = since - now
   if cost <= burst + 1 and level + cost * unit <= capacity then
     local after = level + cost * unit
-    local excess, wait = 0, 0
+    local left, wait = 0, 0
     if cost > 0 then
-      excess = after - unit
-      if excess > delay * unit then wait = ahead + math.ceil((excess - delay * unit) / rate) end
+      left = after - unit
+      if left > delay * unit then wait = ahead + math.ceil((left - delay * unit) / rate) end
     end
-    return 1, math.floor((capacity - after) / unit), ahead + math.ceil(after / rate), 0, wait, nil, excess, since
+    local reset = ahead + math.ceil(after / rate)
+    -- set_pair (the commit) stores the excess left and since, until the bucket has drained.
+    return 1, math.floor((capacity - after) / unit), reset, 0, wait, nil, left, since, reset
   end
   local reset = ahead + math.ceil(level / rate)
   if cost > burst + 1 then return 0, math.floor((capacity - level) / unit), reset, -1, 0 end
   return 0, math.floor((capacity - level) / unit), reset, ahead + math.ceil((level + cost * unit - capacity) / rate), 0
-end
-local function leaky_bucket_commit(key, o, cost, reset, e1, e2)
-  redis.call('SET', key, string.format('%d:%d', e1, e2), 'PX', ttl_ms(reset))
 end
 -- Refund: the level (excess plus the last request) drops by `cost` requests, never below 0
 -- (an idle bucket is a missing key: DEL). The excess stored is level - unit, which is negative
 -- when less than one request is left to drain.
 local function leaky_bucket_refund(key, o, cost)
   local unit, rate = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
-  local state = redis.call('GET', key)
-  if not state then return end
-  local e, t = string.match(state, '^(-?%d+):(%d+)$')
-  local excess, last = tonumber(e), tonumber(t)
+  local excess, last = get_pair(key)
+  if not excess then return end
   local since = math.max(last, now)
   local elapsed = since - last
   if elapsed >= math.ceil((excess + unit) / rate) then return end
@@ -68,6 +64,6 @@ local function leaky_bucket_refund(key, o, cost)
     return
   end
   level = level - cost * unit
-  redis.call('SET', key, string.format('%d:%d', level - unit, since), 'PX', ttl_ms(since - now + math.ceil(level / rate)))
+  set_pair(key, o, cost, nil, level - unit, since, since - now + math.ceil(level / rate))
 end
-register('leaky-bucket', leaky_bucket_check, leaky_bucket_commit, nil, leaky_bucket_refund, 4)
+register('leaky-bucket', leaky_bucket_check, set_pair, nil, leaky_bucket_refund, 4)

@@ -25,10 +25,9 @@ local function sliding_log_check(key, o, cost)
   local oldest = redis.call('ZRANGEBYSCORE', key, floor, '+inf', 'WITHSCORES', 'LIMIT', used + cost - limit - 1, 1)
   return 0, limit - used, reset, tonumber(oldest[2]) + window - now, 0
 end
-local function sliding_log_commit(key, o, cost, reset, e1)
+local function sliding_log_commit(key, o, cost, reset, used)
   local window = tonumber(ARGV[o + 1])
   redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
-  local used = e1
   -- Indices padded to the width of limit: among units of one time the newest sorts last, so
   -- a refund removes the newest by rank and the next index is never one still stored.
   local member = '%d:%0' .. string.len(ARGV[o]) .. 'd'

@@ -60,9 +60,8 @@ local function sliding_window_check(key, o, cost)
   end
   return 0, limit - used, reset, retry, 0
 end
-local function sliding_window_commit(key, o, cost, reset, e1, e2)
+local function sliding_window_commit(key, o, cost, reset, current, counts)
   local buckets = tonumber(ARGV[o + 2])
-  local counts = e2
   counts[1] = (counts[1] or 0) + cost
   local last = 1
   for i = 2, buckets do
@@ -70,7 +69,7 @@ local function sliding_window_commit(key, o, cost, reset, e1, e2)
   end
   local parts = {}
   for i = 1, last do parts[i] = string.format('%d', counts[i] or 0) end
-  local state = string.format('%d:', e1) .. table.concat(parts, ',')
+  local state = string.format('%d:', current) .. table.concat(parts, ',')
   redis.call('SET', key, state, 'PX', ttl_ms(reset))
 end
 -- Refund: the current sub-window's count only (the stored newest one, when it is current).

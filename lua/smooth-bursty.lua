@@ -18,25 +18,16 @@
 --         is 0; remaining = whole stored permits + 1 while the next-free time has come, else 0;
 --         reset_after = until next-free has come and the stored permits are full;
 --         retry_after = until next-free (never -1); delay = the reservation's wait (reserve)
+--- @include "pair"
+--- @include "refill"
 local function smooth_bursty_check(key, o, cost)
   local unit, rate = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
   local max_stored, retention = tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3])
   local next_free, stored = now, 0
-  local state = redis.call('GET', key)
-  if state then
-    local f, s = string.match(state, '^(%d+):(%d+)$')
-    f, s = tonumber(f), tonumber(s)
-    if now < f + math.ceil((max_stored - s) / rate) + retention then next_free, stored = f, s end
-  end
+  local f, s = get_pair(key)
+  if f and now < f + math.ceil((max_stored - s) / rate) + retention then next_free, stored = f, s end
   -- Guava resync: time past next-free stores permits, up to max_stored.
-  if now > next_free then
-    if now - next_free >= math.ceil((max_stored - stored) / rate) then
-      stored = max_stored
-    else
-      stored = stored + (now - next_free) * rate
-    end
-    next_free = now
-  end
+  stored, next_free = refill(stored, next_free, max_stored, rate)
   local ahead = next_free - now
   if cost > 0 and ahead > SLACK then
     return 0, 0, ahead + math.ceil((max_stored - stored) / rate), ahead, 0
@@ -54,26 +45,20 @@ local function smooth_bursty_check(key, o, cost)
   local reset = after - now + math.ceil((max_stored - left) / rate)
   local delay = 0
   if cost > 0 then delay = ahead end
+  -- set_pair (the commit) stores next-free:stored until the permits are full, plus the retention.
   return 1, remaining, reset, 0, delay, nil, after, left, reset + retention
-end
-local function smooth_bursty_commit(key, o, cost, reset, e1, e2, e3)
-  redis.call('SET', key, string.format('%d:%d', e1, e2), 'PX', ttl_ms(e3))
 end
 -- Refund: next-free moves back by the cost's fresh-permit time, never before now; stored
 -- permits are left as they are.
 local function smooth_bursty_refund(key, o, cost)
   local unit, rate = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
   local max_stored, retention = tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3])
-  local state = redis.call('GET', key)
-  if not state then return end
-  local f, s = string.match(state, '^(%d+):(%d+)$')
-  local next_free, stored = tonumber(f), tonumber(s)
-  if next_free <= now then return end
+  local next_free, stored = get_pair(key)
+  if not next_free or next_free <= now then return end
   local back = next_free - now
   if cost <= tonumber(ARGV[o + 4]) then back = math.min(back, math.floor(cost * unit / rate)) end
   if back == 0 then return end
   next_free = next_free - back
-  redis.call('SET', key, string.format('%d:%d', next_free, stored), 'PX',
-    ttl_ms(next_free - now + math.ceil((max_stored - stored) / rate) + retention))
+  set_pair(key, o, cost, nil, next_free, stored, next_free - now + math.ceil((max_stored - stored) / rate) + retention)
 end
-register('smooth-bursty', smooth_bursty_check, smooth_bursty_commit, nil, smooth_bursty_refund, 5)
+register('smooth-bursty', smooth_bursty_check, set_pair, nil, smooth_bursty_refund, 5)

@@ -21,6 +21,8 @@
 --         is 0; remaining = 1 while the next-free time has come, else 0 (stored permits are
 --         never free); reset_after = until cold again; retry_after = until next-free (never
 --         -1); delay = the reservation's wait (reserve mode)
+--- @include "pair"
+--- @include "refill"
 
 -- q, r with a·b = q·m + r and 0 <= r < m, exactly, for integers a, b < 2^53, m < 2^51 and
 -- q < 2^53. A product below 2^52 is exact and so is its division (typical configurations end
@@ -51,26 +53,15 @@ end
 local function smooth_warming_up_check(key, o, cost)
   local limit, window, warmup = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
   local c, d = tonumber(ARGV[o + 3]), tonumber(ARGV[o + 4])
-  local span, refill = 2 * (d + c), 5 * d + c
-  local threshold, max_stored = warmup * (d + c), warmup * refill
-  local next_free, stored = now, max_stored
-  local state = redis.call('GET', key)
-  if state then
-    local f, s = string.match(state, '^(%d+):(%d+)$')
-    next_free, stored = tonumber(f), tonumber(s)
-  end
+  local span, per_us = 2 * (d + c), 5 * d + c
+  local threshold, max_stored = warmup * (d + c), warmup * per_us
+  local next_free, stored = get_pair(key)
+  if not next_free then next_free, stored = now, max_stored end
   -- Guava resync: time past next-free stores permits, up to max_stored.
-  if now > next_free then
-    if now - next_free >= math.ceil((max_stored - stored) / refill) then
-      stored = max_stored
-    else
-      stored = stored + (now - next_free) * refill
-    end
-    next_free = now
-  end
+  stored, next_free = refill(stored, next_free, max_stored, per_us)
   local ahead = next_free - now
   if cost > 0 and ahead > SLACK then
-    return 0, 0, ahead + math.ceil((max_stored - stored) / refill), ahead, 0
+    return 0, 0, ahead + math.ceil((max_stored - stored) / per_us), ahead, 0
   end
   -- Guava reserveEarliestAvailable with storedPermitsToWaitTime: stable time for every unit,
   -- plus the trapezoid over the threshold; wait = ceil((need·h + extra) / (span·h)).
@@ -92,30 +83,24 @@ local function smooth_warming_up_check(key, o, cost)
   local after = next_free + wait
   local remaining = 0
   if after <= now then remaining = 1 end
-  local reset = after - now + math.ceil((max_stored - left) / refill)
+  local reset = after - now + math.ceil((max_stored - left) / per_us)
   local delay = 0
   if cost > 0 then delay = ahead end
+  -- set_pair (the commit) stores next-free:stored until the key is cold again.
   return 1, remaining, reset, 0, delay, nil, after, left, reset
-end
-local function smooth_warming_up_commit(key, o, cost, reset, e1, e2, e3)
-  redis.call('SET', key, string.format('%d:%d', e1, e2), 'PX', ttl_ms(e3))
 end
 -- Refund: next-free moves back by the cost's stable-rate time, never before now; stored
 -- permits (cold ones) are left as they are.
 local function smooth_warming_up_refund(key, o, cost)
   local limit, window, warmup = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
   local c, d = tonumber(ARGV[o + 3]), tonumber(ARGV[o + 4])
-  local state = redis.call('GET', key)
-  if not state then return end
-  local f, s = string.match(state, '^(%d+):(%d+)$')
-  local next_free, stored = tonumber(f), tonumber(s)
-  if next_free <= now then return end
+  local next_free, stored = get_pair(key)
+  if not next_free or next_free <= now then return end
   local back = next_free - now
   if cost <= tonumber(ARGV[o + 5]) then back = math.min(back, math.floor(cost * window / limit)) end
   if back == 0 then return end
   next_free = next_free - back
-  local refill = 5 * d + c
-  redis.call('SET', key, string.format('%d:%d', next_free, stored), 'PX',
-    ttl_ms(next_free - now + math.ceil((warmup * refill - stored) / refill)))
+  local per_us = 5 * d + c
+  set_pair(key, o, cost, nil, next_free, stored, next_free - now + math.ceil((warmup * per_us - stored) / per_us))
 end
-register('smooth-warming-up', smooth_warming_up_check, smooth_warming_up_commit, nil, smooth_warming_up_refund, 6)
+register('smooth-warming-up', smooth_warming_up_check, set_pair, nil, smooth_warming_up_refund, 6)

@@ -11,53 +11,42 @@
 --         the bucket is full again (a missing key is a full bucket)
 -- Reply   allowed; remaining = whole tokens; reset_after = until full; retry_after = until
 --         `cost` tokens are there (-1 when cost > burst)
+--- @include "pair"
+--- @include "refill"
 local function token_bucket_check(key, o, cost)
   local unit, rate, burst = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
   local capacity = burst * unit
-  local units, since = capacity, now
-  local state = redis.call('GET', key)
-  if state then
-    local u, t = string.match(state, '^(%d+):(%d+)$')
-    units, since = tonumber(u), tonumber(t)
-    if now > since then
-      -- Refill without overflow: past the time to fill up, the bucket is simply full.
-      if now - since >= math.ceil((capacity - units) / rate) then
-        units = capacity
-      else
-        units = units + (now - since) * rate
-      end
-      since = now
-    end
+  local units, since = get_pair(key)
+  if units then
+    units, since = refill(units, since, capacity, rate)
+  else
+    units, since = capacity, now
   end
   local need = cost * unit
   if cost <= burst and units >= need then
     local left = units - need
-    return 1, math.floor(left / unit), math.ceil((capacity - left) / rate), 0, 0, nil, left, since
+    local reset = math.ceil((capacity - left) / rate)
+    -- set_pair (the commit) stores left:since until the bucket is full again.
+    return 1, math.floor(left / unit), reset, 0, 0, nil, left, since, reset
   end
   local retry = cost > burst and -1 or math.ceil((need - units) / rate)
   return 0, math.floor(units / unit), math.ceil((capacity - units) / rate), retry, 0
-end
-local function token_bucket_commit(key, o, cost, reset, e1, e2)
-  redis.call('SET', key, string.format('%d:%d', e1, e2), 'PX', ttl_ms(reset))
 end
 -- Refund: the bucket, refilled to now, gets `cost` tokens back, never above burst (a full
 -- bucket is a missing key: DEL).
 local function token_bucket_refund(key, o, cost)
   local unit, rate, burst = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
   local capacity = burst * unit
-  local state = redis.call('GET', key)
-  if not state then return end
-  local u, t = string.match(state, '^(%d+):(%d+)$')
-  local units, since = tonumber(u), tonumber(t)
-  if now > since then
-    if now - since >= math.ceil((capacity - units) / rate) then return end
-    units, since = units + (now - since) * rate, now
-  end
+  local units, since = get_pair(key)
+  if not units then return end
+  -- Stored units are always below capacity: a full bucket is a missing key.
+  units, since = refill(units, since, capacity, rate)
+  if units >= capacity then return end
   if cost >= math.ceil((capacity - units) / unit) then
     redis.call('DEL', key)
     return
   end
   units = units + cost * unit
-  redis.call('SET', key, string.format('%d:%d', units, since), 'PX', ttl_ms(math.ceil((capacity - units) / rate)))
+  set_pair(key, o, cost, nil, units, since, math.ceil((capacity - units) / rate))
 end
-register('token-bucket', token_bucket_check, token_bucket_commit, nil, token_bucket_refund, 3)
+register('token-bucket', token_bucket_check, set_pair, nil, token_bucket_refund, 3)

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Builds packages/core/src/generated/scripts.ts from lua/: one script per algorithm (used when
 // every policy of a limiter is of that kind) and one `engine` script with every algorithm
-// (used for mixed limiters). Each script is include/prelude.lua + algorithm file(s) +
+// (used for mixed limiters). Each script is include/prelude.lua + the shared steps its
+// algorithms include (`--- @include "<name>"`) + algorithm file(s) + include/blocks.lua +
 // include/engine.lua, so shared parts exist once. Each also gets a batch variant (BATCH_SCRIPTS)
 // that decides several calls in one EVALSHA: the same parts, the engine wrapped in a function,
 // and include/batch.lua, which runs it once per call. `--check` fails when the file is stale.
@@ -42,11 +43,22 @@ const BATCH_ENGINE = `local function decide()\nread_call()\n${engine}\nend`;
 const REGISTER = /^register\('([a-z-]+)', (\w+), (\w+), (\w+), (\w+), (\d+)\)$/m;
 const MIXED_HEADER = 'local ALG = {}';
 const MIXED_FOOTER = 'local CHECK, COMMIT, CLEAR, REFUND, NARGS';
+// Shared steps of several algorithms (lua/include/<name>.lua) come in as BullMQ's do: a line
+// `--- @include "<name>"` in an algorithm file. The line is dropped there and the step is put
+// once, before every algorithm of the script, in each script whose algorithms ask for it (a
+// `local function` costs Redis a closure on every call, so no script defines steps it never uses).
+const INCLUDE = /^--- @include "([a-z-]+)"\n/gm;
+const includes = {};
 const algorithms = readdirSync(luaDir)
   .filter((f) => f.endsWith('.lua'))
   .sort()
   .map((file) => {
-    const source = read(file);
+    const uses = [];
+    const source = read(file).replace(INCLUDE, (_, include) => {
+      includes[include] ??= read(`include/${include}.lua`);
+      uses.push(include);
+      return '';
+    });
     const name = file.slice(0, -'.lua'.length);
     const match = REGISTER.exec(source);
     if (!match || match[1] !== name) {
@@ -57,6 +69,7 @@ const algorithms = readdirSync(luaDir)
     const [line, , check, commit, clear, refund, nargs] = match;
     return {
       name,
+      uses,
       solo: source.replace(
         line,
         `local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = ${check}, ${commit}, ${clear}, ${refund}, ${nargs}, nil`,
@@ -69,12 +82,18 @@ const algorithms = readdirSync(luaDir)
   });
 
 const join2 = (parts) => `${parts.join('\n\n')}\n`;
+// The shared steps these algorithms use, each once, in name order (stores/scripts.ts does the same).
+const stepsFor = (list) => [...new Set(list.flatMap((a) => a.uses))].sort().map((i) => includes[i]);
 const bodies = [
-  ...algorithms.map((a) => ({ name: a.name, algorithms: [a.name], parts: [a.solo] })),
+  ...algorithms.map((a) => ({
+    name: a.name,
+    algorithms: [a.name],
+    parts: [...stepsFor([a]), a.solo],
+  })),
   {
     name: 'engine',
     algorithms: algorithms.map((a) => a.name),
-    parts: [MIXED_HEADER, ...algorithms.map((a) => a.mixed), MIXED_FOOTER],
+    parts: [...stepsFor(algorithms), MIXED_HEADER, ...algorithms.map((a) => a.mixed), MIXED_FOOTER],
   },
 ];
 const scripts = bodies.map((b) => ({
@@ -126,10 +145,11 @@ ${bodies.map((b) => `  ${JSON.stringify(b.name)}: ${constName(`${b.name}-batch`)
 };
 
 /**
- * The parts of a script for limiters that mix some of the algorithms: prelude, mixedHeader,
- * those algorithms (in name order), mixedFooter, blocks and engine, joined by blank lines
- * (\`engine\` above is all of them); its batch variant is batchHeader, batchPrelude,
- * mixedHeader, those algorithms, mixedFooter, blocks, batchEngine and batch.
+ * The parts of a script for limiters that mix some of the algorithms: prelude, the steps those
+ * algorithms use, mixedHeader, those algorithms (in name order), mixedFooter, blocks and engine,
+ * joined by blank lines (\`engine\` above is all of them); its batch variant is batchHeader,
+ * batchPrelude, the steps, mixedHeader, those algorithms, mixedFooter, blocks, batchEngine and
+ * batch.
  */
 export const SCRIPT_PARTS = {
   prelude: ${JSON.stringify(prelude)},
@@ -144,6 +164,17 @@ export const SCRIPT_PARTS = {
   algorithms: {
 ${algorithms.map((a) => `    ${JSON.stringify(a.name)}: ${JSON.stringify(a.mixed)},`).join('\n')}
   } as Readonly<Record<string, string>>,
+  /** Shared steps (lua/include/<name>.lua that an algorithm asks for with \`--- @include\`). */
+  steps: {
+${Object.keys(includes)
+  .sort()
+  .map((i) => `    ${JSON.stringify(i)}: ${JSON.stringify(includes[i])},`)
+  .join('\n')}
+  } as Readonly<Record<string, string>>,
+  /** The shared steps each algorithm uses; a script holds each step once, in name order, first. */
+  uses: {
+${algorithms.map((a) => `    ${JSON.stringify(a.name)}: ${JSON.stringify(a.uses)},`).join('\n')}
+  } as Readonly<Record<string, readonly string[]>>,
 } as const;
 `;
 

@@ -12,8 +12,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { startRedisServer } from '@floodgate/redis-server';
 import { Redis } from 'ioredis';
-import { startRedis } from './redis-server.js';
 
 const run = promisify(execFile);
 /** Keys the commands spread over: few enough that a warm-up creates every one of them. */
@@ -48,11 +48,9 @@ export async function instructionsPerCall(
   calls = 10_000,
 ): Promise<InstructionRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'floodgate-bench-callgrind-'));
-  const redis = await startRedis([
-    'valgrind',
-    '--tool=callgrind',
-    `--callgrind-out-file=${join(dir, 'cg.out')}`,
-  ]);
+  const redis = await startRedisServer({
+    wrapper: ['valgrind', '--tool=callgrind', `--callgrind-out-file=${join(dir, 'cg.out')}`],
+  });
   const client = new Redis({ port: redis.port, host: '127.0.0.1' });
   const pid = String(redis.pid);
   const bench = (n: number, command: readonly string[]) =>

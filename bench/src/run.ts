@@ -11,14 +11,15 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as core from '@floodgate/core';
+import { startRedisServer } from '@floodgate/redis-server';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { callgrindAvailable, instructionsPerCall } from './callgrind.js';
+import { batchCommand, scriptCommand } from './commands.js';
 import { procCpuUs } from './core-worker-cpu.js';
-import { batchScriptFor, ENGINE_SCRIPT, scriptFor } from './engine-scripts.js';
+import { ENGINE_SCRIPT } from './engine-scripts.js';
 import { floodgateExpress, HTTP_MODES } from './http-server.js';
 import { median, rotate, SCALE } from './measure.js';
-import { startRedis } from './redis-server.js';
 import { type BenchResults, renderMarkdown, renderSvg } from './report.js';
 import { NEVER_DENY, onePolicy, threePolicies } from './subjects.js';
 
@@ -45,58 +46,17 @@ async function worker<T>(section: string, args: object): Promise<T> {
 
 /** The commands the ceiling and the instruction counts compare: our scripts, INCR, rlf's. */
 function commandSubjects() {
-  const scriptArgs = (policies: core.Policy[]) => {
-    const script = scriptFor(policies.map((p) => p.kind));
-    // The policies' keys, then the key's block state; after the policies' ARGV, one (empty)
-    // lockout per policy (lua/include/engine.lua).
-    const keys = [
-      ...policies.map((p) => `bench:{__rand_int__}:${p.id}`),
-      'bench:{__rand_int__}:bk',
-    ];
-    const argv = [
-      '0',
-      '',
-      '1',
-      '0',
-      ...policies.flatMap((p) => [p.kind, ...p.params.map(String)]),
-      ...policies.map(() => ''),
-    ];
-    return { script, command: ['EVALSHA', script.sha1, String(keys.length), ...keys, ...argv] };
-  };
-  // One EVALSHA of the batch script deciding BATCH calls on random keys, as redisStore sends it
-  // (lua/include/batch.lua): the call's ARGV once as a shape, then one shape number per call.
   const BATCH = 32;
-  const batchArgs = (policies: core.Policy[]) => {
-    const script = batchScriptFor(scriptFor(policies.map((p) => p.kind)));
-    const argv = ['0', '', '1', '0', ...policies.flatMap((p) => [p.kind, ...p.params.map(String)])];
-    const keys = Array.from({ length: BATCH }, () =>
-      policies.map((p) => `bench:{__rand_int__}:${p.id}`),
-    );
-    return {
-      script,
-      perCall: BATCH,
-      command: [
-        'EVALSHA',
-        script.sha1,
-        String(BATCH * policies.length),
-        ...keys.flat(),
-        '1',
-        String(policies.length),
-        String(argv.length),
-        ...argv,
-        ...new Array<string>(BATCH).fill('1'),
-      ],
-    };
-  };
+  const batchArgs = (policies: core.Policy[]) => batchCommand(policies, BATCH);
   return [
     { name: 'INCR', command: ['INCR', 'bench:incr:__rand_int__'] },
-    { name: 'floodgate fixedWindow', ...scriptArgs([onePolicy()]) },
-    { name: 'floodgate gcra', ...scriptArgs([core.gcra({ limit: NEVER_DENY, window: '1h' })]) },
+    { name: 'floodgate fixedWindow', ...scriptCommand([onePolicy()]) },
+    { name: 'floodgate gcra', ...scriptCommand([core.gcra({ limit: NEVER_DENY, window: '1h' })]) },
     {
       name: 'floodgate tokenBucket',
-      ...scriptArgs([core.tokenBucket({ limit: NEVER_DENY, window: '1h' })]),
+      ...scriptCommand([core.tokenBucket({ limit: NEVER_DENY, window: '1h' })]),
     },
-    { name: 'floodgate 3 policies', ...scriptArgs(threePolicies()) },
+    { name: 'floodgate 3 policies', ...scriptCommand(threePolicies()) },
     {
       name: `floodgate fixedWindow, per decision in a batch of ${BATCH}`,
       ...batchArgs([onePolicy()]),
@@ -369,7 +329,7 @@ async function versions() {
 
 async function main() {
   const started = Date.now();
-  const redis = await startRedis();
+  const redis = await startRedisServer();
   log(
     `redis-server pid ${redis.pid} on 127.0.0.1:${redis.port}; BENCH_SCALE=${SCALE}, ${REPS} repetitions`,
   );

@@ -25,10 +25,12 @@
 -- script a table ALG of name -> { check, commit, clear, refund, nargs } (and CHECK nil).
 -- Nothing else is built per call.
 --   check(key, o, cost) reads (never writes) and returns, as values (no table):
---     allowed (0|1), remaining, reset_after, retry_after, delay, packed, e1, e2, e3, e4
---     where packed is the one-integer reply or nil, and e1… are for commit.
+--     allowed (0|1), remaining, reset_after, retry_after, delay, packed, then, when allowed,
+--     up to four values for commit (new1 … new4 here): the new state it writes, named in
+--     commit's signature; the engine only passes them on. packed is the one-integer reply or nil.
 --     ARGV[o …] are the algorithm's arguments.
---   commit(key, o, cost, reset_after, e1, e2, e3, e4) writes the new state with a TTL.
+--   commit(key, o, cost, reset_after, …) writes the new state with a TTL (algorithms whose
+--     state is two integers use include/pair.lua's set_pair).
 --   clear(key, o) deletes the state (nil: DEL key).
 --   refund(key, o, cost) gives back up to `cost` units; never creates a key.
 --   nargs: how many ARGV the algorithm takes after its name.
@@ -77,9 +79,10 @@ end
 -- One policy (the common case): no bookkeeping tables, and a packed reply where there is one.
 if n == 1 then
   local check, commit = algorithm(o)
-  local allowed, remaining, reset, retry, delay, packed, e1, e2, e3, e4 = check(KEYS[1], o + 1, COST)
+  -- new1 … new4: what check hands commit, the policy's new state (each commit names them).
+  local allowed, remaining, reset, retry, delay, packed, new1, new2, new3, new4 = check(KEYS[1], o + 1, COST)
   if allowed == 1 then
-    if MODE ~= '1' and COST > 0 then commit(KEYS[1], o + 1, COST, reset, e1, e2, e3, e4) end
+    if MODE ~= '1' and COST > 0 then commit(KEYS[1], o + 1, COST, reset, new1, new2, new3, new4) end
   elseif MODE ~= '1' and retry >= 0 then
     local d, forget = lockout_us(n, 1, level)
     if d then return lock_out(block_key, 1, o + 1, d, forget, level) end
@@ -116,6 +119,7 @@ local reply = { admitted }
 for i = 1, n do
   local r = checks[i]
   if admitted == 1 then
+    -- r[7 …]: what check hands commit, as above.
     if MODE ~= '1' and COST > 0 then commits[i](KEYS[i], offsets[i], COST, r[3], r[7], r[8], r[9], r[10]) end
   elseif r[1] == 1 and COST > 0 then
     -- Another policy denied, so nothing was taken: describe this key as it stands.

@@ -52,12 +52,23 @@ test('a mixed limiter runs a script of just its algorithms, made exactly as the 
   const mixed = scriptFor(['gcra', 'fixed-window', 'gcra']);
   expect(mixed).toBe(scriptFor(['fixed-window', 'gcra']));
   expect(mixed.algorithms).toEqual(['fixed-window', 'gcra']);
-  // The parts rebuild the generated engine, so a subset is made by the same recipe.
+  // The parts rebuild the generated engine, so a subset is made by the same recipe: the shared
+  // steps its algorithms include (`--- @include`), each once, then the algorithms.
+  const steps = (names: readonly string[]) =>
+    [...new Set(names.flatMap((n) => SCRIPT_PARTS.uses[n] ?? []))]
+      .sort()
+      .map((s) => SCRIPT_PARTS.steps[s]);
   const make = (names: readonly string[]) =>
-    `${[SCRIPT_PARTS.prelude, SCRIPT_PARTS.mixedHeader, ...names.map((n) => SCRIPT_PARTS.algorithms[n]), SCRIPT_PARTS.mixedFooter, SCRIPT_PARTS.blocks, SCRIPT_PARTS.engine].join('\n\n')}\n`;
+    `${[SCRIPT_PARTS.prelude, ...steps(names), SCRIPT_PARTS.mixedHeader, ...names.map((n) => SCRIPT_PARTS.algorithms[n]), SCRIPT_PARTS.mixedFooter, SCRIPT_PARTS.blocks, SCRIPT_PARTS.engine].join('\n\n')}\n`;
   expect(make(ENGINE_SCRIPT.algorithms)).toBe(ENGINE_SCRIPT.source);
   expect(mixed.source).toBe(make(['fixed-window', 'gcra']));
   expect(await testRedis().script('LOAD', mixed.source)).toBe(mixed.sha1);
+  // Two algorithms that share steps: each step is defined once.
+  const sharing = scriptFor(['smooth-bursty', 'token-bucket']);
+  expect(SCRIPT_PARTS.uses['token-bucket']).toEqual(['pair', 'refill']);
+  expect(sharing.source).toBe(make(['smooth-bursty', 'token-bucket']));
+  expect(sharing.source.split('local function refill(').length).toBe(2);
+  expect(await testRedis().script('LOAD', sharing.source)).toBe(sharing.sha1);
   // And it decides: 2 per second and 3 per minute on one key.
   const limiter = new RateLimiter({
     store: redisStore({ client: testRedis() }),

@@ -57,3 +57,22 @@ export interface Algorithm<S = unknown, P extends Params = Params> {
 
 /** What a refund does to a key's state. */
 export type Refunded<S> = Charge<S> | 'delete' | undefined;
+
+/**
+ * A bucket that fills with time, as include/refill.lua: `level` units at `since`, gaining `rate`
+ * units per µs up to `capacity`; the level at max(since, now) (tokenBucket's refill, Guava's
+ * resync in the smooth limiters). Past the time to fill up it is simply full, so
+ * (now - since) · rate never leaves exact integers.
+ */
+export function refilled(
+  level: number,
+  since: number,
+  capacity: number,
+  rate: number,
+  now: number,
+): number {
+  if (now <= since) return level;
+  return now - since >= Math.ceil((capacity - level) / rate)
+    ? capacity
+    : level + (now - since) * rate;
+}

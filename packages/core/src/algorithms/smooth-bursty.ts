@@ -2,7 +2,7 @@ import type { Duration } from '../duration.js';
 import { formatDuration, parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
-import type { Algorithm } from './algorithm.js';
+import { type Algorithm, refilled, type Verdict } from './algorithm.js';
 
 /**
  * Options of `smoothBursty` (Guava `SmoothBursty`): `limit` per `window`, evenly spaced; a
@@ -119,6 +119,26 @@ export type SmoothBurstyParams = readonly [
   maxCost: number,
 ];
 
+/**
+ * A smooth limiter's refusal while its next-free time is `ahead` µs away (both Guava limiters):
+ * nothing remains, and the key is back to full once next-free has come and `stored` units have
+ * grown to `maxStored` at `perUs` units per µs.
+ */
+export function notFreeYet(
+  ahead: number,
+  stored: number,
+  maxStored: number,
+  perUs: number,
+): Verdict {
+  return {
+    allowed: false,
+    remaining: 0,
+    resetAfter: ahead + Math.ceil((maxStored - stored) / perUs),
+    retryAfter: ahead,
+    delay: 0,
+  };
+}
+
 /** Twin of lua/smooth-bursty.lua. */
 export const smoothBurstyAlgorithm: Algorithm<SmoothBurstyState, SmoothBurstyParams> = {
   kind: 'smooth-bursty',
@@ -133,23 +153,10 @@ export const smoothBurstyAlgorithm: Algorithm<SmoothBurstyState, SmoothBurstyPar
       stored = state.stored;
     }
     // Guava resync: time past next-free stores permits, up to maxStored.
-    if (now > nextFree) {
-      stored =
-        now - nextFree >= Math.ceil((maxStored - stored) / rate)
-          ? maxStored
-          : stored + (now - nextFree) * rate;
-      nextFree = now;
-    }
+    stored = refilled(stored, nextFree, maxStored, rate, now);
+    nextFree = Math.max(nextFree, now);
     const ahead = nextFree - now;
-    if (cost > 0 && ahead > slack) {
-      return {
-        allowed: false,
-        remaining: 0,
-        resetAfter: ahead + Math.ceil((maxStored - stored) / rate),
-        retryAfter: ahead,
-        delay: 0,
-      };
-    }
+    if (cost > 0 && ahead > slack) return notFreeYet(ahead, stored, maxStored, rate);
     // Guava reserveEarliestAvailable: stored permits are free, fresh ones cost unit/rate µs.
     let wait = SATURATED_WAIT_US;
     let left = 0;

@@ -2,8 +2,8 @@ import type { Duration } from '../duration.js';
 import { formatDuration, parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
-import type { Algorithm } from './algorithm.js';
-import { gcd, SATURATED_WAIT_US } from './smooth-bursty.js';
+import { type Algorithm, refilled } from './algorithm.js';
+import { gcd, notFreeYet, SATURATED_WAIT_US } from './smooth-bursty.js';
 
 /**
  * Options of `smoothWarmingUp` (Guava `SmoothWarmingUp`): starts cold, `coldFactor` times
@@ -140,33 +140,17 @@ export const smoothWarmingUpAlgorithm: Algorithm<SmoothWarmingUpState, SmoothWar
   kind: 'smooth-warming-up',
   check(state, now, cost, [limit, window, warmup, c, d, maxCost], slack = 0) {
     const span = 2 * (d + c);
-    const refill = 5 * d + c;
+    const perUs = 5 * d + c;
     const threshold = warmup * (d + c);
-    const maxStored = warmup * refill;
-    let nextFree = now;
-    let stored = maxStored;
-    if (state !== undefined) {
-      nextFree = state.nextFree;
-      stored = state.stored;
-    }
+    const maxStored = warmup * perUs;
+    // A missing key is a cold one: free now, full of (expensive) stored permits.
+    let nextFree = state?.nextFree ?? now;
+    let stored = state?.stored ?? maxStored;
     // Guava resync: time past next-free stores permits, up to maxStored.
-    if (now > nextFree) {
-      stored =
-        now - nextFree >= Math.ceil((maxStored - stored) / refill)
-          ? maxStored
-          : stored + (now - nextFree) * refill;
-      nextFree = now;
-    }
+    stored = refilled(stored, nextFree, maxStored, perUs, now);
+    nextFree = Math.max(nextFree, now);
     const ahead = nextFree - now;
-    if (cost > 0 && ahead > slack) {
-      return {
-        allowed: false,
-        remaining: 0,
-        resetAfter: ahead + Math.ceil((maxStored - stored) / refill),
-        retryAfter: ahead,
-        delay: 0,
-      };
-    }
+    if (cost > 0 && ahead > slack) return notFreeYet(ahead, stored, maxStored, perUs);
     // Guava reserveEarliestAvailable with storedPermitsToWaitTime: stable time for every unit,
     // plus the trapezoid over the threshold; wait = ceil((need·h + extra) / (span·h)).
     let wait = SATURATED_WAIT_US;
@@ -192,7 +176,7 @@ export const smoothWarmingUpAlgorithm: Algorithm<SmoothWarmingUpState, SmoothWar
       left = stored - spend;
     }
     const after = nextFree + wait;
-    const resetAfter = after - now + Math.ceil((maxStored - left) / refill);
+    const resetAfter = after - now + Math.ceil((maxStored - left) / perUs);
     return {
       allowed: true,
       remaining: after <= now ? 1 : 0,
@@ -210,10 +194,10 @@ export const smoothWarmingUpAlgorithm: Algorithm<SmoothWarmingUpState, SmoothWar
     if (cost <= maxCost) back = Math.min(back, Math.floor((cost * window) / limit));
     if (back === 0) return undefined;
     const nextFree = state.nextFree - back;
-    const refill = 5 * d + c;
+    const perUs = 5 * d + c;
     return {
       next: { nextFree, stored: state.stored },
-      ttl: nextFree - now + Math.ceil((warmup * refill - state.stored) / refill),
+      ttl: nextFree - now + Math.ceil((warmup * perUs - state.stored) / perUs),
     };
   },
 };

@@ -2,7 +2,7 @@ import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
-import type { Algorithm } from './algorithm.js';
+import { type Algorithm, refilled } from './algorithm.js';
 
 /**
  * Options of `tokenBucket`: holds up to `burst` tokens (default `limit`), refilled
@@ -94,15 +94,8 @@ export const tokenBucketAlgorithm: Algorithm<TokenBucketState, TokenBucketParams
     let units = capacity;
     let since = now;
     if (state !== undefined) {
-      units = state.units;
-      since = state.since;
-      if (now > since) {
-        units =
-          now - since >= Math.ceil((capacity - units) / rate)
-            ? capacity
-            : units + (now - since) * rate;
-        since = now;
-      }
+      units = refilled(state.units, state.since, capacity, rate, now);
+      since = Math.max(state.since, now);
     }
     const need = cost * unit;
     if (cost <= burst && units >= need) {
@@ -129,12 +122,10 @@ export const tokenBucketAlgorithm: Algorithm<TokenBucketState, TokenBucketParams
   refund(state, now, cost, [unit, rate, burst]) {
     if (state === undefined) return undefined;
     const capacity = burst * unit;
-    let { units, since } = state;
-    if (now > since) {
-      if (now - since >= Math.ceil((capacity - units) / rate)) return undefined;
-      units += (now - since) * rate;
-      since = now;
-    }
+    // Stored units are always below capacity: a full bucket is a missing key.
+    let units = refilled(state.units, state.since, capacity, rate, now);
+    if (units >= capacity) return undefined;
+    const since = Math.max(state.since, now);
     if (cost >= Math.ceil((capacity - units) / unit)) return 'delete';
     units += cost * unit;
     return { next: { units, since }, ttl: Math.ceil((capacity - units) / rate) };

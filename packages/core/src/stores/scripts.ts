@@ -27,6 +27,7 @@ export function scriptFor(kinds: Iterable<string>): GeneratedScript {
     // The same text the generator makes for `engine`, with only these algorithms.
     const parts = [
       SCRIPT_PARTS.prelude,
+      ...stepsFor(names),
       SCRIPT_PARTS.mixedHeader,
       ...names.map((n) => SCRIPT_PARTS.algorithms[n]!),
       SCRIPT_PARTS.mixedFooter,
@@ -49,6 +50,7 @@ export function batchScriptFor(script: GeneratedScript): GeneratedScript {
     const parts = [
       SCRIPT_PARTS.batchHeader,
       SCRIPT_PARTS.batchPrelude,
+      ...stepsFor(script.algorithms),
       SCRIPT_PARTS.mixedHeader,
       ...script.algorithms.map((n) => SCRIPT_PARTS.algorithms[n]!),
       SCRIPT_PARTS.mixedFooter,
@@ -60,6 +62,12 @@ export function batchScriptFor(script: GeneratedScript): GeneratedScript {
     composedBatches.set(script.name, batch);
   }
   return batch;
+}
+
+/** The shared Lua steps (`--- @include`) these algorithms use, each once, in name order. */
+function stepsFor(algorithms: readonly string[]): string[] {
+  const steps = new Set(algorithms.flatMap((a) => SCRIPT_PARTS.uses[a] ?? []));
+  return [...steps].sort().map((s) => SCRIPT_PARTS.steps[s]!);
 }
 
 function frozenScript(
