@@ -22,6 +22,11 @@ export interface RateLimitBody {
   readonly retryAfter: number;
   /** Milliseconds until the key is back to full capacity. */
   readonly resetAfter: number;
+  /**
+   * Present (true) when the key is blocked (a policy's `blockDuration` lockout, or `block()`),
+   * as in the problem body: `retryAfter` is the block's remaining time (−1: until unblocked).
+   */
+  readonly blocked?: true;
 }
 
 /**
@@ -39,6 +44,7 @@ export function rateLimitBody(decision: Decision, message: string): RateLimitBod
     remaining: decision.remaining,
     retryAfter: decision.retryAfter,
     resetAfter: decision.resetAfter,
+    ...(decision.reason === 'blocked' ? { blocked: true as const } : {}),
   };
 }
 

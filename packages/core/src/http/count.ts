@@ -149,13 +149,14 @@ export interface CountConfig<Req, Res> {
  */
 export function refundByOutcome<Req, Res>(
   config: CountConfig<Req, Res>,
-  check: Pick<HttpCheck, 'key' | 'cost' | 'decision' | 'rate'>,
+  check: Pick<HttpCheck, 'key' | 'cost' | 'decision' | 'rate' | 'limiter'>,
   response: ServerResponse,
   req: Req,
   res: Res,
 ): void {
-  const { limiter, count } = config;
-  const { rate, decision } = check;
+  const { count } = config;
+  // The check's limiter: with a policies function, the one for the request's set.
+  const { rate, decision, limiter } = check;
   if (count === 'all' || limiter === undefined || rate === undefined) return;
   if (!decision.allowed || !rate.allowed || !storeDecided(rate)) return;
   refundUncounted(

@@ -6,8 +6,9 @@
  * must decide them in order exactly as single calls would.
  */
 import fc from 'fast-check';
-import type { Redis } from 'ioredis';
-import { connectIoredis, flushRedis } from '../../../../test/harness/redis';
+import { Redis } from 'ioredis';
+import { flushRedis } from '../../../../test/harness/redis';
+import { type RedisServerHandle, startRedisServer } from '../../../../test/harness/redis-server';
 import {
   type BlockDuration,
   type Decision,
@@ -27,13 +28,19 @@ import {
 import { ALGORITHM_CASES } from './algorithms/index';
 import { fakeClock, T0 } from './table';
 
+// Its own server: batched traces are issued at once and must be decided in the order sent, and
+// the suite's shared server has its script cache flushed (and reloaded) by other jest workers
+// (see conformance.test.ts).
+let server: RedisServerHandle;
 let redis: Redis;
 beforeAll(async () => {
-  redis = connectIoredis();
+  server = await startRedisServer();
+  redis = new Redis(server.url);
   await flushRedis(redis);
 });
 afterAll(async () => {
   await redis.quit();
+  await server.stop();
 });
 
 interface TraceStep {
