@@ -78,7 +78,9 @@ end
 
 -- One policy (the common case): no bookkeeping tables, and a packed reply where there is one.
 if n == 1 then
-  local check, commit = algorithm(o)
+  -- A one-algorithm script has its functions at hand (no call to look them up).
+  local check, commit = CHECK, COMMIT
+  if not check then check, commit = algorithm(o) end
   -- new1 … new4: what check hands commit, the policy's new state (each commit names them).
   local allowed, remaining, reset, retry, delay, packed, new1, new2, new3, new4 = check(KEYS[1], o + 1, COST)
   if allowed == 1 then
