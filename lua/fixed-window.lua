@@ -1,34 +1,62 @@
--- fixed-window: at most `limit` units per window; windows are aligned to floor(now / window).
+-- fixed-window: at most `limit` units per window; windows are aligned to floor(now / window)
+-- (anchor 'clock'), or start at a key's first admitted request (anchor 'first-request').
 --
 -- KEYS    <base>
--- ARGV    limit, window_us, packed (1 or 0: chosen once per policy, see State)
--- State   packed = 1 (whenever (limit + 1) · (windows until 2^53 µs) ≤ 2^53, i.e. about
+-- ARGV    limit, window_us, layout (chosen once per policy, see State): 1 or 0 for 'clock',
+--         2 for 'first-request'
+-- State   layout 1 (whenever (limit + 1) · (windows until 2^53 µs) ≤ 2^53, i.e. about
 --         limit < window in µs): one string integer at <base>, index · (limit + 1) + used,
 --         where index = floor(now / window). The value dates its own count, so a count is only
 --         ever read in the window it belongs to, whatever clock drives the script, and the
 --         value stays an integer Redis stores in the key itself (72 bytes for a short key).
---         packed = 0 (larger limits, whose product would pass 2^53): the count alone at
+--         layout 0 (larger limits, whose product would pass 2^53): the count alone at
 --         <base>:<window index> (same slot: the suffix is outside the hash tag).
 --         Either way the TTL runs until the window ends: set by the window's first write, kept
 --         by INCRBY on the later ones (a SET with PX costs Redis about twice an INCRBY).
+--         layout 2: '<window end µs>:<used>' at <base>, rewritten whole by each write with the
+--         TTL until the window's end (an end and a count do not fit one exact integer). The
+--         window is current while now < end; without one, an admitted cost > 0 starts
+--         [now, now + window).
 -- Reply   allowed; remaining = limit - used; reset_after = until the window ends (0 when
 --         nothing is used); retry_after = until the window ends (-1 when cost > limit).
 --         packed: (window_left - 1) · (limit + 1) + count (count after this request when
---         allowed, before it when denied), negated minus 1 when denied; only in the packed
---         layout and while window · (limit + 1) < 2^53 (fixedWindowAlgorithm.unpack)
+--         allowed, before it when denied), negated minus 1 when denied; in layouts 1 and 2
+--         while window · (limit + 1) < 2^53 (fixedWindowAlgorithm.unpack)
+
 local function fixed_window_check(key, o, cost)
   local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
+  local layout = ARGV[o + 2]
   local index = math.floor(now / window)
   local count_key, used, base, packed = key, 0, 0, nil
-  if ARGV[o + 2] == '1' then
+  if layout == '1' then
     -- Exact: the policy guarantees (index + 1) · (limit + 1) ≤ 2^53.
     base = index * (limit + 1)
     local stored = tonumber(redis.call('GET', key))
     if stored and stored >= base and stored - base <= limit then used = stored - base end
     if window * (limit + 1) < 9007199254740992 then packed = limit + 1 end
-  else
+  elseif layout == '0' then
     count_key = key .. ':' .. string.format('%d', index)
     used = tonumber(redis.call('GET', count_key) or 0)
+  else
+    -- Layout 2 (no function of its own: a script's functions are closures made on every call).
+    -- The window's end and count; without a current window, an admitted cost starts one now.
+    local window_end, stored = now + window, redis.call('GET', key)
+    if stored then
+      local e, u = string.match(stored, '^(%d+):(%d+)$')
+      e = tonumber(e)
+      if e and e > now then window_end, used = e, tonumber(u) end
+    end
+    local window_left = window_end - now
+    if window * (limit + 1) < 9007199254740992 then packed = limit + 1 end
+    if used + cost <= limit then
+      local after = used + cost
+      -- used = -1 tells commit to write the pair.
+      return 1, limit - after, after > 0 and window_left or 0, 0, 0,
+        packed and (window_left - 1) * packed + after, key,
+        string.format('%d:%d', window_end, after), window_left, -1
+    end
+    return 0, limit - used, used > 0 and window_left or 0, cost > limit and -1 or window_left, 0,
+      packed and -((window_left - 1) * packed + used) - 1
   end
   local window_left = (index + 1) * window - now
   if used + cost <= limit then
@@ -43,23 +71,38 @@ local function fixed_window_commit(key, o, cost, reset, count_key, value, window
   -- A count of this window already holds its TTL (every write to a window is > 0).
   if used > 0 then
     redis.call('INCRBY', count_key, cost)
-  else
+  elseif used == 0 then
     redis.call('SET', count_key, string.format('%d', value), 'PX', ttl_ms(window_left))
+  else
+    redis.call('SET', count_key, value, 'PX', ttl_ms(window_left))
   end
 end
 local function fixed_window_clear(key, o)
-  if ARGV[o + 2] == '1' then
-    redis.call('DEL', key)
-  else
+  if ARGV[o + 2] == '0' then
     redis.call('DEL', key .. ':' .. string.format('%d', math.floor(now / tonumber(ARGV[o + 1]))))
+  else
+    redis.call('DEL', key)
   end
 end
--- Refund: the current window's count only (DECRBY keeps the window's TTL).
+-- Refund: the current window's count only (DECRBY keeps the window's TTL; layout 2 keeps the
+-- window's end, so a refund never moves a window).
 local function fixed_window_refund(key, o, cost)
   local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
+  local layout = ARGV[o + 2]
+  if layout == '2' then
+    local stored = redis.call('GET', key)
+    if not stored then return end
+    local e, u = string.match(stored, '^(%d+):(%d+)$')
+    local window_end, used = tonumber(e), tonumber(u)
+    if window_end and window_end > now and used > 0 then
+      local value = string.format('%d:%d', window_end, used - math.min(cost, used))
+      redis.call('SET', key, value, 'PX', ttl_ms(window_end - now))
+    end
+    return
+  end
   local index = math.floor(now / window)
   local count_key, used = key, 0
-  if ARGV[o + 2] == '1' then
+  if layout == '1' then
     local base = index * (limit + 1)
     local stored = tonumber(redis.call('GET', key))
     if stored and stored >= base and stored - base <= limit then used = stored - base end

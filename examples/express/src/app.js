@@ -1,10 +1,13 @@
 // A small API with three limits, each keyed differently:
 //   /devices/*   per appKey (X-App-Key header or ?appKey=): a burst of 10, refilled at 5/s,
 //                and at most 1000 an hour; only issued app keys count, others get a 403
-//   POST /login  per client IP: nginx-style leaky bucket, 5 a minute with a burst of 2
+//   POST /login  brute-force protection (docs/recipes.md): failed logins only, per IP (100 a
+//                day, then a day's lockout) and per IP + username (5 in 15 minutes, then a
+//                lockout of 15 minutes, 30, 60, … up to a day); a success resets the pair
 //   /reports     per authenticated client id (stand-in auth: "Authorization: Bearer <id>"):
 //                20 a minute and at most 2 in flight
-import { fixedWindow, leakyBucket, tokenBucket } from '@floodgate/core';
+import { fixedWindow, RateLimiter, tokenBucket } from '@floodgate/core';
+import { normalizeIp } from '@floodgate/core/http';
 import { rateLimit } from '@floodgate/express';
 import express from 'express';
 
@@ -18,7 +21,7 @@ export function createApp({ store, appKeys = ISSUED_APP_KEYS }) {
   const app = express();
   // Behind N reverse proxies of your own, trust exactly N hops so req.ip is the client:
   // app.set('trust proxy', 1). Never `true`: any client could then forge its IP.
-  app.use(express.json());
+  app.use(express.json({ limit: '100kb' }));
 
   // Stand-in authentication: a real app would verify a token and load the principal.
   app.use((req, _res, next) => {
@@ -53,17 +56,40 @@ export function createApp({ store, appKeys = ISSUED_APP_KEYS }) {
   });
   app.use('/devices', devices);
 
+  // Login: both limiters run before the password is checked, and count failures only.
+  const loginPerIp = rateLimit({
+    store,
+    prefix: 'login-ip',
+    policies: fixedWindow({ name: 'login-ip', limit: 100, window: '1d', blockDuration: '1d' }),
+    count: 'failed',
+  });
+  const loginPerUser = new RateLimiter({
+    store,
+    prefix: 'login-user',
+    policies: fixedWindow({
+      name: 'login-user',
+      limit: 5,
+      window: '15m',
+      blockDuration: { initial: '15m', multiplier: 2, max: '1d', forgetAfter: '1d' },
+    }),
+  });
+  // The client as the 'ip' key sees it (IPv6 grouped by /56), plus the username.
+  const loginKey = (req) => `${normalizeIp(req.ip) ?? 'unknown'}:${usernameOf(req)}`;
   app.post(
     '/login',
-    rateLimit({
-      store,
-      prefix: 'login',
-      key: 'ip',
-      policies: leakyBucket({ name: 'login', limit: 5, window: '1m', burst: 2 }),
-    }),
-    (req, res) => {
-      const ok = req.body?.user === 'demo' && req.body?.password === 'demo';
-      res.status(ok ? 200 : 401).json(ok ? { token: 'demo' } : { error: 'invalid credentials' });
+    loginPerIp,
+    rateLimit({ limiter: loginPerUser, key: loginKey, count: 'failed' }),
+    async (req, res, next) => {
+      try {
+        // Stand-in credentials: a real app compares a password hash from its user table.
+        const ok = usernameOf(req) === 'demo' && req.body?.password === 'demo';
+        if (!ok) return res.status(401).json({ error: 'invalid username or password' });
+        // A successful login forgets this IP + username's earlier failures and lockouts.
+        await loginPerUser.reset(loginKey(req));
+        res.json({ token: 'demo' });
+      } catch (error) {
+        next(error);
+      }
     },
   );
 
@@ -89,4 +115,10 @@ export function createApp({ store, appKeys = ISSUED_APP_KEYS }) {
 
   app.get('/health', (_req, res) => res.json({ ok: true }));
   return app;
+}
+
+/** The login's username, normalised so `Demo` and `demo ` share a budget. */
+function usernameOf(req) {
+  const username = req.body?.username;
+  return typeof username === 'string' ? username.trim().toLowerCase().slice(0, 254) : '';
 }

@@ -1,10 +1,13 @@
 // A small API with three limits, each keyed differently:
 //   /devices/*   per appKey (X-App-Key header or ?appKey=): a burst of 10, refilled at 5/s,
 //                and at most 1000 an hour; only issued app keys count, others get a 403
-//   POST /login  per client IP: nginx-style leaky bucket, 5 a minute with a burst of 2
+//   POST /login  brute-force protection (docs/recipes.md): failed logins only, per IP (100 a
+//                day, then a day's lockout) and per IP + username (5 in 15 minutes, then a
+//                lockout of 15 minutes, 30, 60, … up to a day); a success resets the pair
 //   /reports     per authenticated client id (stand-in auth: "Authorization: Bearer <id>"):
 //                20 a minute and at most 2 in flight
-import { fixedWindow, leakyBucket, tokenBucket } from '@floodgate/core';
+import { fixedWindow, RateLimiter, tokenBucket } from '@floodgate/core';
+import { normalizeIp } from '@floodgate/core/http';
 import { rateLimit } from '@floodgate/koa';
 import Router from '@koa/router';
 import Koa from 'koa';
@@ -52,18 +55,47 @@ export function createApp({ store, appKeys = ISSUED_APP_KEYS }) {
     ctx.body = { id: ctx.params.id, pong: true };
   });
 
-  const login = rateLimit({
+  // Login: both limiters run before the password is checked, and count failures only.
+  const loginPerIp = rateLimit({
     store,
-    prefix: 'login',
-    key: 'ip',
-    policies: leakyBucket({ name: 'login', limit: 5, window: '1m', burst: 2 }),
+    prefix: 'login-ip',
+    policies: fixedWindow({ name: 'login-ip', limit: 100, window: '1d', blockDuration: '1d' }),
+    count: 'failed',
   });
-  router.post('/login', login, async (ctx) => {
-    const body = await readJson(ctx);
-    const ok = body?.user === 'demo' && body?.password === 'demo';
-    ctx.status = ok ? 200 : 401;
-    ctx.body = ok ? { token: 'demo' } : { error: 'invalid credentials' };
+  const loginPerUser = new RateLimiter({
+    store,
+    prefix: 'login-user',
+    policies: fixedWindow({
+      name: 'login-user',
+      limit: 5,
+      window: '15m',
+      blockDuration: { initial: '15m', multiplier: 2, max: '1d', forgetAfter: '1d' },
+    }),
   });
+  // The client as the 'ip' key sees it (IPv6 grouped by /56), plus the username.
+  const loginKey = (ctx) => `${normalizeIp(ctx.ip) ?? 'unknown'}:${usernameOf(ctx.state.body)}`;
+  router.post(
+    '/login',
+    loginPerIp,
+    // The body is read after the per-IP limit and before the per-username one (its key).
+    async (ctx, next) => {
+      ctx.state.body = await readJson(ctx);
+      await next();
+    },
+    rateLimit({ limiter: loginPerUser, key: loginKey, count: 'failed' }),
+    async (ctx) => {
+      // Stand-in credentials: a real app compares a password hash from its user table.
+      const ok = usernameOf(ctx.state.body) === 'demo' && ctx.state.body?.password === 'demo';
+      if (!ok) {
+        ctx.status = 401;
+        ctx.body = { error: 'invalid username or password' };
+        return;
+      }
+      // A successful login forgets this IP + username's earlier failures and lockouts.
+      await loginPerUser.reset(loginKey(ctx));
+      ctx.body = { token: 'demo' };
+    },
+  );
 
   const requireAuth = async (ctx, next) => {
     if (ctx.state.user) return next();
@@ -90,10 +122,22 @@ export function createApp({ store, appKeys = ISSUED_APP_KEYS }) {
   return app;
 }
 
+/** The login's username, normalised so `Demo` and `demo ` share a budget. */
+function usernameOf(body) {
+  const username = body?.username;
+  return typeof username === 'string' ? username.trim().toLowerCase().slice(0, 254) : '';
+}
+
+/** Longest JSON body read; a larger one is not read (answered as no body). */
+const MAX_BODY_BYTES = 10_000;
+
 /** A tiny JSON body reader, to keep the example free of body-parser middleware. */
 async function readJson(ctx) {
   let text = '';
-  for await (const chunk of ctx.req) text += chunk;
+  for await (const chunk of ctx.req) {
+    text += chunk;
+    if (text.length > MAX_BODY_BYTES) return undefined;
+  }
   try {
     return JSON.parse(text);
   } catch {

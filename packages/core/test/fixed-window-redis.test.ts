@@ -1,11 +1,13 @@
 /**
- * fixedWindow's two Redis layouts: one integer at the base key, index · (limit + 1) + used,
+ * fixedWindow's Redis layouts: one integer at the base key, index · (limit + 1) + used,
  * whenever that is exact for every time below 2^53 µs (72 bytes for a short key); otherwise the
  * count at a key named after the window. Either way a count is only read in its own window.
  */
 import { keysWithTtl, useTestRedis } from '../../../test/harness/redis';
 import { packsIntoOneInteger } from '../src/algorithms/fixed-window';
 import { fixedWindow, type Policy, RateLimiter, redisStore } from '../src/index';
+import { INJECTED_CLOCK_TTL_SLACK_MS } from '../src/stores/redis';
+import { configErrorOf } from './config-error';
 import { limiterAt, onlyKey, T0 } from './redis-state';
 
 const testRedis = useTestRedis();
@@ -113,5 +115,71 @@ describe('unpacked (limits too large for one integer): the count at <base>:<wind
     expect(first).toMatchObject({ allowed: true, remaining: 1 });
     expect(second.allowed).toBe(true);
     expect([0, 2 ** 52 - 1]).toContain(second.remaining);
+  });
+});
+
+describe("anchor 'first-request': '<window end µs>:<used>' at the base key", () => {
+  const fromFirst = (limit: number, window: '1s' | '1h') =>
+    fixedWindow({ limit, window, anchor: 'first-request' });
+
+  test("anchor 'clock' is today's policy: same parameters, same id; the anchors never share state", () => {
+    const clock = fixedWindow({ limit: 100, window: '1m' });
+    expect(fixedWindow({ limit: 100, window: '1m', anchor: 'clock' })).toEqual(clock);
+    expect(clock.params).toEqual([100, 60_000_000, 1]);
+    const first = fromFirst(100, '1h');
+    expect(first.params).toEqual([100, 3_600_000_000, 2]);
+    expect(fixedWindow({ limit: 100, window: '1h' }).id).not.toBe(first.id);
+    expect(first.name).toBe('fixed-100-per-3600s-first-request');
+  });
+
+  test('the window ends where the first admitted request put it; later writes keep that end and TTL', async () => {
+    const time = { now: T0 + 250.5 };
+    const policy = fromFirst(5, '1s');
+    const limiter = at(policy, time);
+    const end = (T0 + 250.5) * 1000 + 1_000_000;
+    await limiter.consume('user:12345', { cost: 2 });
+    const first = await onlyKey(testRedis());
+    expect(first.key).toBe(`fw:{user:12345}:${policy.id}`);
+    expect(first.value).toBe(`${end}:2`);
+    time.now += 600;
+    await limiter.consume('user:12345');
+    const second = await onlyKey(testRedis());
+    expect(second.value).toBe(`${end}:3`);
+    // 399.5 ms of the window are left (rounded up), plus the injected clock's slack: the TTL
+    // was not stretched to a whole window by the second write.
+    expect(second.pttl).toBeLessThanOrEqual(400 + INJECTED_CLOCK_TTL_SLACK_MS);
+    await limiter.refund('user:12345', { cost: 3 });
+    expect((await onlyKey(testRedis())).value).toBe(`${end}:0`);
+    await limiter.reset('user:12345');
+    expect(await keysWithTtl(testRedis())).toEqual([]);
+  });
+
+  test('with Redis TIME the key expires when its window ends', async () => {
+    const limiter = new RateLimiter({
+      store: redisStore({ client: testRedis() }),
+      policies: fromFirst(3, '1h'),
+      prefix: 'fw',
+    });
+    expect(await limiter.consume('u')).toMatchObject({ allowed: true, resetAfter: 3_600_000 });
+    const { pttl } = await onlyKey(testRedis());
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(3_600_000);
+  });
+
+  test('a value that is not a window (a foreign write) counts as nothing', async () => {
+    const time = { now: T0 + 100 };
+    const limiter = at(fromFirst(3, '1s'), time);
+    await limiter.consume('u');
+    const { key } = await onlyKey(testRedis());
+    await testRedis().set(key, 'garbage', 'PX', 10_000);
+    expect(await limiter.consume('u')).toMatchObject({ remaining: 2, resetAfter: 1000 });
+  });
+
+  test('an anchor other than the two is a configuration error naming the field', () => {
+    const error = configErrorOf(() =>
+      fixedWindow({ limit: 1, window: '1s', anchor: 'first' as 'clock' }),
+    );
+    expect(error.field).toBe('fixedWindow.anchor');
+    expect(error.message).toContain('"first"');
   });
 });

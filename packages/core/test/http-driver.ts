@@ -17,7 +17,10 @@ export interface TestAppOptions {
   perRequest?: boolean;
   /** Called by the `/hold` route with a function that finishes the response. */
   onHold?: (finish: () => void, req: unknown) => void;
-  /** Called by every other route when the request reaches the handler. */
+  /**
+   * Called by every other route when the request reaches the handler; those routes answer with
+   * the status in `?status=` (200 without it).
+   */
   onHandler?: (req: unknown) => void;
 }
 

@@ -5,6 +5,7 @@
  */
 import { type Decision } from '@floodgate/core';
 import {
+  AccessDeniedError,
   applyCheckHeaders,
   checkHttpRequest,
   deniedProblem,
@@ -13,6 +14,7 @@ import {
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
+  refundByOutcome,
   releaseWhenDone,
   UnknownAppKeyError,
   waitForDelay,
@@ -38,9 +40,10 @@ export type OnLimited = (
 
 /**
  * Options: `policies` (+ `store`, default `memoryStore()`, and any other RateLimiter option) or
- * `limiter`; `key`, `headers`, `skip`, `cost`, `onLimited` and the key options. See the README.
+ * `limiter`; `key`, `headers`, `skip`, `cost`, `count`, `allow`, `deny`, `onLimited` and the
+ * key options. See the README.
  */
-export type RateLimitOptions = HttpRateLimitOptions<Request, OnLimited>;
+export type RateLimitOptions = HttpRateLimitOptions<Request, OnLimited, Response>;
 
 /** The client as Express sees it: `req.ip` honours the app's `trust proxy` setting. */
 function requestView(req: Request): HttpRequestView {
@@ -63,14 +66,17 @@ function requestView(req: Request): HttpRequestView {
  * does not catch a rejected middleware promise.
  */
 export function rateLimit(options: RateLimitOptions): RequestHandler {
-  const config = parseHttpRateLimitOptions<Request, OnLimited>(options, 'rateLimit');
+  const config = parseHttpRateLimitOptions<Request, OnLimited, Response>(options, 'rateLimit');
   return async function rateLimit(req, res, next) {
     try {
       const check = await checkHttpRequest(config, requestView(req), req, req);
       if (check === undefined) return next();
       if (!(await answer(check, req, res, next))) return;
     } catch (error) {
-      if (error instanceof UnknownAppKeyError && !res.headersSent) {
+      if (
+        (error instanceof UnknownAppKeyError || error instanceof AccessDeniedError) &&
+        !res.headersSent
+      ) {
         res.status(error.status).setHeader('Content-Type', error.contentType);
         res.end(JSON.stringify(error.problem));
         return;
@@ -89,6 +95,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
   ): Promise<boolean> {
     const { decision, lease } = check;
     if (lease) releaseWhenDone(res, lease);
+    refundByOutcome(config, check, res, req, res);
     req.rateLimit = decision;
     applyCheckHeaders(
       { get: (name) => res.getHeader(name), set: (name, value) => res.setHeader(name, value) },

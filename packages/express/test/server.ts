@@ -34,7 +34,8 @@ async function serveWith(factory: typeof express, options: TestAppOptions): Prom
   });
   app.get(/.*/, (req, res) => {
     options.onHandler?.(req);
-    res.json({ rateLimit: req.rateLimit ?? null });
+    // `?status=401`: the status to answer with (for `count`).
+    res.status(Number(req.query.status) || 200).json({ rateLimit: req.rateLimit ?? null });
   });
   app.use(
     (

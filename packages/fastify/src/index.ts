@@ -5,6 +5,7 @@
  */
 import { type Decision } from '@floodgate/core';
 import {
+  AccessDeniedError,
   applyCheckHeaders,
   checkHttpRequest,
   configError,
@@ -15,6 +16,7 @@ import {
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
+  refundByOutcome,
   releaseWhenDone,
   UnknownAppKeyError,
   waitForDelay,
@@ -53,7 +55,7 @@ export type OnLimited = (
 export type RateLimitHook = 'onRequest' | 'preParsing' | 'preValidation' | 'preHandler';
 
 /** A route's `config.rateLimit`: the adapter options every Floodgate adapter shares. */
-export type RouteRateLimitOptions = HttpRateLimitOptions<FastifyRequest, OnLimited>;
+export type RouteRateLimitOptions = HttpRateLimitOptions<FastifyRequest, OnLimited, FastifyReply>;
 
 /** The plugin's options: the shared adapter options plus where and what to limit. */
 export type FastifyRateLimitOptions = RouteRateLimitOptions & {
@@ -76,7 +78,7 @@ const HOOKS: readonly RateLimitHook[] = ['onRequest', 'preParsing', 'preValidati
 const PLUGIN_OPTION_NAMES = ['hook', 'global', 'notFound'] as const;
 const WHERE = 'rateLimit';
 
-type Config = HttpRateLimitConfig<FastifyRequest, OnLimited>;
+type Config = HttpRateLimitConfig<FastifyRequest, OnLimited, FastifyReply>;
 
 /**
  * The client as Fastify sees it: `request.ip` honours the server's `trustProxy`. Fastify gives
@@ -99,12 +101,13 @@ function limitRequests(config: Config) {
     try {
       check = await checkHttpRequest(config, requestView(request), request, request.raw);
     } catch (error) {
-      if (!(error instanceof UnknownAppKeyError)) throw error;
+      if (!(error instanceof UnknownAppKeyError || error instanceof AccessDeniedError)) throw error;
       return reply.code(error.status).type(error.contentType).send(JSON.stringify(error.problem));
     }
     if (check === undefined) return undefined;
     const { decision, lease } = check;
     if (lease) releaseWhenDone(reply.raw, lease);
+    refundByOutcome(config, check, reply.raw, request, reply);
     request.rateLimit = decision;
     applyCheckHeaders(
       {
@@ -182,7 +185,11 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (
   // Parsed once, at registration: a bad option fails `register`, naming the field.
   const globalConfig =
     global || notFound
-      ? parseHttpRateLimitOptions<FastifyRequest, OnLimited>(shared, WHERE, PLUGIN_OPTION_NAMES)
+      ? parseHttpRateLimitOptions<FastifyRequest, OnLimited, FastifyReply>(
+          shared,
+          WHERE,
+          PLUGIN_OPTION_NAMES,
+        )
       : undefined;
   const globalHook = globalConfig && limitRequests(globalConfig);
   // One config per route options object: the HEAD route Fastify adds for a GET shares it.
@@ -204,7 +211,9 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (
         throw configError(where, own, 'an options object or false');
       }
       const merged = routeOptions(shared, own as Record<string, unknown>);
-      handler = limitRequests(parseHttpRateLimitOptions<FastifyRequest, OnLimited>(merged, where));
+      handler = limitRequests(
+        parseHttpRateLimitOptions<FastifyRequest, OnLimited, FastifyReply>(merged, where),
+      );
       perRoute.set(own, handler);
     }
     appendHook(route, hook, handler);

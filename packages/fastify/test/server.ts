@@ -31,8 +31,10 @@ export async function buildFastify(options: TestAppOptions): Promise<FastifyInst
     options.onHold?.(() => reply.send({ rateLimit: request.rateLimit ?? null }), request);
     return reply;
   });
-  app.get('/*', async (request) => {
+  app.get('/*', async (request, reply) => {
     options.onHandler?.(request);
+    // `?status=401`: the status to answer with (for `count`).
+    reply.code(Number((request.query as { status?: string }).status) || 200);
     return { rateLimit: request.rateLimit ?? null };
   });
   app.setErrorHandler((error: Error & { argument?: string; code?: string }, _request, reply) => {

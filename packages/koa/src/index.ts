@@ -5,6 +5,7 @@
  */
 import { type Decision } from '@floodgate/core';
 import {
+  AccessDeniedError,
   applyCheckHeaders,
   checkHttpRequest,
   deniedProblem,
@@ -13,11 +14,12 @@ import {
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
+  refundByOutcome,
   releaseWhenDone,
   UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
-import type { Context, Middleware, Next } from 'koa';
+import type { Context, Response as KoaResponse, Middleware, Next } from 'koa';
 
 declare module 'koa' {
   interface DefaultState {
@@ -31,10 +33,10 @@ export type OnLimited = (ctx: Context, next: Next, decision: Decision) => unknow
 
 /**
  * Options: `policies` (+ `store`, default `memoryStore()`, and any other RateLimiter option) or
- * `limiter`; `key`, `headers`, `skip`, `cost`, `onLimited` and the key options. Functions
- * receive the Koa context. See the README.
+ * `limiter`; `key`, `headers`, `skip`, `cost`, `count`, `allow`, `deny`, `onLimited` and the
+ * key options. Functions receive the Koa context (`count` also gets `ctx.response`). See the README.
  */
-export type RateLimitOptions = HttpRateLimitOptions<Context, OnLimited>;
+export type RateLimitOptions = HttpRateLimitOptions<Context, OnLimited, KoaResponse>;
 
 /** The client as Koa sees it: `ctx.ip` honours `app.proxy`. */
 function requestView(ctx: Context): HttpRequestView {
@@ -55,13 +57,13 @@ function requestView(ctx: Context): HttpRequestView {
  * error handling.
  */
 export function rateLimit(options: RateLimitOptions): Middleware {
-  const config = parseHttpRateLimitOptions<Context, OnLimited>(options, 'rateLimit');
+  const config = parseHttpRateLimitOptions<Context, OnLimited, KoaResponse>(options, 'rateLimit');
   return async function rateLimit(ctx, next) {
     let check: HttpCheck | undefined;
     try {
       check = await checkHttpRequest(config, requestView(ctx), ctx, ctx.req);
     } catch (error) {
-      if (!(error instanceof UnknownAppKeyError)) throw error;
+      if (!(error instanceof UnknownAppKeyError || error instanceof AccessDeniedError)) throw error;
       ctx.status = error.status;
       ctx.type = error.contentType;
       ctx.body = JSON.stringify(error.problem);
@@ -70,6 +72,7 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     if (check === undefined) return next();
     const { decision, lease } = check;
     if (lease) releaseWhenDone(ctx.res, lease);
+    refundByOutcome(config, check, ctx.res, ctx, ctx.response);
     ctx.state.rateLimit = decision;
     applyCheckHeaders(
       {

@@ -52,6 +52,8 @@ async function serveWith(Framework: typeof Koa, options: TestAppOptions): Promis
     } else {
       options.onHandler?.(ctx);
     }
+    // `?status=401`: the status to answer with (for `count`).
+    ctx.status = Number(ctx.query.status) || 200;
     ctx.body = { rateLimit: ctx.state.rateLimit ?? null };
   });
   const server = app.listen(0, '127.0.0.1');

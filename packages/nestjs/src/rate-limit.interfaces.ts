@@ -5,6 +5,7 @@
 import {
   type Decision,
   type Duration,
+  type FixedWindowOptions,
   type Policy,
   type RateLimiterOptions,
   type Store,
@@ -65,6 +66,11 @@ export interface RateLimitWindowOptions extends RateLimitCommon {
   window: Duration;
   /** Policy name shown in headers. @default `fixed-<limit>-per-<window>` */
   name?: string;
+  /**
+   * Where windows start: `'clock'` (aligned, every key at once) or `'first-request'` (at each
+   * key's first admitted request), as fixedWindow's `anchor`. @default 'clock'
+   */
+  anchor?: FixedWindowOptions['anchor'];
 }
 
 /** `@RateLimit({ policies: [gcra(...), fixedWindow(...)] })`: any policies, all-or-nothing. */

@@ -100,6 +100,7 @@ const RATE_LIMIT_OPTION_NAMES = optionNames<RateLimitWindowOptions & RateLimitPo
   limit: true,
   window: true,
   name: true,
+  anchor: true,
   policies: true,
   key: true,
   cost: true,
@@ -214,7 +215,7 @@ export function parseModuleOptions(
 export function parseRateLimitOptions(options: unknown, where: string): ParsedRateLimit {
   const field = `@RateLimit(${where})`;
   const o = readOptions(options, field, RATE_LIMIT_OPTION_NAMES);
-  const shorthand = ['limit', 'window', 'name'].filter((n) => o[n] !== undefined);
+  const shorthand = ['limit', 'window', 'name', 'anchor'].filter((n) => o[n] !== undefined);
   let policies: readonly Policy[];
   if (o.policies !== undefined) {
     if (shorthand.length > 0) {
@@ -227,9 +228,12 @@ export function parseRateLimitOptions(options: unknown, where: string): ParsedRa
     }
     policies = (Array.isArray(o.policies) ? o.policies : [o.policies]) as Policy[];
   } else if (shorthand.length > 0) {
-    const window = { limit: o.limit, window: o.window, name: o.name } as Parameters<
-      typeof fixedWindow
-    >[0];
+    const window = {
+      limit: o.limit,
+      window: o.window,
+      name: o.name,
+      anchor: o.anchor,
+    } as Parameters<typeof fixedWindow>[0];
     policies = [readAs(window, field, () => fixedWindow(window))];
   } else {
     throw new RateLimitConfigError(

@@ -9,6 +9,7 @@ import { Controller, Get, type ModuleMetadata, type Type, UseGuards } from '@nes
 import { APP_GUARD } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
+import request from 'supertest';
 import { closeApps } from './app.js';
 
 afterEach(closeApps);
@@ -67,6 +68,12 @@ describe('invalid @RateLimit options fail at bootstrap', () => {
       [{ limit: 10, window: '1 minute' }, 'FLOODGATE_INVALID_OPTION', '.window'],
       [{ limit: 10 }, 'FLOODGATE_MISSING_OPTION', '.window'],
       [{ limit: 10, window: '1m', burst: 5 }, 'FLOODGATE_UNKNOWN_OPTION', '.burst'],
+      [{ limit: 10, window: '1m', anchor: 'first' }, 'FLOODGATE_INVALID_OPTION', '.anchor'],
+      [
+        { anchor: 'first-request', policies: [fixedWindow({ limit: 1, window: '1s' })] },
+        'FLOODGATE_INVALID_OPTION',
+        '.anchor',
+      ],
       [{}, 'FLOODGATE_NO_POLICIES', '.limit'],
       [
         { limit: 10, window: '1m', policies: [fixedWindow({ limit: 1, window: '1s' })] },
@@ -120,6 +127,36 @@ describe('invalid @RateLimit options fail at bootstrap', () => {
       controllers: [controllerWith('DevicesController', { limit: 1.5, window: '1m' })],
     });
     expect(error.field).toBe('@RateLimit(DevicesController.list).limit');
+  });
+});
+
+describe('the { limit, window } shorthand', () => {
+  it("passes anchor to fixedWindow: with 'first-request' the window runs from the first request", async () => {
+    let now = Date.UTC(2030, 0, 1, 12, 0, 30);
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        RateLimitModule.forRoot({ store: memoryStore({ clock: () => now }), global: true }),
+      ],
+      controllers: [
+        controllerWith('ReportsController', {
+          limit: 1,
+          window: '1m',
+          anchor: 'first-request',
+        }),
+      ],
+    }).compile();
+    const app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: false });
+    await app.init();
+    try {
+      const first = await request(app.getHttpServer()).get('/reportscontroller').expect(200);
+      expect(first.headers['ratelimit-policy']).toContain('fixed-1-per-60s-first-request');
+      // 12:01:10: an aligned window would have started again at 12:01:00.
+      now += 40_000;
+      const denied = await request(app.getHttpServer()).get('/reportscontroller').expect(429);
+      expect(denied.headers['retry-after']).toBe('20');
+    } finally {
+      await app.close();
+    }
   });
 });
 

@@ -29,6 +29,11 @@ export interface StartRedisOptions {
   /** Extra `redis-server` arguments, e.g. `['--cluster-enabled', 'yes']`. */
   args?: string[];
   /**
+   * A configuration file, passed first (a sentinel needs one it can rewrite:
+   * `{ configFile, args: ['--sentinel'] }`).
+   */
+  configFile?: string;
+  /**
    * Runs the server under another program, e.g. `['valgrind', '--tool=callgrind', …]` (the
    * bench's instruction counts); the PID is then the wrapper's, which for valgrind is the
    * server's own process.
@@ -125,6 +130,7 @@ export async function startRedisServer(
 
   const launch = async (): Promise<void> => {
     const args = [
+      ...(options.configFile ? [options.configFile] : []),
       '--port',
       String(port),
       '--bind',

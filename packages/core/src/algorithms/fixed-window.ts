@@ -1,23 +1,33 @@
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
-import { fieldPathOf, optionNames, positiveInteger, readOptions } from '../options.js';
+import { configError, fieldPathOf, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
-import type { Algorithm } from './algorithm.js';
+import type { Algorithm, CheckResult } from './algorithm.js';
 
 /**
  * Options of `fixedWindow`: at most `limit` units per `window`, windows aligned to
- * `floor(now / window)`; one counter per key.
+ * `floor(now / window)` (or starting at each key's first admitted request); one counter per key.
  *
  * @example
  * ```ts
  * fixedWindow({ limit: 100, window: '1m' }); // 100 requests per calendar minute
+ * fixedWindow({ limit: 1000, window: '1d', anchor: 'first-request' }); // 24 h from the first
  * ```
  */
 export interface FixedWindowOptions {
   /** Units admitted per window. */
   limit: number;
-  /** Window length; windows are aligned to multiples of it since the epoch. */
+  /** Window length; with anchor 'clock', windows are aligned to multiples of it since the epoch. */
   window: Duration;
+  /**
+   * Where a key's windows start. `'clock'`: at multiples of `window` since the epoch, the same
+   * instants for every key (a daily window resets at UTC midnight). `'first-request'`: at the
+   * key's first admitted request, and the next one at the first admitted request after it
+   * ended (express-rate-limit, rate-limiter-flexible and @nestjs/throttler count this way), so
+   * clients do not all reset at once. The two never share stored state.
+   * @default 'clock'
+   */
+  anchor?: FixedWindowAnchor;
   /** Name used in headers. @default `fixed-<limit>-per-<window>` */
   name?: string;
   /**
@@ -31,13 +41,26 @@ export interface FixedWindowOptions {
 const FIXED_WINDOW_OPTION_NAMES = optionNames<FixedWindowOptions>({
   limit: true,
   window: true,
+  anchor: true,
   name: true,
   blockDuration: true,
 });
 
+/** Where `fixedWindow`'s windows start (FixedWindowOptions.anchor). */
+export type FixedWindowAnchor = 'clock' | 'first-request';
+
+/** @default 'clock' */
+const DEFAULT_ANCHOR: FixedWindowAnchor = 'clock';
+
+/** The third parameter: how lua/fixed-window.lua stores a key's window (its header, State). */
+const LAYOUT_PER_WINDOW_KEY = 0;
+const LAYOUT_PACKED = 1;
+const LAYOUT_FIRST_REQUEST = 2;
+
 /**
- * At most `limit` units per window, windows aligned to `floor(now / window)`. One counter per
- * key. A client can get up to 2× limit across a window edge; use slidingLog for exactness.
+ * At most `limit` units per window, windows aligned to `floor(now / window)`, or starting at a
+ * key's first admitted request with `anchor: 'first-request'`. One counter per key. A client
+ * can get up to 2× limit across a window edge; use slidingLog for exactness.
  */
 export function fixedWindow(options: FixedWindowOptions): Policy {
   // An adapter's shorthand (Nest's `@RateLimit({ limit, window })`) names its own fields.
@@ -45,21 +68,29 @@ export function fixedWindow(options: FixedWindowOptions): Policy {
   const o = readOptions(options, where, FIXED_WINDOW_OPTION_NAMES);
   const limit = positiveInteger(o.limit, `${where}.limit`);
   const windowUs = parseDuration(o.window, `${where}.window`);
+  const anchor = o.anchor ?? DEFAULT_ANCHOR;
+  if (anchor !== 'clock' && anchor !== 'first-request') {
+    throw configError(`${where}.anchor`, o.anchor, "'clock' or 'first-request'");
+  }
+  // The layout is a parameter, so the two anchors' policies have different ids (and keys).
+  const layout =
+    anchor === 'first-request'
+      ? LAYOUT_FIRST_REQUEST
+      : packsIntoOneInteger(limit, windowUs)
+        ? LAYOUT_PACKED
+        : LAYOUT_PER_WINDOW_KEY;
+  const fromFirst = anchor === 'first-request';
   return definePolicy({
     kind: 'fixed-window',
     tag: 'fw',
     name: o.name,
     nameField: `${where}.name`,
-    defaultName: `fixed-${rateName(limit, windowUs)}`,
+    defaultName: `fixed-${rateName(limit, windowUs)}${fromFirst ? '-first-request' : ''}`,
     limit,
     windowUs,
     capacity: limit,
-    options: { limit, window: windowUs / 1000 },
-    params: [
-      limit,
-      windowUs,
-      packsIntoOneInteger(limit, windowUs) ? 1 : 0,
-    ] satisfies FixedWindowParams,
+    options: { limit, window: windowUs / 1000, ...(fromFirst ? { anchor } : {}) },
+    params: [limit, windowUs, layout] satisfies FixedWindowParams,
     blockDuration: o.blockDuration,
   });
 }
@@ -79,24 +110,78 @@ export function packsIntoOneInteger(limit: number, windowUs: number): boolean {
 
 /**
  * The count of one window. In the packed layout (`params[2]` = 1) it is the same integer Redis
- * keeps, index · (limit + 1) + used: no object per write. Otherwise `{ index, used }`.
+ * keeps, index · (limit + 1) + used: no object per write. Per window key (0): `{ index, used }`.
+ * From the first request (2): `{ end, used }`, the window's end in µs (Redis: '<end>:<used>').
  */
-type FixedWindowState = number | { index: number; used: number };
+type FixedWindowState = number | { index: number; used: number } | StartedWindow;
 
-/** The ARGV lua/fixed-window.lua reads after the algorithm name (µs for times). */
-export type FixedWindowParams = readonly [limit: number, window: number, packed: number];
+/** A window of anchor 'first-request': it ends at `end` (µs); `used` units admitted in it. */
+interface StartedWindow {
+  end: number;
+  used: number;
+}
+
+/**
+ * The ARGV lua/fixed-window.lua reads after the algorithm name (µs for times); `layout` is 1
+ * (packed) or 0 (per window key) for anchor 'clock', 2 for 'first-request'.
+ */
+export type FixedWindowParams = readonly [limit: number, window: number, layout: number];
+
+/** A current window of anchor 'first-request' in `state`, or undefined. */
+function startedWindow(
+  state: FixedWindowState | undefined,
+  now: number,
+): StartedWindow | undefined {
+  return typeof state === 'object' && 'end' in state && state.end > now ? state : undefined;
+}
+
+/** Check for anchor 'first-request' (lua/fixed-window.lua's fixed_window_check_started). */
+function checkStarted(
+  state: FixedWindowState | undefined,
+  now: number,
+  cost: number,
+  limit: number,
+  window: number,
+): CheckResult<FixedWindowState> {
+  const current = startedWindow(state, now);
+  const used = current?.used ?? 0;
+  // No current window: an admitted cost > 0 starts one now.
+  const end = current?.end ?? now + window;
+  const windowLeft = end - now;
+  if (used + cost <= limit) {
+    const after = used + cost;
+    return {
+      allowed: true,
+      remaining: limit - after,
+      resetAfter: after > 0 ? windowLeft : 0,
+      retryAfter: 0,
+      delay: 0,
+      next: { end, used: after },
+      ttl: windowLeft,
+    };
+  }
+  return {
+    allowed: false,
+    remaining: limit - used,
+    resetAfter: used > 0 ? windowLeft : 0,
+    retryAfter: cost > limit ? -1 : windowLeft,
+    delay: 0,
+  };
+}
 
 /** Twin of lua/fixed-window.lua. */
 export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams> = {
   kind: 'fixed-window',
-  check(state, now, cost, [limit, window, packed]) {
+  check(state, now, cost, [limit, window, layout]) {
+    if (layout === LAYOUT_FIRST_REQUEST) return checkStarted(state, now, cost, limit, window);
+    const packed = layout === LAYOUT_PACKED;
     const index = Math.floor(now / window);
     let used = 0;
     let base = 0;
-    if (packed === 1) {
+    if (packed) {
       base = index * (limit + 1);
       if (typeof state === 'number' && state >= base && state - base <= limit) used = state - base;
-    } else if (typeof state === 'object' && state.index === index) {
+    } else if (typeof state === 'object' && 'index' in state && state.index === index) {
       used = state.used;
     }
     const windowLeft = (index + 1) * window - now;
@@ -108,7 +193,7 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
         resetAfter: after > 0 ? windowLeft : 0,
         retryAfter: 0,
         delay: 0,
-        next: packed === 1 ? base + after : { index, used: after },
+        next: packed ? base + after : { index, used: after },
         ttl: windowLeft,
       };
     }
@@ -120,18 +205,31 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
       delay: 0,
     };
   },
-  refund(state, now, cost, [limit, window, packed]) {
-    // The current window's count only; its TTL stays the window's end (Lua: DECRBY).
+  refund(state, now, cost, [limit, window, layout]) {
+    // The current window's count only; its TTL stays the window's end (Lua: DECRBY), and a
+    // window of anchor 'first-request' keeps its end.
+    if (layout === LAYOUT_FIRST_REQUEST) {
+      const current = startedWindow(state, now);
+      if (current === undefined || current.used === 0) return undefined;
+      const used = current.used - Math.min(cost, current.used);
+      return { next: { end: current.end, used }, ttl: current.end - now };
+    }
     const index = Math.floor(now / window);
     const windowLeft = (index + 1) * window - now;
-    if (packed === 1) {
+    if (layout === LAYOUT_PACKED) {
       const base = index * (limit + 1);
       if (typeof state !== 'number' || state < base || state - base > limit) return undefined;
       const used = state - base;
       if (used === 0) return undefined;
       return { next: state - Math.min(cost, used), ttl: windowLeft };
     }
-    if (typeof state !== 'object' || state.index !== index || state.used === 0) return undefined;
+    if (
+      typeof state !== 'object' ||
+      !('index' in state) ||
+      state.index !== index ||
+      state.used === 0
+    )
+      return undefined;
     return { next: { index, used: state.used - Math.min(cost, state.used) }, ttl: windowLeft };
   },
   unpack(reply, cost, [limit]) {

@@ -6,6 +6,7 @@
 import type { ConcurrencyDecision, Lease } from '../concurrency-limiter.js';
 import type { Decision } from '../decision.js';
 import { describeValue, RateLimitArgumentError } from '../errors.js';
+import { AccessDeniedError, checkAccess } from './access-list.js';
 import { noteCharge } from './budget.js';
 import type { RateLimitHeaderConfig } from './header-options.js';
 import { applyRateLimitHeaders, type HeaderTarget } from './headers.js';
@@ -48,20 +49,24 @@ export interface HttpCheck {
 }
 
 /**
- * Runs the shared per-request steps: `skip` (→ undefined), key, cost, then, with `concurrency`,
+ * Runs the shared per-request steps: `deny` (→ AccessDeniedError), `allow` and `skip`
+ * (→ undefined), key, cost, then, with `concurrency`,
  * one `acquire` first, and one `consume` only when a slot was granted: a request refused for
  * concurrency is never charged to the rate policies (their headers then come from a cost-0
  * `peek`), and a slot taken by a request the rate policies refuse is given back at once.
  * Errors from user functions and the store propagate to the adapter (after any slot is given
  * back). `message` is Node's request object (for the double-count diagnostic).
  */
-export async function checkHttpRequest<Req>(
-  config: HttpRateLimitConfig<Req, unknown>,
+export async function checkHttpRequest<Req, Res = unknown>(
+  config: HttpRateLimitConfig<Req, unknown, Res>,
   view: HttpRequestView,
   req: Req,
   message?: object,
 ): Promise<HttpCheck | undefined> {
   config.firstRequest.check(config.diagnostics);
+  const access = await checkAccess(config, view, req);
+  if (access === 'deny') throw new AccessDeniedError();
+  if (access === 'allow') return undefined;
   if (config.skip !== undefined && (await config.skip(req))) return undefined;
   const key = await resolveKey(config, view, req);
   const cost = await resolveCost(config, req);

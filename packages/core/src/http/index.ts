@@ -20,6 +20,22 @@ export {
 export { createRateLimiter } from '../rate-limiter.js';
 export { RATE_LIMITER_OPTION_NAMES } from '../rate-limiter-options.js';
 export {
+  ACCESS_DENIED_TYPE,
+  ACCESS_OPTION_NAMES,
+  type AccessConfig,
+  AccessDeniedError,
+  type AccessDeniedProblem,
+  type AccessList,
+  type AccessListOption,
+  type AccessOptions,
+  accessDeniedProblem,
+  checkAccess,
+  clientAddress,
+  onAccessList,
+  parseAccessList,
+  parseAccessOptions,
+} from './access-list.js';
+export {
   DEFAULT_UNKNOWN_APP_KEY,
   type UnknownAppKeyAction,
   UnknownAppKeyError,
@@ -40,6 +56,16 @@ export {
   RELEASE_WAIT_MAX_MS,
   releaseWhenDone,
 } from './concurrency.js';
+export {
+  type Charge,
+  type CountConfig,
+  type CountOption,
+  CountWarning,
+  DEFAULT_COUNT,
+  parseCountOption,
+  refundByOutcome,
+  refundUncounted,
+} from './count.js';
 export {
   DIAGNOSTIC_CODES,
   type DiagnosticCode,

@@ -71,7 +71,11 @@ function parseRule(entry: unknown, field: string): IpHeaderRule {
   return Object.freeze({ name: name.toLowerCase(), ranges: Object.freeze(ranges) });
 }
 
-function parseRange(cidr: unknown, field: string): [ipaddr.IPv4 | ipaddr.IPv6, number] {
+/**
+ * One CIDR (or a single address, as /32 or /128) read strictly: four-part decimal IPv4 only,
+ * a decimal prefix length; anything else throws RateLimitConfigError naming `field`.
+ */
+export function parseRange(cidr: unknown, field: string): [ipaddr.IPv4 | ipaddr.IPv6, number] {
   const expected = 'a CIDR such as "173.245.48.0/20" or "2400:cb00::/32", or one address';
   if (typeof cidr !== 'string') throw configError(field, cidr, expected);
   const [address = '', bits] = cidr.trim().split('/');
@@ -122,7 +126,8 @@ export function addressFromIpHeader(
   return undefined;
 }
 
-function inRange(
+/** Whether `address` lies in `range` (an address of the other family never does). */
+export function inRange(
   address: ipaddr.IPv4 | ipaddr.IPv6,
   range: readonly [ipaddr.IPv4 | ipaddr.IPv6, number],
 ): boolean {

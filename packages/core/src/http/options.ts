@@ -5,6 +5,7 @@
  * writing headers and the 429.
  */
 
+import type { ServerResponse } from 'node:http';
 import type { Clock } from '../clock.js';
 import type { ConcurrencyLimiter } from '../concurrency-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
@@ -13,8 +14,15 @@ import { createRateLimiter, type RateLimiter } from '../rate-limiter.js';
 import { RATE_LIMITER_OPTION_NAMES, type RateLimiterOptions } from '../rate-limiter-options.js';
 import { memoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
+import {
+  ACCESS_OPTION_NAMES,
+  type AccessConfig,
+  type AccessOptions,
+  parseAccessOptions,
+} from './access-list.js';
 import { budgetOf, FirstRequestWatch, noteBudget } from './budget.js';
 import { type HttpConcurrencyOptions, parseConcurrencyOption } from './concurrency.js';
+import { type CountOption, CountWarning, parseCountOption } from './count.js';
 import {
   parseHeaderOptions,
   type RateLimitHeaderConfig,
@@ -29,7 +37,8 @@ import { ownOptions } from './own-options.js';
  * RateLimiter options (`store` defaults to `memoryStore()`; `prefix` and any other RateLimiter
  * option are passed through unchanged); and/or `concurrency`.
  */
-export type HttpRateLimitOptions<Req, OnLimited = unknown> = KeyOptions<Req> &
+export type HttpRateLimitOptions<Req, OnLimited = unknown, Res = ServerResponse> = KeyOptions<Req> &
+  AccessOptions<Req> &
   Partial<RateLimiterOptions> & {
     /** A ready limiter; excludes `policies`, `store` and the other RateLimiter options. */
     limiter?: RateLimiter;
@@ -47,12 +56,18 @@ export type HttpRateLimitOptions<Req, OnLimited = unknown> = KeyOptions<Req> &
      * closes or errors.
      */
     concurrency?: ConcurrencyLimiter | HttpConcurrencyOptions;
+    /**
+     * Which admitted requests keep their charge: `'failed'` (status ≥ 400, aborted or errored),
+     * `'succeeded'` (status < 400), or `(req, res) => boolean` (true: counts); the others are
+     * refunded when the response ends (count.ts). @default 'all'
+     */
+    count?: CountOption<Req, Res>;
   };
 
 /** The options the adapters read themselves (the key options aside). */
 type AdapterOnlyOptions = Omit<
   HttpRateLimitOptions<unknown>,
-  keyof RateLimiterOptions | keyof KeyOptions<unknown>
+  keyof RateLimiterOptions | keyof KeyOptions<unknown> | keyof AccessOptions<unknown>
 >;
 
 /** Names the adapters read themselves; every RateLimiter option goes to the RateLimiter. */
@@ -64,12 +79,16 @@ export const HTTP_OPTION_NAMES = [
     cost: true,
     onLimited: true,
     concurrency: true,
+    count: true,
   }),
   ...KEY_OPTION_NAMES,
+  ...ACCESS_OPTION_NAMES,
 ] as const;
 
 /** The parsed, fully defined adapter config. */
-export interface HttpRateLimitConfig<Req, OnLimited = unknown> extends KeyConfig<Req> {
+export interface HttpRateLimitConfig<Req, OnLimited = unknown, Res = ServerResponse>
+  extends KeyConfig<Req>,
+    AccessConfig<Req> {
   /** Undefined when only `concurrency` was configured. */
   readonly limiter: RateLimiter | undefined;
   readonly concurrency: ConcurrencyLimiter | undefined;
@@ -81,6 +100,9 @@ export interface HttpRateLimitConfig<Req, OnLimited = unknown> extends KeyConfig
   readonly budget: string | undefined;
   /** Notices a middleware built per request. */
   readonly firstRequest: FirstRequestWatch;
+  /** `count`, and its once-only warning for a count function that fails. */
+  readonly count: CountOption<Req, Res>;
+  readonly countWarning: CountWarning;
 }
 
 /**
@@ -88,11 +110,11 @@ export interface HttpRateLimitConfig<Req, OnLimited = unknown> extends KeyConfig
  * mixed with limiter options throw RateLimitConfigError (`where` names the factory, e.g.
  * `rateLimit`).
  */
-export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
+export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = ServerResponse>(
   options: unknown,
   where: string,
   extraNames: readonly string[] = [],
-): HttpRateLimitConfig<Req, OnLimited> {
+): HttpRateLimitConfig<Req, OnLimited, Res> {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw configError(where, options, 'an options object');
   }
@@ -180,6 +202,7 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
   if (limiter !== undefined) noteBudget(keys.diagnostics, limiter, where);
   return {
     ...keys,
+    ...parseAccessOptions<Req>(o, where),
     limiter,
     concurrency,
     headers: parseHeaderOptions(o.headers, `${where}.headers`),
@@ -188,7 +211,17 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown>(
     onLimited: o.onLimited as OnLimited | undefined,
     budget: limiter === undefined ? undefined : budgetOf(limiter),
     firstRequest: new FirstRequestWatch(),
+    ...countOption<Req, Res>(o.count, where, limiter),
   };
+}
+
+/** `count` with its warning; it needs policies to refund. */
+function countOption<Req, Res>(value: unknown, where: string, limiter: RateLimiter | undefined) {
+  const count = parseCountOption<Req, Res>(value, `${where}.count`);
+  if (count !== 'all' && limiter === undefined) {
+    throw configError(`${where}.count`, value, 'used with policies (only concurrency is limited)');
+  }
+  return { count, countWarning: new CountWarning(where) };
 }
 
 /** `an HTTP request` / `a Koa context` when `value` is one (a factory mounted uncalled). */

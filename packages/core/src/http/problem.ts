@@ -25,6 +25,12 @@ export interface QuotaExceededProblem {
   readonly detail: string;
   /** Names of the policies that denied the request (draft §5.1). */
   readonly 'violated-policies': string[];
+  /**
+   * Present (true) when the key is blocked (a `blockDuration` lockout or `limiter.block`): the
+   * client is refused until the block ends, whatever its quota (`Retry-After` is the time left;
+   * none for a block without end).
+   */
+  readonly blocked?: true;
 }
 
 /** RFC 9457 body of a 503 sent when the store could not decide and the limiter fails closed. */
@@ -37,6 +43,7 @@ export interface StoreUnavailableProblem {
 
 /** The problem body for a denied decision. */
 export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
+  if (decision.reason === 'blocked') return blockedProblem(decision);
   const violated = decision.policies.filter((p) => !p.allowed).map((p) => p.name);
   if (violated.length === 0) violated.push(decision.policy);
   const seconds = retryAfterSeconds(decision);
@@ -50,6 +57,23 @@ export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
     status: 429,
     detail,
     'violated-policies': violated,
+  };
+}
+
+/** A blocked key: the blocking policy (the first for a block by hand) and the time left. */
+function blockedProblem(decision: Decision): QuotaExceededProblem {
+  const seconds = retryAfterSeconds(decision);
+  const detail =
+    seconds === undefined
+      ? `This client is blocked under policy "${decision.policy}" until it is unblocked; retrying will not help.`
+      : `This client is blocked under policy "${decision.policy}"; retry in ${seconds} s.`;
+  return {
+    type: QUOTA_EXCEEDED_TYPE,
+    title: 'Quota Exceeded',
+    status: 429,
+    detail,
+    'violated-policies': [decision.policy],
+    blocked: true,
   };
 }
 

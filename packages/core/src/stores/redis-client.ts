@@ -4,6 +4,7 @@
  * route both calls by the first key, so the EVAL fallback reaches the node that said NOSCRIPT.
  */
 import { describeValue, RateLimitConfigError } from '../errors.js';
+import { type NodeRedisClusterLike, slotRefresher } from './cluster-refresh.js';
 import { NOT_RUN_REPLY, type SendTicket } from './send-ticket.js';
 
 export interface ScriptClient {
@@ -77,6 +78,8 @@ interface IoredisLike extends IoredisClient {
 interface NodeRedisLike extends NodeRedisClient {
   sendCommand: Fn;
   masters?: unknown;
+  /** Only a node-redis `createSentinel()` client has it. */
+  getSentinelNode?: unknown;
 }
 
 function isIoredis(client: object): client is IoredisLike {
@@ -102,8 +105,7 @@ function isNodeRedis(client: object): client is NodeRedisLike {
 export function clientKind(value: unknown): string | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   if (isIoredis(value)) return value.isCluster ? 'ioredis Cluster' : 'ioredis Redis';
-  if (isNodeRedis(value))
-    return value.masters !== undefined ? 'node-redis cluster' : 'node-redis client';
+  if (isNodeRedis(value)) return nodeRedisKind(value);
   return undefined;
 }
 
@@ -121,7 +123,7 @@ export function toScriptClient(client: unknown, field = 'redisStore.client'): Sc
     'FLOODGATE_UNKNOWN_CLIENT',
     field,
     client,
-    `${field} must be an ioredis Redis or Cluster (v5), or a node-redis client or cluster (v4+), got ${describeValue(client)}`,
+    `${field} must be an ioredis Redis or Cluster (v5), or a node-redis client, cluster (v4+) or sentinel (v5), got ${describeValue(client)}`,
   );
 }
 
@@ -196,28 +198,59 @@ function ioredisCommandClass(client: IoredisLike): IoredisCommandClass | undefin
   return typeof found?.prototype?.toWritable === 'function' ? found : undefined;
 }
 
+function nodeRedisKind(client: NodeRedisLike): string {
+  if (client.masters !== undefined) return 'node-redis cluster';
+  return typeof client.getSentinelNode === 'function' ? 'node-redis sentinel' : 'node-redis client';
+}
+
 /**
  * node-redis never re-sends a command that was written (a dropped connection rejects it), but
  * keeps commands issued while it reconnects in its offline queue; the ticket's AbortSignal
- * takes an abandoned one out of that queue before it is written.
+ * takes an abandoned one out of that queue before it is written. Its sentinel client is the
+ * exception: it calls the node client again when a command failed on a master that is no longer
+ * ready (a dropped connection, as in a failover) or READONLY, and the first run may have
+ * happened. The node client reads the options once per write (it copies them), so the options
+ * handed to a sentinel give the ticket's signal to the first write and an aborted one to any
+ * later write: that command is refused before it is sent, and the failure policy answers it.
+ * A cluster refreshes its slot map only on a MOVED reply; see cluster-refresh.ts.
  */
 function nodeRedisShim(client: NodeRedisLike): ScriptClient {
-  const cluster = client.masters !== undefined;
+  const kind = nodeRedisKind(client);
+  const cluster = kind === 'node-redis cluster';
+  const sentinel = kind === 'node-redis sentinel';
+  const refresh = cluster ? slotRefresher(client as NodeRedisClusterLike) : undefined;
   const send = (args: string[], keys: readonly string[], ticket: SendTicket | undefined) => {
+    if (sentinel) return client.sendCommand(false, args, writeOnce(ticket));
     // v5 reads `abortSignal`, v4 `signal`.
     const options = ticket ? { abortSignal: ticket.signal, signal: ticket.signal } : undefined;
-    return cluster
-      ? client.sendCommand(keys[0], false, args, options)
-      : client.sendCommand(args, options);
+    if (!cluster) return client.sendCommand(args, options);
+    const reply = client.sendCommand(keys[0], false, args, options);
+    reply.catch((error: unknown) => refresh?.(keys[0]!, error));
+    return reply;
   };
   return {
-    description: cluster ? 'node-redis cluster' : 'node-redis client',
+    description: kind,
     cluster,
     evalsha: (sha1, keys, args, ticket) =>
       send(['EVALSHA', sha1, String(keys.length), ...keys, ...args], keys, ticket),
     eval: (script, keys, args, ticket) =>
       send(['EVAL', script, String(keys.length), ...keys, ...args], keys, ticket),
-    command: (key, args) =>
-      cluster ? client.sendCommand(key, true, [...args]) : client.sendCommand([...args]),
+    command: (key, args) => {
+      if (sentinel) return client.sendCommand(true, [...args]);
+      return cluster ? client.sendCommand(key, true, [...args]) : client.sendCommand([...args]);
+    },
   };
 }
+
+/** Command options whose `abortSignal` lets one write through (while the ticket allows it). */
+function writeOnce(ticket: SendTicket | undefined): { readonly abortSignal?: AbortSignal } {
+  let writes = 0;
+  return {
+    get abortSignal() {
+      writes++;
+      return writes === 1 ? ticket?.signal : ALREADY_ABORTED;
+    },
+  };
+}
+
+const ALREADY_ABORTED = AbortSignal.abort();

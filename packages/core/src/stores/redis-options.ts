@@ -7,7 +7,10 @@ import { type BatchLimits, DEFAULT_BATCH_LIMITS } from './redis-batch.js';
 import type { RedisClient } from './redis-client.js';
 
 export interface RedisStoreOptions {
-  /** An ioredis `Redis` or `Cluster`, or a node-redis client or cluster (v4+). */
+  /**
+   * An ioredis `Redis` (also with `sentinels`) or `Cluster`, or a node-redis client, cluster
+   * (v4+) or sentinel (`createSentinel`, v5).
+   */
   client: RedisClient;
   /**
    * Epoch milliseconds (fractions allowed). Without it the script reads Redis `TIME`, one clock

@@ -41,8 +41,8 @@ export const INJECTED_CLOCK_TTL_SLACK_MS = 5_000;
 
 /**
  * A store in Redis: each decision is one EVALSHA of the Lua engine, atomic next to the data,
- * timed by Redis `TIME` (one clock for every app server). Takes an ioredis `Redis` or
- * `Cluster`, or a node-redis client or cluster (v4+).
+ * timed by Redis `TIME` (one clock for every app server). Takes an ioredis `Redis` (also with
+ * `sentinels`) or `Cluster`, or a node-redis client, cluster (v4+) or sentinel (v5).
  *
  * @example
  * ```ts

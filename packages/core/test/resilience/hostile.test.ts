@@ -105,6 +105,72 @@ describe.each(stores)('%s store', (_label, makeStore) => {
   });
 });
 
+/**
+ * Keys with every C0 control character, DEL, C1 controls, separators, BOM, noncharacters and
+ * non-BMP code points (surrogate pairs), next to look-alikes that differ by one such character:
+ * each is its own counter, on Redis exactly as in memory (the twins decide the same), and Redis
+ * stores the key's UTF-8 bytes losslessly.
+ */
+const CONTROL_AND_ASTRAL = (() => {
+  const keys = new Set<string>();
+  for (let c = 0; c < 0x20; c++) {
+    keys.add(String.fromCharCode(c));
+    keys.add(`k${String.fromCharCode(c)}k`);
+  }
+  for (const c of [0x7f, 0x80, 0x85, 0x9f, 0xa0, 0x2028, 0x2029, 0xfeff, 0xfffe, 0xffff]) {
+    keys.add(`k${String.fromCharCode(c)}k`);
+  }
+  for (const cp of [0x10000, 0x10400, 0x1f600, 0x1f601, 0x1d49c, 0xe0001, 0x10fffd, 0x10ffff]) {
+    keys.add(String.fromCodePoint(cp));
+    keys.add(`k${String.fromCodePoint(cp)}k`);
+  }
+  for (const k of ['k', 'kk', 'a', 'a\0', 'a\0\0', '\0a', '\r\n', '\n', '\n\r', 'a\tb', 'a b']) {
+    keys.add(k);
+  }
+  // Long enough to be stored hashed: they differ only in their last character.
+  const long = 'x'.repeat(300);
+  for (const tail of ['\0', '\x01', '\x7f', '\u{1F600}', '\u{1F601}', '\u{10FFFF}', '']) {
+    keys.add(long + tail);
+  }
+  return [...keys];
+})();
+
+test('control characters, NUL and non-BMP keys: distinct, and the same decisions on both stores', async () => {
+  const decide = async (store: Store) => {
+    const limiter = new RateLimiter({
+      store,
+      policies: [fixedWindow({ limit: 3, window: '1h' }), gcra({ limit: 3, window: '1h' })],
+      onStoreError: 'closed',
+    });
+    const out: Array<[boolean, number]> = [];
+    // Key i is asked (i % 4) + 1 times, interleaved: a shared counter would deny early.
+    for (let round = 0; round < 4; round++) {
+      for (const [i, key] of CONTROL_AND_ASTRAL.entries()) {
+        if (round > i % 4) continue;
+        const d = await limiter.consume(key);
+        expect(d.reason).toBeUndefined();
+        out.push([d.allowed, d.remaining]);
+      }
+    }
+    return { out, limiter };
+  };
+  const memory = await decide(memoryStore());
+  const onRedis = await decide(redisStore({ client: redis }));
+  expect(onRedis.out).toEqual(memory.out);
+  // Distinct: every key's 4th request (and only it) is denied, its first has 2 left.
+  const expected: Array<[boolean, number]> = [];
+  for (let round = 0; round < 4; round++) {
+    for (const i of CONTROL_AND_ASTRAL.keys()) {
+      if (round <= i % 4) expected.push([round < 3, Math.max(0, 2 - round)]);
+    }
+  }
+  expect(memory.out).toEqual(expected);
+  // Redis holds exactly the storage keys the limiter names, byte for byte (two policies each).
+  const stored = (await keysWithTtl(redis)).map((k) => k.key).sort();
+  const named = CONTROL_AND_ASTRAL.flatMap((k) => onRedis.limiter.storageKeys(k).slice(0, 2));
+  expect(stored).toEqual([...named].sort());
+});
+
 test('every Redis key written for hostile keys carries a TTL, and 1 MB keys are stored hashed', async () => {
   const limiter = new RateLimiter({
     store: redisStore({ client: redis }),

@@ -108,4 +108,49 @@ export const multiPolicyScenarios: Scenario[] = [
       },
     ],
   },
+  {
+    name: 'multi: the same fixed window from the clock and from the first request keep apart',
+    policies: () => [
+      fixedWindow({ limit: 2, window: '1s' }),
+      fixedWindow({ limit: 2, window: '1s', anchor: 'first-request' }),
+    ],
+    steps: [
+      {
+        at: 500,
+        times: 2,
+        expect: {
+          allowed: true,
+          policies: [
+            { name: 'fixed-2-per-1s', resetAfter: 500 },
+            { name: 'fixed-2-per-1s-first-request', resetAfter: 1000 },
+          ],
+        },
+      },
+      {
+        at: 600,
+        expect: { allowed: false, policy: 'fixed-2-per-1s-first-request', retryAfter: 900 },
+      },
+      {
+        at: 1000,
+        expect: {
+          allowed: false,
+          retryAfter: 500,
+          policies: [
+            { allowed: true, remaining: 2, resetAfter: 0 },
+            { allowed: false, remaining: 0, retryAfter: 500 },
+          ],
+        },
+      },
+      {
+        at: 1500,
+        expect: {
+          allowed: true,
+          policies: [
+            { remaining: 1, resetAfter: 500 },
+            { remaining: 1, resetAfter: 1000 },
+          ],
+        },
+      },
+    ],
+  },
 ];

@@ -1,0 +1,169 @@
+/**
+ * `count`: which requests keep their charge once the response is known. The limiter charges
+ * every admitted request up front (so concurrent requests can never overshoot); a request whose
+ * outcome should not count is then refunded with `limiter.refund(key, { cost })`. Login
+ * brute-force protection is `count: 'failed'`: only wrong passwords use up the budget.
+ */
+import type { ServerResponse } from 'node:http';
+import { emitWarning } from '../errors.js';
+import { configError } from '../options.js';
+import type { RateLimiter } from '../rate-limiter.js';
+import type { HttpCheck } from './check-request.js';
+import { RELEASE_WAIT_MAX_MS } from './concurrency.js';
+import { storeDecided } from './headers.js';
+
+/**
+ * Which admitted requests count: `'all'`; `'failed'` (status ≥ 400, or the client went away or
+ * the response errored before it was sent); `'succeeded'` (status < 400, response sent); or a
+ * function answering true for a request that counts. The function is asked when the response
+ * is ended (`res` has its final status) or, for a request that never got one, when it closes.
+ */
+export type CountOption<Req, Res = ServerResponse> =
+  | 'all'
+  | 'failed'
+  | 'succeeded'
+  | ((req: Req, res: Res) => boolean | Promise<boolean>);
+
+/** @default 'all' */
+export const DEFAULT_COUNT = 'all';
+
+/** Reads `count` (undefined → 'all'). */
+export function parseCountOption<Req, Res>(value: unknown, field: string): CountOption<Req, Res> {
+  if (value === undefined) return DEFAULT_COUNT;
+  if (value === 'all' || value === 'failed' || value === 'succeeded') return value;
+  if (typeof value === 'function') return value as CountOption<Req, Res>;
+  throw configError(
+    field,
+    value,
+    "'all', 'failed', 'succeeded' or a function (req, res) => boolean",
+  );
+}
+
+/** One admitted, charged request whose charge may be given back. */
+export interface Charge {
+  readonly limiter: RateLimiter;
+  readonly key: string;
+  readonly cost: number;
+}
+
+/** How a response ended, for `count`. */
+type Outcome = 'sent' | 'aborted';
+
+/** Warns once per middleware that its `count` function failed (the request then counts). */
+export class CountWarning {
+  private warned = false;
+  constructor(private readonly where: string) {}
+  /** Reports `error` the first time only (FLOODGATE_HOOK_ERROR). */
+  report(error: unknown): void {
+    if (this.warned) return;
+    this.warned = true;
+    emitWarning(
+      'FLOODGATE_HOOK_ERROR',
+      `${this.where}.count threw or rejected (the request was counted; further errors are ignored): ${(error as Error)?.message ?? error}`,
+    );
+  }
+}
+
+/**
+ * Arranges the refund of `charge` when `response`'s outcome should not count under `count`.
+ * `response.end(...)` waits for the decision and the refund (at most RELEASE_WAIT_MAX_MS), so a
+ * client that retries as soon as it has this answer finds its budget already given back; a
+ * request that never gets a response (aborted, errored) is settled when the response closes.
+ * Nothing here throws into the response: a refund the store cannot make is answered by the
+ * limiter's failure policy (and reported through its hooks); a `count` function that throws or
+ * rejects counts the request and is reported once (FLOODGATE_HOOK_ERROR).
+ * Does nothing for `'all'` or a cost of 0 (nothing to give back).
+ */
+export function refundUncounted<Req, Res>(
+  count: CountOption<Req, Res>,
+  charge: Charge,
+  response: ServerResponse,
+  req: Req,
+  res: Res,
+  warning: CountWarning,
+): void {
+  if (count === 'all' || charge.cost === 0) return;
+  let settled: Promise<unknown> | undefined;
+  const settle = (outcome: Outcome): Promise<unknown> => {
+    settled ??= counts(count, outcome, response, req, res).then(
+      (counted) => (counted ? undefined : refund(charge)),
+      (error: unknown) => warning.report(error),
+    );
+    return settled;
+  };
+  if (response.writableEnded) {
+    void settle('sent');
+    return;
+  }
+  if (response.closed || response.destroyed) {
+    void settle('aborted');
+    return;
+  }
+  response.once('close', () => void settle(response.writableEnded ? 'sent' : 'aborted'));
+  const end = response.end;
+  response.end = function endAfterRefund(...args: unknown[]) {
+    response.end = end;
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, RELEASE_WAIT_MAX_MS);
+      timer.unref();
+    });
+    void Promise.race([settle('sent'), waited]).then(() => {
+      clearTimeout(timer);
+      (end as (...a: unknown[]) => unknown).apply(response, args);
+    });
+    return response;
+  } as ServerResponse['end'];
+}
+
+/** Whether a request with this outcome keeps its charge. */
+async function counts<Req, Res>(
+  count: Exclude<CountOption<Req, Res>, 'all'>,
+  outcome: Outcome,
+  response: ServerResponse,
+  req: Req,
+  res: Res,
+): Promise<boolean> {
+  if (typeof count === 'function') return (await count(req, res)) !== false;
+  const failed = outcome === 'aborted' || response.statusCode >= 400;
+  return count === 'failed' ? failed : !failed;
+}
+
+/** Gives the charge back; a failure is the limiter's to answer, never the response's. */
+function refund(charge: Charge): Promise<unknown> {
+  return charge.limiter.refund(charge.key, { cost: charge.cost }).catch(() => undefined);
+}
+
+/** What `refundByOutcome` needs of the parsed adapter config. */
+export interface CountConfig<Req, Res> {
+  readonly limiter: RateLimiter | undefined;
+  readonly count: CountOption<Req, Res>;
+  readonly countWarning: CountWarning;
+}
+
+/**
+ * The adapters' step after an admitted request: arranges its refund under `count`. Only a
+ * request the rate policies charged can be refunded: not a skipped or denied one (a denial
+ * charges nothing), not one refused for concurrency (its rate decision was a read), not one
+ * admitted by `onStoreError: 'open'` (no store charged it).
+ */
+export function refundByOutcome<Req, Res>(
+  config: CountConfig<Req, Res>,
+  check: Pick<HttpCheck, 'key' | 'cost' | 'decision' | 'rate'>,
+  response: ServerResponse,
+  req: Req,
+  res: Res,
+): void {
+  const { limiter, count } = config;
+  const { rate, decision } = check;
+  if (count === 'all' || limiter === undefined || rate === undefined) return;
+  if (!decision.allowed || !rate.allowed || !storeDecided(rate)) return;
+  refundUncounted(
+    count,
+    { limiter, key: check.key, cost: check.cost },
+    response,
+    req,
+    res,
+    config.countWarning,
+  );
+}
