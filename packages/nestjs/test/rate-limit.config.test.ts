@@ -117,7 +117,7 @@ describe('invalid @RateLimit options fail at bootstrap', () => {
       [
         [
           { limit: 1, window: '1m' },
-          { limit: 0, window: '1m' },
+          { limit: -1, window: '1m' },
         ],
         'FLOODGATE_INVALID_OPTION',
         '[1].limit',
