@@ -12,6 +12,7 @@ import {
   RateLimit,
   RateLimitDecision,
   type RateLimitDecisionView,
+  RateLimitGuard,
   RateLimitModule,
   RateLimitService,
 } from '@floodgate/nestjs';
@@ -27,6 +28,7 @@ import {
   Req,
   Res,
   UnauthorizedException,
+  UseGuards,
 } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import request from 'supertest';
@@ -184,6 +186,17 @@ class PlainController {
   }
 }
 
+/** Names the guard itself too: with `global: true` two guards run, one charges and refunds. */
+@Controller('twice')
+@UseGuards(RateLimitGuard)
+@RateLimit({ limit: 2, window: '1m', name: 'twice', count: 'failed' })
+class TwiceGuardedController {
+  @Post()
+  post(@Headers('x-result') result?: string) {
+    return answer(result);
+  }
+}
+
 /** Lists per limit: the office network skips the strict limit; a banned header gets 403. */
 @Controller('office')
 class OfficeController {
@@ -309,6 +322,16 @@ describe.each(CASES)(
         await request(server).post('/outcome/failed').set('x-result', 'crash').expect(500);
         const denied = await request(server).post('/outcome/failed').expect(429);
         expect(denied.body.policy).toBe('failures');
+      });
+
+      it('refunds once when a global and a route guard both run', async () => {
+        const server = (await boot([TwiceGuardedController])).getHttpServer();
+        await request(server).post('/twice').set('x-result', 'fail').expect(401);
+        const ok = await request(server).post('/twice').expect(201);
+        expect(ok.headers.ratelimit).toBe('"twice";r=0;t=50');
+        await request(server).post('/twice').set('x-result', 'fail').expect(401);
+        // A second refund of the success would have given back a failure's unit.
+        await request(server).post('/twice').expect(429);
       });
 
       it("'succeeded' refunds failures", async () => {
