@@ -435,6 +435,25 @@ describe('construction checks', () => {
   });
 });
 
+describe('the shared-budget diagnostic with many policy sets', () => {
+  const warnings = useWarnings();
+  const tier = (n: number) => fixedWindow({ limit: 1, window: '1m', name: `tier-${n}` });
+
+  it(`notes only a middleware's first ${POLICY_SET_CACHE_SIZE} sets (per-tenant limits must not grow it)`, async () => {
+    const store = memoryStore();
+    const sets = parseHttpRateLimitOptions<{ n: number }>(
+      { store, prefix: 'tenants', policies: (req: { n: number }) => tier(req.n) },
+      'rateLimit',
+    ).policySets!;
+    for (let n = 0; n < POLICY_SET_CACHE_SIZE + 50; n++) await sets.limiterFor({ n });
+    // A set seen after the first ones was not noted: a route on the same budget is not reported.
+    parseHttpRateLimitOptions({ store, prefix: 'tenants', policies: tier(120) }, 'rateLimit');
+    expect(warnings()).toEqual([]);
+    parseHttpRateLimitOptions({ store, prefix: 'tenants', policies: tier(0) }, 'rateLimit');
+    expect(warnings()).toEqual(['FLOODGATE_SHARED_BUDGET']);
+  });
+});
+
 describe.each(frameworks)('%s: resetKey across two processes sharing Redis', (_name, serve) => {
   const { start } = useTestApp(serve);
   let child: ChildProcess;
