@@ -15,7 +15,7 @@ import type { Algorithm, CheckResult } from './algorithm.js';
  * ```
  */
 export interface FixedWindowOptions {
-  /** Units admitted per window. */
+  /** Units admitted per window; 0 admits nothing (every cost > 0 is denied for good). */
   limit: number;
   /** Window length; with anchor 'clock', windows are aligned to multiples of it since the epoch. */
   window: Duration;
@@ -66,7 +66,8 @@ export function fixedWindow(options: FixedWindowOptions): Policy {
   // An adapter's shorthand (Nest's `@RateLimit({ limit, window })`) names its own fields.
   const where = fieldPathOf(options, 'fixedWindow');
   const o = readOptions(options, where, FIXED_WINDOW_OPTION_NAMES);
-  const limit = positiveInteger(o.limit, `${where}.limit`);
+  // 0 admits nothing: a maintenance switch (docs/algorithms.md#limit-0).
+  const limit = positiveInteger(o.limit, `${where}.limit`, 0);
   const windowUs = parseDuration(o.window, `${where}.window`);
   const anchor = o.anchor ?? DEFAULT_ANCHOR;
   if (anchor !== 'clock' && anchor !== 'first-request') {
