@@ -178,6 +178,25 @@ class PlansController {
   }
 }
 
+/** The same policy with and without a lockout, chosen per request. */
+@Controller('strictness')
+class StrictnessController {
+  @Get()
+  @RateLimit({
+    key: clientKey,
+    policies: (context) =>
+      fixedWindow({
+        limit: 1,
+        window: '1m',
+        name: 'strictness',
+        ...(planOf(context) === 'strict' ? { blockDuration: '10m' } : {}),
+      }),
+  })
+  get() {
+    return { ok: true };
+  }
+}
+
 @Controller('plain')
 class PlainController {
   @Get()
@@ -478,6 +497,17 @@ describe.each(CASES)(
           await request(server).get('/plans').set('x-client', 'b').set('x-plan', plan);
         }
         expect(limiters.length).toBe(built);
+      });
+
+      it('sets that differ only in a lockout do not share a limiter', async () => {
+        const server = (await boot([StrictnessController])).getHttpServer();
+        const get = (client: string, plan: string) =>
+          request(server).get('/strictness').set('x-client', client).set('x-plan', plan);
+        await get('a', 'lax').expect(200);
+        await get('b', 'strict').expect(200);
+        await get('b', 'strict').expect(429);
+        const blocked = await get('b', 'strict').expect(429);
+        expect(blocked.body.blocked).toBe(true);
       });
 
       it('a module-level policy function applies to every guarded route', async () => {
