@@ -142,8 +142,16 @@ export type RateLimitHookHandler = ReturnType<typeof limitRequests> &
  * login, a captcha): the same options as a route's `config.rateLimit`.
  *
  * @example
- * const loginLimit = rateLimitHook({ store, policies: fixedWindow({ limit: 5, window: '15m' }) });
- * app.post('/login', { onRequest: loginLimit }, async (request) => {
+ * // Keyed per IP *and* username: a reset of a per-IP key would let anyone with an account wipe
+ * // their address's failures by logging in to it between guesses at other accounts.
+ * const loginLimit = rateLimitHook({
+ *   store,
+ *   key: (request) => `${normalizeIp(request.ip)}:${usernameOf(request.body)}`,
+ *   count: 'failed',
+ *   policies: fixedWindow({ limit: 5, window: '15m' }),
+ * });
+ * // preValidation: after the body is parsed (the key needs the username).
+ * app.post('/login', { preValidation: loginLimit }, async (request) => {
  *   if (await checkPassword(request)) await loginLimit.resetKey(request);
  * });
  */

@@ -43,6 +43,7 @@ export {
   type UnknownAppKeyProblem,
   type VerifyAppKey,
 } from './app-key.js';
+export { beforeEnd } from './before-end.js';
 export {
   applyCheckHeaders,
   checkHttpRequest,
