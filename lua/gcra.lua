@@ -3,7 +3,7 @@
 -- room for exactly `burst` back-to-back requests.
 --
 -- KEYS    <base> — a string integer: the theoretical arrival time (TAT, µs)
--- ARGV    emission_interval_us, burst
+-- ARGV    emission_interval_us, burst (0 for limit 0: nothing is ever admitted)
 -- State   TAT; TTL until TAT (after which the key is idle: a missing key is a full bucket)
 -- Reply   allowed when max(TAT, now) + cost·T - now <= burst·T; remaining = whole intervals
 --         left in that allowance; reset_after = TAT - now; retry_after = the time until the
@@ -11,7 +11,8 @@
 local function gcra_check(key, o, cost)
   local interval, burst = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
   local tolerance = burst * interval
-  local tat = math.max(tonumber(redis.call('GET', key) or 0), now)
+  local tat = tonumber(redis.call('GET', key)) or now
+  if tat < now then tat = now end
   local new_tat = tat + cost * interval
   -- packed: reset_after when allowed, -reset_after - 1 when denied; remaining and retry_after
   -- follow from it, the interval, the burst and the cost (gcraAlgorithm.unpack).

@@ -10,7 +10,8 @@
 -- request, each other adds one unit of excess, so capacity is burst + 1 requests.
 --
 -- KEYS    <base> — a string "<excess>:<time µs>" (nginx's node: excess and last)
--- ARGV    unit, rate, burst, delay (delay = burst when omitted: nginx `nodelay`)
+-- ARGV    unit, rate, burst, delay (delay = burst when omitted: nginx `nodelay`); limit 0 is
+--         burst -1 (capacity 0: nothing is ever admitted) with rate 1
 -- State   excess after the last admitted request, and when; TTL until it has drained and the
 --         next request would find excess 0 again (a missing key is an idle bucket)
 -- Reply   allowed; remaining = requests that still fit; reset_after = until idle;

@@ -9,7 +9,8 @@
 -- g = gcd(limit, window_us)); a fresh permit costs unit/rate µs, the wait is rounded up.
 --
 -- KEYS    <base> — a string "<next free µs>:<stored units>"
--- ARGV    unit, rate, max_stored (maxBurst·rate units), retention_us, max_cost
+-- ARGV    unit, rate, max_stored (maxBurst·rate units), retention_us, max_cost (-1: limit 0,
+--         nothing is ever admitted: every cost > 0 is denied with retry_after -1)
 -- State   next-free time and stored units after the last admitted request; TTL until the
 --         stored permits are full again plus `retention` (a missing key has none stored, so a
 --         full key is kept that long before it is forgotten; a key read later decides like a
@@ -17,7 +18,9 @@
 -- Reply   allowed when the next-free time has come (in reserve mode, within SLACK µs) or cost
 --         is 0; remaining = whole stored permits + 1 while the next-free time has come, else 0;
 --         reset_after = until next-free has come and the stored permits are full;
---         retry_after = until next-free (never -1); delay = the reservation's wait (reserve)
+--         retry_after = until next-free (never -1 but with limit 0); delay = the reservation's
+--         wait (reserve)
+--- @include "closed"
 --- @include "pair"
 --- @include "refill"
 local function smooth_bursty_check(key, o, cost)
@@ -34,10 +37,13 @@ local function smooth_bursty_check(key, o, cost)
   end
   -- Guava reserveEarliestAvailable: stored permits are free, fresh ones cost unit/rate µs.
   local wait, left = SATURATED_WAIT_US, 0
-  if cost <= tonumber(ARGV[o + 4]) then
+  local max_cost = tonumber(ARGV[o + 4])
+  if cost <= max_cost then
     local need = cost * unit
     local spend = math.min(need, stored)
     wait, left = math.min(math.ceil((need - spend) / rate), SATURATED_WAIT_US), stored - spend
+  elseif max_cost == -1 then
+    return closed(cost)
   end
   local after = next_free + wait
   local remaining = 0

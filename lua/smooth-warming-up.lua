@@ -14,13 +14,15 @@
 -- the whole wait is rounded up once, computed exactly with mul_div.
 --
 -- KEYS    <base> — a string "<next free µs>:<stored units>"
--- ARGV    limit, window_us, warmup_us, c, d, max_cost
+-- ARGV    limit, window_us, warmup_us, c, d, max_cost (-1: limit 0, nothing is ever admitted:
+--         every cost > 0 is denied with retry_after -1)
 -- State   next-free time and stored units after the last admitted request; TTL until the key
 --         is cold again (then it is the same as a missing key)
 -- Reply   allowed when the next-free time has come (in reserve mode, within SLACK µs) or cost
 --         is 0; remaining = 1 while the next-free time has come, else 0 (stored permits are
 --         never free); reset_after = until cold again; retry_after = until next-free (never
---         -1); delay = the reservation's wait (reserve mode)
+--         -1 but with limit 0); delay = the reservation's wait (reserve mode)
+--- @include "closed"
 --- @include "pair"
 --- @include "refill"
 
@@ -66,7 +68,8 @@ local function smooth_warming_up_check(key, o, cost)
   -- Guava reserveEarliestAvailable with storedPermitsToWaitTime: stable time for every unit,
   -- plus the trapezoid over the threshold; wait = ceil((need·h + extra) / (span·h)).
   local wait, left = SATURATED_WAIT_US, 0
-  if cost <= tonumber(ARGV[o + 5]) then
+  local max_cost = tonumber(ARGV[o + 5])
+  if cost <= max_cost then
     local need = math.ceil(cost * window * span / limit)
     local spend = math.min(need, stored)
     local above = math.max(stored - threshold, 0)
@@ -79,6 +82,8 @@ local function smooth_warming_up_check(key, o, cost)
     q = q + extra
     if frac > span * h then q = q + 2 elseif frac > 0 then q = q + 1 end
     wait, left = math.min(q, SATURATED_WAIT_US), stored - spend
+  elseif max_cost == -1 then
+    return closed(cost)
   end
   local after = next_free + wait
   local remaining = 0

@@ -6,7 +6,7 @@
 -- would not be.
 --
 -- KEYS    <base> — a string "<units>:<time µs>"
--- ARGV    unit, rate, burst
+-- ARGV    unit, rate, burst (0 for limit 0, with rate 1: nothing is ever admitted)
 -- State   units in the bucket after the last admitted request, and when that was; TTL until
 --         the bucket is full again (a missing key is a full bucket)
 -- Reply   allowed; remaining = whole tokens; reset_after = until full; retry_after = until

@@ -3,8 +3,9 @@
  * the global RateLimitGuard runs before the handler checks the password, and is keyed by the
  * caller's IP, so guessing is slowed whoever the attacker claims to be.
  *
- * - per IP: 20 failed logins an hour, then locked out (15 min, doubling up to a day);
- * - per IP + username: 5 failed logins in 15 minutes, then locked out the same way;
+ * - per IP: 100 failed logins a day across every username, then that IP is locked out a day;
+ * - per IP + username: 5 failed logins in 15 minutes, then locked out 15 minutes, 30, 60, … up
+ *   to a day while the failures go on (forgotten a day after the last lockout);
  * - only failures count (`count: 'failed'`): a user who types the password right is never
  *   limited, and a successful login resets the per-username key (its lockout streak too).
  *
@@ -12,6 +13,7 @@
  * Express's `trust proxy` to the number of proxies (or Fastify's `trustProxy`), never to `true`.
  */
 import { fixedWindow } from '@floodgate/core';
+import { normalizeIp } from '@floodgate/core/http';
 import { RateLimit, RateLimitService } from '@floodgate/nestjs';
 import {
   Body,
@@ -24,20 +26,17 @@ import {
 } from '@nestjs/common';
 import { Public } from './auth.guard.js';
 
-/** 15 minutes, doubled on each lockout that follows within a day, at most a day. */
-const lockout = { initial: '15m', multiplier: 2, max: '24h', forgetAfter: '24h' } as const;
-
 export const perIp = fixedWindow({
-  limit: 20,
-  window: '1h',
-  name: 'login-per-ip',
-  blockDuration: lockout,
+  name: 'login-ip',
+  limit: 100,
+  window: '1d',
+  blockDuration: '1d',
 });
 export const perUser = fixedWindow({
+  name: 'login-user',
   limit: 5,
   window: '15m',
-  name: 'login-per-user',
-  blockDuration: lockout,
+  blockDuration: { initial: '15m', multiplier: 2, max: '1d', forgetAfter: '1d' },
 });
 
 /** Demo accounts: username → [password, the token login hands out]. */
@@ -51,10 +50,14 @@ function usernameOf(body: unknown): string {
   return typeof username === 'string' ? username.trim().toLowerCase().slice(0, 254) : '';
 }
 
-/** `ip + username`: one budget per pair, so one attacker cannot lock a user out everywhere. */
+/**
+ * `ip + username`: one budget per pair, so one attacker cannot lock a user out everywhere. The
+ * address as the `'ip'` key sees it (IPv6 grouped by /56: one subscriber cannot rotate through
+ * its own prefix for fresh tries).
+ */
 function ipAndUsername(context: ExecutionContext): string {
   const request = context.switchToHttp().getRequest<{ ip?: string; body?: unknown }>();
-  return `login:${request.ip}:${usernameOf(request.body)}`;
+  return `${normalizeIp(request.ip) ?? 'unknown'}:${usernameOf(request.body)}`;
 }
 
 @Controller('login')
@@ -74,7 +77,7 @@ export class LoginController {
       throw new UnauthorizedException('wrong username or password');
     }
     // The user proved who they are: forget their failures (not the IP's).
-    await this.rateLimit.reset(request, { policy: 'login-per-user' });
+    await this.rateLimit.reset(request, { policy: 'login-user' });
     return { token: account[1] };
   }
 }

@@ -68,7 +68,7 @@ describe('field paths passed down to the core', () => {
   });
 
   it('readAs gives a policy factory the caller’s field path, for that call only', () => {
-    const options = { limit: 0, window: '1s' as const, name: 'fixedWindow.x y' };
+    const options = { limit: 2.5, window: '1s' as const, name: 'fixedWindow.x y' };
     const error = configErrorOf(() =>
       readAs(options, '@RateLimit(Cats.list)', () => fixedWindow(options)),
     );

@@ -143,6 +143,58 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       expect(spent.headers['retry-after']).toBe('45');
     });
 
+    it("anchor 'first-request': the window and Retry-After run from the client's first request", async () => {
+      const url = await start({
+        limiters: [
+          {
+            store,
+            policies: fixedWindow({ limit: 1, window: '1m', anchor: 'first-request', name: 'own' }),
+          },
+        ],
+      });
+      // 15 s into the aligned minute: this client's window runs a full minute from now.
+      const first = await request(url).get('/');
+      expect(first.status).toBe(200);
+      expect(namedItems(first.headers.ratelimit).own).toEqual({ r: 0, t: 60 });
+      // Past the aligned minute's end (45 s away), the window still has 10 s to run.
+      now += 50_000;
+      const denied = await request(url).get('/');
+      expect(denied.status).toBe(429);
+      expect(denied.headers['retry-after']).toBe('10');
+      now += 10_000;
+      expect((await request(url).get('/')).status).toBe(200);
+    });
+
+    it('limit 0 (a maintenance switch): 429 without Retry-After, quota 0, nothing charged', async () => {
+      const url = await start({
+        limiters: [
+          {
+            store,
+            policies: [
+              smoothBursty({ limit: 0, window: '1s', name: 'maintenance' }),
+              fixedWindow({ limit: 5, window: '1m', name: 'per-minute' }),
+            ],
+            headers: { legacy: true },
+          },
+        ],
+      });
+      for (let i = 0; i < 2; i++) {
+        const res = await request(url).get('/');
+        expect(res.status).toBe(429);
+        expect(res.headers['retry-after']).toBeUndefined();
+        const body = JSON.parse(res.text);
+        expect(body['violated-policies']).toEqual(['maintenance']);
+        expect(body.detail).toBe(
+          'Policy "maintenance" can never admit this request; retrying will not help.',
+        );
+        expect(namedItems(res.headers['ratelimit-policy']).maintenance).toEqual({ q: 0, w: 1 });
+        const quota = namedItems(res.headers.ratelimit);
+        expect(quota.maintenance).toEqual({ r: 0, t: 0 });
+        // The other policy was not charged: all or nothing.
+        expect(quota['per-minute']).toEqual({ r: 5, t: 0 });
+      }
+    });
+
     it('RateLimit-Policy advertises the sustained quota per window, never the burst', async () => {
       const url = await start({
         limiters: [

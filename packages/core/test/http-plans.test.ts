@@ -10,10 +10,12 @@ import {
   fixedWindow,
   memoryStore,
   type Policy,
+  RateLimitConfigError,
+  RateLimiter,
   redisStore,
   type Store,
 } from '@floodgate/core';
-import { POLICY_SET_CACHE_SIZE } from '@floodgate/core/http';
+import { POLICY_SET_CACHE_SIZE, parseHttpRateLimitOptions } from '@floodgate/core/http';
 import type { Redis } from 'ioredis';
 import request from 'supertest';
 import { connectIoredis, flushRedis, testRedisUrl, workerDb } from '../../../test/harness/redis';
@@ -57,26 +59,22 @@ const plans: Record<string, () => Policy[]> = {
 // Koa's ctx.get answers '' for a missing header.
 const planOf = (req: unknown) => (req as Req).get('x-plan') || 'free';
 
-/** Collects process warnings with a FLOODGATE code while a test runs. */
-function useWarnings(): string[] {
-  const codes: string[] = [];
-  const onWarning = (warning: Error & { code?: string }) => {
-    if (warning.code?.startsWith('FLOODGATE_')) codes.push(warning.code);
-  };
+/** The FLOODGATE_ warning codes emitted so far in the running test, in order. */
+function useWarnings(): () => string[] {
+  let spy: jest.SpyInstance | undefined;
   beforeEach(() => {
-    codes.length = 0;
-    process.on('warning', onWarning);
+    spy = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
   });
   afterEach(() => {
-    process.off('warning', onWarning);
+    spy?.mockRestore();
   });
-  return codes;
+  return () =>
+    (spy?.mock.calls ?? [])
+      .map((call) => (call[1] as { code?: string } | undefined)?.code ?? '')
+      .filter((code) => code.startsWith('FLOODGATE_'));
 }
 
-/** Lets process warnings (emitted on the next tick) arrive. */
-const settle = () => new Promise((resolve) => setImmediate(resolve));
-
-describe.each(frameworks)('%s', (_framework, serve) => {
+describe.each(frameworks)('%s', (framework, serve) => {
   const { start } = useTestApp(serve);
   const warnings = useWarnings();
 
@@ -84,6 +82,9 @@ describe.each(frameworks)('%s', (_framework, serve) => {
     let now = T0;
     const clock = () => now;
     let store: Store;
+    // One prefix per table row: middlewares of earlier rows on the same Redis client may still be
+    // alive (not yet collected), and would rightly be reported as sharing a budget.
+    const prefix = `${framework}-${storeName}`.replace(/\s/g, '');
     beforeEach(async () => {
       now = T0;
       if (storeName === 'redis') await flushRedis(redis);
@@ -94,7 +95,7 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       let handles: readonly MountedLimiter[] = [];
       let seen: unknown;
       const url = await start({
-        limiters: [{ store, policies: (req: unknown) => plans[planOf(req)]!() }],
+        limiters: [{ store, prefix, policies: (req: unknown) => plans[planOf(req)]!() }],
         onMounted: (mounted) => {
           handles = mounted;
         },
@@ -123,8 +124,7 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       expect((await get('free')).status).toBe(429);
       now = WINDOW_START + 60_000;
       expect((await get('free')).status).toBe(200);
-      await settle();
-      expect(warnings).toEqual([]);
+      expect(warnings()).toEqual([]);
     });
 
     it('a plan whose limits change in the database takes effect at once, despite a cached denial', async () => {
@@ -191,6 +191,7 @@ describe.each(frameworks)('%s', (_framework, serve) => {
         limiters: [
           {
             store,
+            prefix,
             policies: (req: unknown) =>
               fixedWindow({ limit: 1, window: '1m', name: `tier-${(req as Req).get('x-tier')}` }),
           },
@@ -215,8 +216,20 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       expect(await handles[0]!.limiterFor(captured.get(String(POLICY_SET_CACHE_SIZE)))).toBe(
         recent,
       );
-      await settle();
-      expect(warnings).toEqual([]);
+      // A set rebuilt after eviction is the same middleware's budget, not a shared one.
+      expect(warnings()).toEqual([]);
+    });
+
+    it('diagnostics with a policies function: one function mounted twice shares and double-counts', async () => {
+      const policies = (req: unknown) => plans[planOf(req)]!();
+      const url = await start({
+        limiters: [
+          { store, prefix: `${prefix}-twice`, policies },
+          { store, prefix: `${prefix}-twice`, policies },
+        ],
+      });
+      for (let i = 0; i < 3; i++) await request(url).get('/');
+      expect(warnings()).toEqual(['FLOODGATE_SHARED_BUDGET', 'FLOODGATE_DOUBLE_COUNT']);
     });
 
     it('shadow: would-be denials reach req.rateLimit and the hooks; no 429, no onLimited, no headers', async () => {
@@ -255,6 +268,69 @@ describe.each(frameworks)('%s', (_framework, serve) => {
         [false, true, true],
       ]);
       expect(limited).toEqual([]);
+    });
+
+    it('shadow with concurrency: a would-be refusal runs without a slot and costs no rate budget', async () => {
+      let finish: (() => void) | undefined;
+      let reached!: () => void;
+      const inHandler = new Promise<void>((resolve) => {
+        reached = resolve;
+      });
+      const url = await start({
+        onHold: (done) => {
+          finish = done;
+          reached();
+        },
+        limiters: [
+          {
+            store,
+            policies: fixedWindow({ limit: 100, window: '1m', name: 'per-minute' }),
+            concurrency: { limit: 1 },
+            shadow: true,
+          },
+        ],
+      });
+      const held = request(url)
+        .get('/hold')
+        .then((res) => res);
+      await inHandler;
+      const busy = await request(url).get('/');
+      expect(busy.status).toBe(200);
+      expect(busy.body.rateLimit).toMatchObject({
+        allowed: false,
+        shadow: true,
+        policy: 'concurrency-1',
+      });
+      finish!();
+      expect((await held).status).toBe(200);
+      // Only the held request was charged to the rate policy.
+      const after = await request(url).get('/');
+      expect(after.body.rateLimit).toMatchObject({ allowed: true, shadow: true, remaining: 98 });
+    });
+
+    it('shadow with a lockout: the block is written and reported, never enforced', async () => {
+      const url = await start({
+        limiters: [
+          {
+            store,
+            policies: fixedWindow({ limit: 1, window: '1m', name: 'login', blockDuration: '1h' }),
+            shadow: true,
+          },
+        ],
+      });
+      const bodies = [];
+      for (let i = 0; i < 3; i++) {
+        const res = await request(url).get('/');
+        expect(res.status).toBe(200);
+        bodies.push(res.body.rateLimit);
+      }
+      expect(bodies[1]).toMatchObject({ allowed: false, shadow: true, policy: 'login' });
+      expect(bodies[2]).toMatchObject({
+        allowed: false,
+        shadow: true,
+        reason: 'blocked',
+        retryAfter: 3_600_000,
+      });
     });
 
     it('shadow with headers given: the limit headers, but never Retry-After on a 200', async () => {
@@ -325,6 +401,56 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       expect((await get('pro')).headers.ratelimit).toBe('"pro";r=4;t=45');
       expect((await get('free')).status).toBe(429);
     });
+  });
+});
+
+describe('construction checks', () => {
+  const where = (options: Record<string, unknown>) => {
+    try {
+      parseHttpRateLimitOptions(options, 'rateLimit');
+    } catch (error) {
+      return error as RateLimitConfigError;
+    }
+    return undefined;
+  };
+  const plan = () => fixedWindow({ limit: 1, window: '1s' });
+
+  it('a policies function: the other limiter options are checked at once, not on a request', () => {
+    expect(where({ policies: plan, prefix: 'a{b' })).toMatchObject({ field: 'rateLimit.prefix' });
+    expect(where({ policies: plan, hooks: 5 })).toMatchObject({ field: 'rateLimit.hooks' });
+    expect(where({ policies: plan, deniedCache: { maxKeys: -1 } })).toMatchObject({
+      field: 'rateLimit.deniedCache.maxKeys',
+    });
+    expect(where({ policies: plan, count: 'failed', prefix: 'plans' })).toBeUndefined();
+  });
+
+  it('shadow: a boolean, and never with a ready limiter', () => {
+    expect(where({ policies: plan(), shadow: 'yes' })).toMatchObject({ field: 'rateLimit.shadow' });
+    const limiter = new RateLimiter({ store: memoryStore(), policies: plan() });
+    expect(where({ limiter, shadow: true })).toMatchObject({
+      code: 'FLOODGATE_INVALID_OPTION',
+      field: 'rateLimit.shadow',
+    });
+    expect(where({ limiter, shadow: false })).toBeUndefined();
+  });
+});
+
+describe('the shared-budget diagnostic with many policy sets', () => {
+  const warnings = useWarnings();
+  const tier = (n: number) => fixedWindow({ limit: 1, window: '1m', name: `tier-${n}` });
+
+  it(`notes only a middleware's first ${POLICY_SET_CACHE_SIZE} sets (per-tenant limits must not grow it)`, async () => {
+    const store = memoryStore();
+    const sets = parseHttpRateLimitOptions<{ n: number }>(
+      { store, prefix: 'tenants', policies: (req: { n: number }) => tier(req.n) },
+      'rateLimit',
+    ).policySets!;
+    for (let n = 0; n < POLICY_SET_CACHE_SIZE + 50; n++) await sets.limiterFor({ n });
+    // A set seen after the first ones was not noted: a route on the same budget is not reported.
+    parseHttpRateLimitOptions({ store, prefix: 'tenants', policies: tier(120) }, 'rateLimit');
+    expect(warnings()).toEqual([]);
+    parseHttpRateLimitOptions({ store, prefix: 'tenants', policies: tier(0) }, 'rateLimit');
+    expect(warnings()).toEqual(['FLOODGATE_SHARED_BUDGET']);
   });
 });
 

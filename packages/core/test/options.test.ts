@@ -21,8 +21,8 @@ const factories = {
 describe.each(Object.entries(factories))('%s options', (name, make) => {
   test.each([
     ['missing', undefined, 'FLOODGATE_MISSING_OPTION'],
-    ['zero', 0, 'FLOODGATE_INVALID_OPTION'],
-    ['negative', -5, 'FLOODGATE_INVALID_OPTION'],
+    ['negative', -1, 'FLOODGATE_INVALID_OPTION'],
+    ['very negative', -5, 'FLOODGATE_INVALID_OPTION'],
     ['fractional', 2.5, 'FLOODGATE_INVALID_OPTION'],
     ['a string', '10', 'FLOODGATE_INVALID_OPTION'],
     ['NaN', Number.NaN, 'FLOODGATE_INVALID_OPTION'],

@@ -108,7 +108,7 @@ describe('smoothBursty options', () => {
   });
 
   test('limit and window are validated like every policy', () => {
-    expect(configErrorOf(() => smoothBursty({ limit: 0, window: '1s' })).field).toBe(
+    expect(configErrorOf(() => smoothBursty({ limit: -1, window: '1s' })).field).toBe(
       'smoothBursty.limit',
     );
     expect(configErrorOf(() => smoothBursty({ limit: 1, window: 0 })).field).toBe(

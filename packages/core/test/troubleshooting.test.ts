@@ -53,7 +53,7 @@ describe('README Troubleshooting', () => {
 
 describe('help links', () => {
   it('configuration errors end with their code’s link and carry it as `help`', () => {
-    const error = configErrorOf(() => fixedWindow({ limit: 0, window: '1s' }));
+    const error = configErrorOf(() => fixedWindow({ limit: -1, window: '1s' }));
     expect(error.help).toBe(helpUrl('FLOODGATE_INVALID_OPTION'));
     expect(error.message.endsWith(`(help: ${error.help})`)).toBe(true);
     const custom = new RateLimitConfigError('FLOODGATE_NO_POLICIES', 'x', undefined, 'x needs one');

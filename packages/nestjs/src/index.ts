@@ -14,8 +14,10 @@ export {
   SkipRateLimit,
 } from './rate-limit.decorator.js';
 export {
+  FORBIDDEN,
   type RateLimitBody,
   RateLimitException,
+  RateLimitForbiddenGraphQLError,
   RateLimitGraphQLError,
   TOO_MANY_REQUESTS,
 } from './rate-limit.exception.js';

@@ -4,7 +4,7 @@
  * and policy sets were charged, so no second guard charges them again.
  */
 import type { Decision } from '@floodgate/core';
-import { storeDecided } from '@floodgate/core/http';
+import { shadowDecision, storeDecided } from '@floodgate/core/http';
 import type { ExecutionContext } from '@nestjs/common';
 import { requestOf, transportOf } from './rate-limit.context.js';
 import type { RateLimitDecisionView } from './rate-limit.interfaces.js';
@@ -47,7 +47,7 @@ export async function chargeAll(
   }
   return decision !== undefined
     ? { decision, enforced: true, charged }
-    : { decision: { ...shadow!, shadow: true }, enforced: false, charged };
+    : { decision: shadowDecision(shadow!), enforced: false, charged };
 }
 
 /** One store call per distinct key; several keys are charged all-or-nothing. */

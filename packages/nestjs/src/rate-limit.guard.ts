@@ -16,13 +16,7 @@ import {
   storeDecided,
   waitForDelay,
 } from '@floodgate/core/http';
-import {
-  type CanActivate,
-  type ExecutionContext,
-  ForbiddenException,
-  Injectable,
-  Optional,
-} from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Injectable, Optional } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { chargeAll, marksOf } from './rate-limit.charge.js';
 import { RATE_LIMIT_GUARD_MARK } from './rate-limit.constants.js';
@@ -35,6 +29,7 @@ import {
 } from './rate-limit.context.js';
 import { DECISION_PROPERTY } from './rate-limit.decorator.js';
 import {
+  forbidden,
   RateLimitException,
   RateLimitGraphQLError,
   rateLimitBody,
@@ -108,7 +103,7 @@ export class RateLimitGuard implements CanActivate {
     if (config.access.deny !== undefined || config.access.allow !== undefined) {
       const view = requestView(context, requestOf(context));
       const access = await checkAccess(config.access, view, context);
-      if (access === 'deny') throw new ForbiddenException(accessDeniedProblem());
+      if (access === 'deny') throw await forbidden(context, accessDeniedProblem());
       if (access === 'allow') return true;
     }
     if (config.skip !== undefined && (await config.skip(context))) return true;

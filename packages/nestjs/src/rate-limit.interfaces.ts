@@ -121,7 +121,7 @@ export interface RateLimitWindowOptions extends RateLimitCommon {
   anchor?: FixedWindowOptions['anchor'];
   /**
    * Lock the key out this long once the window denies it (progressive with `{ initial,
-   * multiplier, max, forgetAfter }`): every request then gets 429 with `reason: 'blocked'`.
+   * multiplier, max, forgetAfter }`): every request then gets 429 with `blocked: true`.
    * @default none
    */
   blockDuration?: BlockDuration;

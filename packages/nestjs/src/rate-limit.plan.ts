@@ -12,8 +12,9 @@ import {
   resolveKey,
   UnknownAppKeyError,
 } from '@floodgate/core/http';
-import { type ExecutionContext, ForbiddenException } from '@nestjs/common';
+import type { ExecutionContext } from '@nestjs/common';
 import { requestOf, requestView } from './rate-limit.context.js';
+import { forbidden } from './rate-limit.exception.js';
 import type { RateLimitCount } from './rate-limit.interfaces.js';
 import { policiesOf } from './rate-limit.readers.js';
 import type { RouteCharge, RouteLimit } from './rate-limit.routes.js';
@@ -91,7 +92,7 @@ export async function screenSets(
         view,
         context,
       );
-      if (verdict === 'deny') throw new ForbiddenException(accessDeniedProblem());
+      if (verdict === 'deny') throw await forbidden(context, accessDeniedProblem());
       if (verdict === 'allow') continue;
     }
     kept.push(set);
@@ -148,7 +149,7 @@ export function resolveContextKey(
   keys: KeyConfig<ExecutionContext>,
 ): Promise<string> {
   const view = requestView(context, requestOf(context));
-  return resolveKey(keys, view, context).catch((error: unknown) => {
-    throw error instanceof UnknownAppKeyError ? new ForbiddenException(error.problem) : error;
+  return resolveKey(keys, view, context).catch(async (error: unknown) => {
+    throw error instanceof UnknownAppKeyError ? await forbidden(context, error.problem) : error;
   });
 }

@@ -90,9 +90,25 @@ export function hasGuard(controller: Type, handler: Handler): boolean {
   );
 }
 
-/** Identifies a policy set: ids (what is stored) and names (what headers say). */
+const identities = new WeakMap<Policy, string>();
+
+/**
+ * What makes a policy decide as it does: its id (what is stored), name (what headers say) and
+ * lockout (not part of the id: the same window with and without `blockDuration` must not share
+ * a limiter).
+ */
+export function policyIdentity(policy: Policy): string {
+  let identity = identities.get(policy);
+  if (identity === undefined) {
+    identity = `${policy.id}/${policy.name}${policy.lockout ? `/${JSON.stringify(policy.lockout)}` : ''}`;
+    identities.set(policy, identity);
+  }
+  return identity;
+}
+
+/** Identifies a policy set (its policies' identities, in order). */
 export function policySignature(policies: readonly Policy[]): string {
-  return policies.map((p) => `${p.id}/${p.name}`).join(',');
+  return policies.map(policyIdentity).join(',');
 }
 
 /**

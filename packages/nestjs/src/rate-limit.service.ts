@@ -4,10 +4,10 @@
  * and the cost, and one RateLimiter per distinct policy set, shared by every request.
  */
 import {
-  type Decision,
   type Duration,
   type Policy,
   type RateLimiter,
+  type RateLimiterHooks,
   type Store,
 } from '@floodgate/core';
 import {
@@ -15,6 +15,7 @@ import {
   type KeyConfig,
   parseKeyOptions,
   type RateLimitHeaderConfig,
+  shadowHooks,
 } from '@floodgate/core/http';
 import {
   type ExecutionContext,
@@ -42,6 +43,7 @@ import { checkNames, parseSkipNames } from './rate-limit.policies.js';
 import { type ParsedRateLimit, parseRateLimitOptions } from './rate-limit.readers.js';
 import {
   controllerOf,
+  policyIdentity,
   policySignature,
   type RouteCharge,
   type RouteLimit,
@@ -176,7 +178,9 @@ export class RateLimitService implements OnModuleInit {
     if (scope === 'global') return policy;
     const label = scope === 'route' ? route.route : route.controller;
     const id = `${policy.id}|${label}`;
-    return this.scopedPolicies.get(`${id}/${policy.name}`, () => Object.freeze({ ...policy, id }));
+    return this.scopedPolicies.get(`${label}\n${policyIdentity(policy)}`, () =>
+      Object.freeze({ ...policy, id }),
+    );
   }
 
   private resolveRoute(target: Type, handler: Handler): RouteLimit {
@@ -280,17 +284,9 @@ interface ParsedRoute extends ParsedRateLimit {
 function shadowOptions(
   options: RateLimitConfig['limiterOptions'],
 ): RateLimitConfig['limiterOptions'] {
-  const hooks = options.hooks;
-  const onDecision = hooks?.onDecision;
-  if (!onDecision) return options;
-  return {
-    ...options,
-    hooks: {
-      ...hooks,
-      onDecision: (decision, context) =>
-        onDecision({ ...decision, shadow: true } as Decision, context),
-    },
-  };
+  return options.hooks
+    ? { ...options, hooks: shadowHooks(options.hooks) as RateLimiterHooks }
+    : options;
 }
 
 export type { RouteCharge, RouteLimit } from './rate-limit.routes.js';

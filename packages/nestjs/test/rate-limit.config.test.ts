@@ -64,7 +64,7 @@ const withModule = (...controllers: Type[]): ModuleMetadata => ({
 describe('invalid @RateLimit options fail at bootstrap', () => {
   it.each(
     labelled([
-      [{ limit: 0, window: '1m' }, 'FLOODGATE_INVALID_OPTION', '.limit'],
+      [{ limit: 1.5, window: '1m' }, 'FLOODGATE_INVALID_OPTION', '.limit'],
       [{ limit: 10, window: '1 minute' }, 'FLOODGATE_INVALID_OPTION', '.window'],
       [{ limit: 10 }, 'FLOODGATE_MISSING_OPTION', '.window'],
       [{ limit: 10, window: '1m', burst: 5 }, 'FLOODGATE_UNKNOWN_OPTION', '.burst'],
@@ -117,7 +117,7 @@ describe('invalid @RateLimit options fail at bootstrap', () => {
       [
         [
           { limit: 1, window: '1m' },
-          { limit: 0, window: '1m' },
+          { limit: -1, window: '1m' },
         ],
         'FLOODGATE_INVALID_OPTION',
         '[1].limit',
@@ -136,7 +136,7 @@ describe('invalid @RateLimit options fail at bootstrap', () => {
     );
     expect(error.field).toBe('@RateLimit(FleetController).limit');
     expect(error.message).toMatch(
-      /^@RateLimit\(FleetController\)\.limit must be an integer >= 1, got -5/,
+      /^@RateLimit\(FleetController\)\.limit must be a non-negative integer, got -5/,
     );
   });
 

@@ -12,6 +12,7 @@ import {
   RateLimit,
   RateLimitDecision,
   type RateLimitDecisionView,
+  RateLimitGuard,
   RateLimitModule,
   RateLimitService,
 } from '@floodgate/nestjs';
@@ -27,6 +28,7 @@ import {
   Req,
   Res,
   UnauthorizedException,
+  UseGuards,
 } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import request from 'supertest';
@@ -176,11 +178,41 @@ class PlansController {
   }
 }
 
+/** The same policy with and without a lockout, chosen per request. */
+@Controller('strictness')
+class StrictnessController {
+  @Get()
+  @RateLimit({
+    key: clientKey,
+    policies: (context) =>
+      fixedWindow({
+        limit: 1,
+        window: '1m',
+        name: 'strictness',
+        ...(planOf(context) === 'strict' ? { blockDuration: '10m' } : {}),
+      }),
+  })
+  get() {
+    return { ok: true };
+  }
+}
+
 @Controller('plain')
 class PlainController {
   @Get()
   get(@RateLimitDecision() decision: RateLimitDecisionView | undefined) {
     return { allowed: decision?.allowed ?? null, shadow: decision?.shadow ?? null };
+  }
+}
+
+/** Names the guard itself too: with `global: true` two guards run, one charges and refunds. */
+@Controller('twice')
+@UseGuards(RateLimitGuard)
+@RateLimit({ limit: 2, window: '1m', name: 'twice', count: 'failed' })
+class TwiceGuardedController {
+  @Post()
+  post(@Headers('x-result') result?: string) {
+    return answer(result);
   }
 }
 
@@ -309,6 +341,16 @@ describe.each(CASES)(
         await request(server).post('/outcome/failed').set('x-result', 'crash').expect(500);
         const denied = await request(server).post('/outcome/failed').expect(429);
         expect(denied.body.policy).toBe('failures');
+      });
+
+      it('refunds once when a global and a route guard both run', async () => {
+        const server = (await boot([TwiceGuardedController])).getHttpServer();
+        await request(server).post('/twice').set('x-result', 'fail').expect(401);
+        const ok = await request(server).post('/twice').expect(201);
+        expect(ok.headers.ratelimit).toBe('"twice";r=0;t=50');
+        await request(server).post('/twice').set('x-result', 'fail').expect(401);
+        // A second refund of the success would have given back a failure's unit.
+        await request(server).post('/twice').expect(429);
       });
 
       it("'succeeded' refunds failures", async () => {
@@ -455,6 +497,17 @@ describe.each(CASES)(
           await request(server).get('/plans').set('x-client', 'b').set('x-plan', plan);
         }
         expect(limiters.length).toBe(built);
+      });
+
+      it('sets that differ only in a lockout do not share a limiter', async () => {
+        const server = (await boot([StrictnessController])).getHttpServer();
+        const get = (client: string, plan: string) =>
+          request(server).get('/strictness').set('x-client', client).set('x-plan', plan);
+        await get('a', 'lax').expect(200);
+        await get('b', 'strict').expect(200);
+        await get('b', 'strict').expect(429);
+        const blocked = await get('b', 'strict').expect(429);
+        expect(blocked.body.blocked).toBe(true);
       });
 
       it('a module-level policy function applies to every guarded route', async () => {

@@ -14,7 +14,7 @@ import type { Algorithm } from './algorithm.js';
  * ```
  */
 export interface GcraOptions {
-  /** Requests per window (the emission interval is window / limit). */
+  /** Requests per window (the emission interval is window / limit); 0 admits nothing. */
   limit: number;
   window: Duration;
   /** Back-to-back requests an idle key admits. @default limit */
@@ -51,10 +51,13 @@ const GCRA_OPTION_NAMES = optionNames<GcraOptions>({
  */
 export function gcra(options: GcraOptions): Policy {
   const o = readOptions(options, 'gcra', GCRA_OPTION_NAMES);
-  const limit = positiveInteger(o.limit, 'gcra.limit');
+  const limit = positiveInteger(o.limit, 'gcra.limit', 0);
   const windowUs = parseDuration(o.window, 'gcra.window');
-  const burst = o.burst === undefined ? limit : positiveInteger(o.burst, 'gcra.burst');
-  const interval = Math.ceil(windowUs / limit);
+  // limit 0 admits nothing whatever the burst (docs/algorithms.md#limit-0); the burst is still read.
+  const burst =
+    o.burst === undefined ? limit : positiveInteger(o.burst, 'gcra.burst', limit === 0 ? 0 : 1);
+  // limit 0: an allowance of 0 intervals (burst 0); any interval will do, the window keeps ids apart.
+  const interval = limit === 0 ? windowUs : Math.ceil(windowUs / limit);
   // Rounding the interval up to a whole µs slows the rate; past 1 % that is no longer the rate
   // asked for (limit 1e7 per 1s would enforce 1e6/s), so it is refused, not silently cut.
   if (interval * limit > windowUs * MAX_RATE_ROUNDING) {
@@ -64,7 +67,7 @@ export function gcra(options: GcraOptions): Policy {
       `a limit whose emission interval (window / limit) is a whole number of microseconds within 1 %: ${windowUs} µs / ${limit} rounds up to ${interval} µs, ${Math.round(((interval * limit) / windowUs - 1) * 100)} % slower than asked. Any limit up to ${Math.floor(windowUs / 100)} per this window works; or use tokenBucket (exact at any rate)`,
     );
   }
-  if (burst * interval > MAX_TOLERANCE_US) {
+  if (limit > 0 && burst * interval > MAX_TOLERANCE_US) {
     throw configError(
       'gcra.burst',
       burst,
@@ -79,9 +82,9 @@ export function gcra(options: GcraOptions): Policy {
     defaultName: `gcra-${rateName(limit, windowUs)}${burst === limit ? '' : `-burst-${burst}`}`,
     limit,
     windowUs,
-    capacity: burst,
+    capacity: limit === 0 ? 0 : burst,
     options: { limit, window: windowUs / 1000, burst },
-    params: [interval, burst] satisfies GcraParams,
+    params: [interval, limit === 0 ? 0 : burst] satisfies GcraParams,
     blockDuration: o.blockDuration,
   });
 }

@@ -16,7 +16,10 @@ import type { Algorithm } from './algorithm.js';
  * ```
  */
 export interface LeakyBucketOptions {
-  /** Requests drained per window (nginx `rate`: the sustained rate is limit / window). */
+  /**
+   * Requests drained per window (nginx `rate`: the sustained rate is limit / window); 0 admits
+   * nothing (not even the one request nginx admits beyond `burst`).
+   */
   limit: number;
   window: Duration;
   /** Excess requests held above the rate (nginx `burst`); capacity is burst + 1. @default 0 */
@@ -60,7 +63,8 @@ const LEAKY_BUCKET_OPTION_NAMES = optionNames<LeakyBucketOptions>({
  */
 export function leakyBucket(options: LeakyBucketOptions): Policy {
   const o = readOptions(options, 'leakyBucket', LEAKY_BUCKET_OPTION_NAMES);
-  const limit = positiveInteger(o.limit, 'leakyBucket.limit');
+  // 0 admits nothing, not even nginx's one request beyond the burst (docs/algorithms.md#limit-0).
+  const limit = positiveInteger(o.limit, 'leakyBucket.limit', 0);
   const windowUs = parseDuration(o.window, 'leakyBucket.window');
   const burst = o.burst === undefined ? 0 : positiveInteger(o.burst, 'leakyBucket.burst', 0);
   const delay =
@@ -69,7 +73,7 @@ export function leakyBucket(options: LeakyBucketOptions): Policy {
   const g = gcd(limit, windowUs);
   const unit = windowUs / g;
   const rate = limit / g;
-  if ((burst + 1) * unit > Number.MAX_SAFE_INTEGER) {
+  if (limit > 0 && (burst + 1) * unit > Number.MAX_SAFE_INTEGER) {
     throw configError(
       'leakyBucket.burst',
       burst,
@@ -84,11 +88,14 @@ export function leakyBucket(options: LeakyBucketOptions): Policy {
     defaultName: `leaky-bucket-${rateName(limit, windowUs)}${burst === 0 ? '' : `-burst-${burst}`}${delay === undefined ? '' : `-delay-${delay}`}`,
     limit,
     windowUs,
-    capacity: burst + 1,
+    capacity: limit === 0 ? 0 : burst + 1,
     options: { limit, window: windowUs / 1000, burst, ...(delay === undefined ? {} : { delay }) },
     // An admitted request's excess never exceeds burst, so `nodelay` (and any delay above
     // burst) is delay = burst: equal behaviour, equal params, equal id.
-    params: [unit, rate, burst, Math.min(delay ?? burst, burst)] satisfies LeakyBucketParams,
+    // limit 0: capacity (burst + 1) · unit = 0 with burst −1; rate 1 drains nothing ever stored.
+    params: (limit === 0
+      ? [windowUs, 1, -1, -1]
+      : [unit, rate, burst, Math.min(delay ?? burst, burst)]) satisfies LeakyBucketParams,
     blockDuration: o.blockDuration,
   });
 }

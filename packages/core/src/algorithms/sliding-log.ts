@@ -48,7 +48,8 @@ export const MAX_SLIDING_LOG_LIMIT = 1_000;
  */
 export function slidingLog(options: SlidingLogOptions): Policy {
   const o = readOptions(options, 'slidingLog', SLIDING_LOG_OPTION_NAMES);
-  const limit = positiveInteger(o.limit, 'slidingLog.limit');
+  // 0 admits nothing: a maintenance switch (docs/algorithms.md#limit-0).
+  const limit = positiveInteger(o.limit, 'slidingLog.limit', 0);
   if (limit > MAX_SLIDING_LOG_LIMIT) {
     throw configError(
       'slidingLog.limit',

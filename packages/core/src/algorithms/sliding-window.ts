@@ -55,7 +55,8 @@ const SLIDING_WINDOW_OPTION_NAMES = optionNames<SlidingWindowOptions>({
  */
 export function slidingWindow(options: SlidingWindowOptions): Policy {
   const o = readOptions(options, 'slidingWindow', SLIDING_WINDOW_OPTION_NAMES);
-  const limit = positiveInteger(o.limit, 'slidingWindow.limit');
+  // 0 admits nothing: a maintenance switch (docs/algorithms.md#limit-0).
+  const limit = positiveInteger(o.limit, 'slidingWindow.limit', 0);
   const windowUs = parseDuration(o.window, 'slidingWindow.window');
   const buckets =
     o.buckets === undefined

@@ -15,7 +15,10 @@ import { type Algorithm, refilled, type Verdict } from './algorithm.js';
  * ```
  */
 export interface SmoothBurstyOptions {
-  /** Permits per window: the stable rate is limit / window (Guava `permitsPerSecond`). */
+  /**
+   * Permits per window: the stable rate is limit / window (Guava `permitsPerSecond`); 0 admits
+   * nothing (every cost > 0 is denied for good).
+   */
   limit: number;
   window: Duration;
   /**
@@ -45,6 +48,12 @@ export const SATURATED_WAIT_US = 86_400_000_000_000;
  */
 export const SMOOTH_BURSTY_RETENTION_US = 3_600_000_000;
 
+/**
+ * The `maxCost` param of a smooth policy with limit 0: every cost > 0 is denied with
+ * retryAfter −1, a cost 0 reads an empty key (lua/smooth-*.lua).
+ */
+export const NOTHING_ADMITTED = -1;
+
 export function gcd(a: number, b: number): number {
   while (b !== 0) [a, b] = [b, a % b];
   return a;
@@ -68,7 +77,8 @@ const SMOOTH_BURSTY_OPTION_NAMES = optionNames<SmoothBurstyOptions>({
  */
 export function smoothBursty(options: SmoothBurstyOptions): Policy {
   const o = readOptions(options, 'smoothBursty', SMOOTH_BURSTY_OPTION_NAMES);
-  const limit = positiveInteger(o.limit, 'smoothBursty.limit');
+  // 0 admits nothing (docs/algorithms.md#limit-0): unlike Guava, which refuses a rate of 0.
+  const limit = positiveInteger(o.limit, 'smoothBursty.limit', 0);
   const windowUs = parseDuration(o.window, 'smoothBursty.window');
   const maxBurstUs =
     o.maxBurst === undefined ? windowUs : parseDuration(o.maxBurst, 'smoothBursty.maxBurst', true);
@@ -77,7 +87,7 @@ export function smoothBursty(options: SmoothBurstyOptions): Policy {
   const unit = windowUs / g;
   const rate = limit / g;
   const maxStored = maxBurstUs * rate;
-  if (maxStored > Number.MAX_SAFE_INTEGER / 4) {
+  if (limit > 0 && maxStored > Number.MAX_SAFE_INTEGER / 4) {
     throw configError(
       'smoothBursty.maxBurst',
       o.maxBurst ?? maxBurstUs / 1000,
@@ -98,7 +108,10 @@ export function smoothBursty(options: SmoothBurstyOptions): Policy {
     windowUs,
     capacity: limit,
     options: { limit, window: windowUs / 1000, maxBurst: maxBurstUs / 1000 },
-    params: [unit, rate, maxStored, retention, maxCost] satisfies SmoothBurstyParams,
+    // limit 0: maxCost −1 (no cost > 0 is ever admitted), nothing stored, rate 1 (no division by 0).
+    params: (limit === 0
+      ? [1, 1, 0, 0, NOTHING_ADMITTED]
+      : [unit, rate, maxStored, retention, maxCost]) satisfies SmoothBurstyParams,
     blockDuration: o.blockDuration,
   });
 }
@@ -118,6 +131,17 @@ export type SmoothBurstyParams = readonly [
   retention: number,
   maxCost: number,
 ];
+
+/** What a smooth policy with limit 0 answers: cost 0 reads an empty key, any other is denied for good. */
+export function nothingAdmitted(cost: number): Verdict {
+  return {
+    allowed: cost === 0,
+    remaining: 0,
+    resetAfter: 0,
+    retryAfter: cost === 0 ? 0 : -1,
+    delay: 0,
+  };
+}
 
 /**
  * A smooth limiter's refusal while its next-free time is `ahead` µs away (both Guava limiters):
@@ -165,6 +189,8 @@ export const smoothBurstyAlgorithm: Algorithm<SmoothBurstyState, SmoothBurstyPar
       const spend = Math.min(need, stored);
       wait = Math.min(Math.ceil((need - spend) / rate), SATURATED_WAIT_US);
       left = stored - spend;
+    } else if (maxCost === NOTHING_ADMITTED) {
+      return nothingAdmitted(cost);
     }
     const after = nextFree + wait;
     const remaining = after <= now ? Math.floor(left / unit) + 1 : 0;

@@ -3,7 +3,13 @@ import { formatDuration, parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
 import { type Algorithm, refilled } from './algorithm.js';
-import { gcd, notFreeYet, SATURATED_WAIT_US } from './smooth-bursty.js';
+import {
+  gcd,
+  NOTHING_ADMITTED,
+  notFreeYet,
+  nothingAdmitted,
+  SATURATED_WAIT_US,
+} from './smooth-bursty.js';
 
 /**
  * Options of `smoothWarmingUp` (Guava `SmoothWarmingUp`): starts cold, `coldFactor` times
@@ -15,7 +21,7 @@ import { gcd, notFreeYet, SATURATED_WAIT_US } from './smooth-bursty.js';
  * ```
  */
 export interface SmoothWarmingUpOptions {
-  /** Permits per window at the stable (warm) rate. */
+  /** Permits per window at the stable (warm) rate; 0 admits nothing. */
   limit: number;
   window: Duration;
   /** Guava `warmupPeriod`: how long saturated demand takes to go from cold to the stable rate. */
@@ -63,7 +69,8 @@ const SMOOTH_WARMING_UP_OPTION_NAMES = optionNames<SmoothWarmingUpOptions>({
  */
 export function smoothWarmingUp(options: SmoothWarmingUpOptions): Policy {
   const o = readOptions(options, 'smoothWarmingUp', SMOOTH_WARMING_UP_OPTION_NAMES);
-  const limit = positiveInteger(o.limit, 'smoothWarmingUp.limit');
+  // 0 admits nothing (docs/algorithms.md#limit-0): unlike Guava, which refuses a rate of 0.
+  const limit = positiveInteger(o.limit, 'smoothWarmingUp.limit', 0);
   const windowUs = parseDuration(o.window, 'smoothWarmingUp.window');
   const warmupUs = parseDuration(o.warmup, 'smoothWarmingUp.warmup');
   const coldFactor = o.coldFactor === undefined ? DEFAULT_COLD_FACTOR : o.coldFactor;
@@ -113,7 +120,15 @@ export function smoothWarmingUp(options: SmoothWarmingUpOptions): Policy {
     windowUs,
     capacity: limit,
     options: { limit, window: windowUs / 1000, warmup: warmupUs / 1000, coldFactor },
-    params: [limit, windowUs, warmupUs, c, d, maxCost] satisfies SmoothWarmingUpParams,
+    // limit 0: maxCost −1, no cost > 0 is ever admitted (and nothing divides by the limit).
+    params: [
+      limit,
+      windowUs,
+      warmupUs,
+      c,
+      d,
+      limit === 0 ? NOTHING_ADMITTED : maxCost,
+    ] satisfies SmoothWarmingUpParams,
     blockDuration: o.blockDuration,
   });
 }
@@ -174,6 +189,8 @@ export const smoothWarmingUpAlgorithm: Algorithm<SmoothWarmingUpState, SmoothWar
       else if (frac > 0) q += 1;
       wait = Math.min(q, SATURATED_WAIT_US);
       left = stored - spend;
+    } else if (maxCost === NOTHING_ADMITTED) {
+      return nothingAdmitted(cost);
     }
     const after = nextFree + wait;
     const resetAfter = after - now + Math.ceil((maxStored - left) / perUs);

@@ -14,7 +14,7 @@ import { type Algorithm, refilled } from './algorithm.js';
  * ```
  */
 export interface TokenBucketOptions {
-  /** Tokens added per window (the sustained rate is limit / window). */
+  /** Tokens added per window (the sustained rate is limit / window); 0 admits nothing. */
   limit: number;
   window: Duration;
   /** Bucket capacity: the largest burst. @default limit */
@@ -48,14 +48,19 @@ const TOKEN_BUCKET_OPTION_NAMES = optionNames<TokenBucketOptions>({
  */
 export function tokenBucket(options: TokenBucketOptions): Policy {
   const o = readOptions(options, 'tokenBucket', TOKEN_BUCKET_OPTION_NAMES);
-  const limit = positiveInteger(o.limit, 'tokenBucket.limit');
+  const limit = positiveInteger(o.limit, 'tokenBucket.limit', 0);
   const windowUs = parseDuration(o.window, 'tokenBucket.window');
-  const burst = o.burst === undefined ? limit : positiveInteger(o.burst, 'tokenBucket.burst');
+  // limit 0 admits nothing whatever the burst (docs/algorithms.md#limit-0): a bucket that never
+  // refills is not a rate. The burst is still read, so the switch keeps the rest of the options.
+  const burst =
+    o.burst === undefined
+      ? limit
+      : positiveInteger(o.burst, 'tokenBucket.burst', limit === 0 ? 0 : 1);
   // Tokens are counted in units of 1/unit so that refill (rate units per µs) is an integer.
   const g = gcd(limit, windowUs);
   const unit = windowUs / g;
   const rate = limit / g;
-  if (burst * unit > Number.MAX_SAFE_INTEGER) {
+  if (limit > 0 && burst * unit > Number.MAX_SAFE_INTEGER) {
     throw configError(
       'tokenBucket.burst',
       burst,
@@ -70,9 +75,10 @@ export function tokenBucket(options: TokenBucketOptions): Policy {
     defaultName: `token-bucket-${rateName(limit, windowUs)}${burst === limit ? '' : `-burst-${burst}`}`,
     limit,
     windowUs,
-    capacity: burst,
+    capacity: limit === 0 ? 0 : burst,
     options: { limit, window: windowUs / 1000, burst },
-    params: [unit, rate, burst] satisfies TokenBucketParams,
+    // limit 0: an empty bucket (burst 0) that drains nothing in (rate 1: no division by 0).
+    params: (limit === 0 ? [windowUs, 1, 0] : [unit, rate, burst]) satisfies TokenBucketParams,
     blockDuration: o.blockDuration,
   });
 }

@@ -75,6 +75,8 @@ function looksLikePolicy(value: unknown): value is Policy {
 /** The limiters of one middleware's policies function, by policy set. */
 export class PolicySets<Req> {
   private readonly cache = new Map<string, PolicySetLimiter>();
+  /** Limiters built so far, up to POLICY_SET_CACHE_SIZE (see `build`). */
+  private noted = 0;
 
   constructor(
     private readonly policies: PoliciesFunction<Req>,
@@ -136,8 +138,13 @@ export class PolicySets<Req> {
       throw argumentError(policies, error.message, error);
     }
     // The middleware, not each limiter, is the budget's owner: a set rebuilt after eviction is
-    // not "another middleware" spending the same budget.
-    noteBudget(this.diagnostics, limiter, this.where, this);
+    // not "another middleware" spending the same budget. The shared-budget diagnostic keeps one
+    // entry per budget for the process's life, so only the first sets are noted: per-tenant
+    // limits must not grow it without bound.
+    if (this.noted < POLICY_SET_CACHE_SIZE) {
+      this.noted++;
+      noteBudget(this.diagnostics, limiter, this.where, this);
+    }
     const entry: PolicySetLimiter = { limiter, budget: budgetOf(limiter) };
     if (this.cache.size >= POLICY_SET_CACHE_SIZE) {
       this.cache.delete(this.cache.keys().next().value as string);

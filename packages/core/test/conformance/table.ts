@@ -163,3 +163,39 @@ export const windowArbitrary: fc.Arbitrary<number | `${number}us`> = fc.oneof(
   fc.integer({ min: 1, max: 3000 }),
   fc.integer({ min: 1, max: 5000 }).map((n) => `${n}us` as const),
 );
+
+/**
+ * Random limits from `min` to `max`, and now and then 0 (a policy that admits nothing), so that
+ * limit 0 meets every other parameter, lockouts and mixed limiters in the differential test.
+ */
+export function limitArbitrary(min: number, max: number): fc.Arbitrary<number> {
+  return fc.oneof(
+    { weight: 9, arbitrary: fc.integer({ min, max }) },
+    { weight: 1, arbitrary: fc.constant(0) },
+  );
+}
+
+/**
+ * `limit: 0` (docs/algorithms.md#limit-0), the same for every algorithm: cost 0 is an admitted
+ * read, every cost > 0 is denied with retryAfter −1 (never admissible), so its lockout never
+ * fires, nothing is written and a refund has nothing to give back. `policy` has a 1 m lockout.
+ */
+export function limitZeroScenario(algorithm: string, policy: () => Policy): Scenario {
+  const read = { allowed: true, limit: 0, remaining: 0, resetAfter: 0, retryAfter: 0 };
+  const never = { allowed: false, limit: 0, remaining: 0, resetAfter: 0, retryAfter: -1 };
+  return {
+    name: `${algorithm}: limit 0 admits nothing (retryAfter -1), cost 0 reads, no lockout, no state`,
+    policies: () => [policy()],
+    steps: [
+      { at: 0, cost: 0, expect: read },
+      { at: 0, expect: { ...never, reason: undefined } },
+      { at: 0, cost: 7, times: 2, expect: never },
+      { at: 10, op: 'peek', expect: never },
+      { at: 10, op: 'peek', cost: 0, expect: read },
+      { at: 20, op: 'refund', cost: 3, expect: read },
+      // Not blocked: a denial of a cost the policy can never admit is no reason to lock out.
+      { at: 30, cost: 0, expect: { ...read, reason: undefined } },
+      { at: 5000, expect: never },
+    ],
+  };
+}

@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 import { fixedWindow } from '../../../src/index';
-import { type AlgorithmCases, type Scenario, windowArbitrary } from '../table';
+import {
+  type AlgorithmCases,
+  limitArbitrary,
+  limitZeroScenario,
+  type Scenario,
+  windowArbitrary,
+} from '../table';
 
 export const fixedWindowCases: AlgorithmCases = {
   kind: 'fixed-window',
@@ -9,7 +15,7 @@ export const fixedWindowCases: AlgorithmCases = {
       // Small limits deny; huge ones take the unpacked layout (the count at a key named after
       // the window), as do small limits over windows of a few µs.
       limit: fc.oneof(
-        { weight: 5, arbitrary: fc.integer({ min: 1, max: 6 }) },
+        { weight: 5, arbitrary: limitArbitrary(1, 6) },
         { weight: 1, arbitrary: fc.integer({ min: 1e8, max: 1e13 }) },
       ),
       window: windowArbitrary,
@@ -76,6 +82,12 @@ export const fixedWindowCases: AlgorithmCases = {
       ],
     },
     ...firstRequestScenarios(),
+    limitZeroScenario('fixed window', () =>
+      fixedWindow({ limit: 0, window: '1s', blockDuration: '1m' }),
+    ),
+    limitZeroScenario('fixed window, first request', () =>
+      fixedWindow({ limit: 0, window: '1s', anchor: 'first-request', blockDuration: '1m' }),
+    ),
   ],
 };
 

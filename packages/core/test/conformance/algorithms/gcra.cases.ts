@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { gcra } from '../../../src/index';
-import { type AlgorithmCases, windowArbitrary } from '../table';
+import { type AlgorithmCases, limitArbitrary, limitZeroScenario, windowArbitrary } from '../table';
 
 export const gcraCases: AlgorithmCases = {
   kind: 'gcra',
   arbitrary: fc
     .record({
-      limit: fc.integer({ min: 1, max: 7 }),
+      limit: limitArbitrary(1, 7),
       window: windowArbitrary,
       burst: fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined }),
     })
@@ -46,5 +46,8 @@ export const gcraCases: AlgorithmCases = {
         { at: 1000, op: 'peek', cost: 4, expect: { allowed: true, remaining: 0 } },
       ],
     },
+    limitZeroScenario('gcra', () =>
+      gcra({ limit: 0, window: '1s', burst: 5, blockDuration: '1m' }),
+    ),
   ],
 };

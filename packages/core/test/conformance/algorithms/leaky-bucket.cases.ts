@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { fixedWindow, gcra, leakyBucket } from '../../../src/index';
-import { type AlgorithmCases, windowArbitrary } from '../table';
+import { type AlgorithmCases, limitArbitrary, limitZeroScenario, windowArbitrary } from '../table';
 
 export const leakyBucketCases: AlgorithmCases = {
   kind: 'leaky-bucket',
   arbitrary: fc
     .record({
-      limit: fc.integer({ min: 1, max: 7 }),
+      limit: limitArbitrary(1, 7),
       window: windowArbitrary,
       burst: fc.option(fc.integer({ min: 0, max: 6 }), { nil: undefined }),
       delay: fc.option(fc.integer({ min: 0, max: 7 }), { nil: undefined }),
@@ -203,5 +203,8 @@ export const leakyBucketCases: AlgorithmCases = {
         },
       ],
     },
+    limitZeroScenario('leaky bucket', () =>
+      leakyBucket({ limit: 0, window: '1s', burst: 2, delay: 1, blockDuration: '1m' }),
+    ),
   ],
 };

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { slidingLog } from '../../../src/index';
-import { type AlgorithmCases, windowArbitrary } from '../table';
+import { type AlgorithmCases, limitArbitrary, limitZeroScenario, windowArbitrary } from '../table';
 
 export const slidingLogCases: AlgorithmCases = {
   kind: 'sliding-log',
   arbitrary: fc
-    .record({ limit: fc.integer({ min: 1, max: 6 }), window: windowArbitrary })
+    .record({ limit: limitArbitrary(1, 6), window: windowArbitrary })
     .map((o) => slidingLog(o)),
   scenarios: [
     {
@@ -49,5 +49,8 @@ export const slidingLogCases: AlgorithmCases = {
         { at: 3, cost: 2, expect: { allowed: true, remaining: 0 } },
       ],
     },
+    limitZeroScenario('sliding log', () =>
+      slidingLog({ limit: 0, window: '1s', blockDuration: '1m' }),
+    ),
   ],
 };

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { fixedWindow, slidingWindow } from '../../../src/index';
-import type { AlgorithmCases } from '../table';
+import { type AlgorithmCases, limitArbitrary, limitZeroScenario } from '../table';
 
 /** Windows that split into `buckets` whole microseconds: whole milliseconds, or a few µs. */
 const slidingWindowArbitrary = fc.integer({ min: 1, max: 6 }).chain((buckets) =>
   fc.record({
-    limit: fc.integer({ min: 1, max: 7 }),
+    limit: limitArbitrary(1, 7),
     buckets: fc.constant(buckets),
     window: fc.oneof(
       fc.integer({ min: 1, max: 600 }).map((n) => n * buckets),
@@ -125,5 +125,8 @@ export const slidingWindowCases: AlgorithmCases = {
         { at: 3_600_000, cost: 3, expect: { allowed: true, remaining: 0, resetAfter: 1000 } },
       ],
     },
+    limitZeroScenario('sliding window', () =>
+      slidingWindow({ limit: 0, window: '1s', buckets: 4, blockDuration: '1m' }),
+    ),
   ],
 };

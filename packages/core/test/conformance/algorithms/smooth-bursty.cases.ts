@@ -4,7 +4,13 @@ import {
   SMOOTH_BURSTY_RETENTION_US,
 } from '../../../src/algorithms/smooth-bursty';
 import { fixedWindow, smoothBursty, smoothWarmingUp } from '../../../src/index';
-import { type AlgorithmCases, type Step, windowArbitrary } from '../table';
+import {
+  type AlgorithmCases,
+  limitArbitrary,
+  limitZeroScenario,
+  type Step,
+  windowArbitrary,
+} from '../table';
 
 /**
  * Guava's `acquire` as consume calls: at each time the request is admitted, and a second call
@@ -30,7 +36,7 @@ export const smoothBurstyCases: AlgorithmCases = {
   kind: 'smooth-bursty',
   arbitrary: fc
     .record({
-      limit: fc.integer({ min: 1, max: 7 }),
+      limit: limitArbitrary(1, 7),
       window: windowArbitrary,
       maxBurst: fc.option(fc.oneof(fc.constant(0), windowArbitrary), { nil: undefined }),
     })
@@ -162,5 +168,8 @@ export const smoothBurstyCases: AlgorithmCases = {
         { at: 2500 + HOUR, expect: { allowed: true, remaining: 0 } },
       ],
     },
+    limitZeroScenario('smooth bursty', () =>
+      smoothBursty({ limit: 0, window: '1s', maxBurst: '2s', blockDuration: '1m' }),
+    ),
   ],
 };

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { smoothWarmingUp } from '../../../src/index';
-import { type AlgorithmCases, windowArbitrary } from '../table';
+import { type AlgorithmCases, limitArbitrary, limitZeroScenario, windowArbitrary } from '../table';
 import { guavaAcquires } from './smooth-bursty.cases';
 
 /** Guava testWarmUp (2/s, 4 s warm-up, cold factor 3): R1.38, R1.13, R0.88, R0.63, R0.50… */
@@ -12,7 +12,7 @@ export const smoothWarmingUpCases: AlgorithmCases = {
   kind: 'smooth-warming-up',
   arbitrary: fc
     .record({
-      limit: fc.integer({ min: 1, max: 7 }),
+      limit: limitArbitrary(1, 7),
       window: windowArbitrary,
       // Long warm-ups make the trapezoid's product pass 2^52 (mul_div's long path).
       warmup: fc.oneof(windowArbitrary, fc.constantFrom('12h', '1d', '3d')),
@@ -84,5 +84,8 @@ export const smoothWarmingUpCases: AlgorithmCases = {
         { at: 0, cost: 0, expect: { allowed: true, remaining: 1, resetAfter: 0 } },
       ],
     },
+    limitZeroScenario('smooth warming up', () =>
+      smoothWarmingUp({ limit: 0, window: '1s', warmup: '10s', blockDuration: '1m' }),
+    ),
   ],
 };

@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { tokenBucket } from '../../../src/index';
-import { type AlgorithmCases, windowArbitrary } from '../table';
+import { type AlgorithmCases, limitArbitrary, limitZeroScenario, windowArbitrary } from '../table';
 
 export const tokenBucketCases: AlgorithmCases = {
   kind: 'token-bucket',
   arbitrary: fc
     .record({
-      limit: fc.integer({ min: 1, max: 7 }),
+      limit: limitArbitrary(1, 7),
       window: windowArbitrary,
       burst: fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined }),
     })
@@ -51,5 +51,8 @@ export const tokenBucketCases: AlgorithmCases = {
         { at: 0, cost: 2, expect: { allowed: true, remaining: 0 } },
       ],
     },
+    limitZeroScenario('token bucket', () =>
+      tokenBucket({ limit: 0, window: '1s', burst: 20, blockDuration: '1m' }),
+    ),
   ],
 };
