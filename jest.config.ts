@@ -51,7 +51,9 @@ const config: Config = {
       // range covers 11 and 12, and packages/nestjs develops against 12.
       ...base,
       displayName: 'nestjs-11',
-      testMatch: ['<rootDir>/packages/nestjs/test/rate-limit.{config,e2e,features}.test.ts'],
+      testMatch: [
+        '<rootDir>/packages/nestjs/test/rate-limit.{config,e2e,features,protection}.test.ts',
+      ],
       moduleNameMapper: {
         '^@nestjs/(common|core|testing|platform-express|platform-fastify)(/.*)?$':
           '<rootDir>/node_modules/@nestjs/$1$2',

@@ -12,7 +12,12 @@
 --         layout 0 (larger limits, whose product would pass 2^53): the count alone at
 --         <base>:<window index> (same slot: the suffix is outside the hash tag).
 --         Either way the TTL runs until the window ends: set by the window's first write, kept
---         by INCRBY on the later ones (a SET with PX costs Redis about twice an INCRBY).
+--         by INCRBY on the later ones (a SET with PX costs Redis about twice an INCRBY). When
+--         the policy is the limiter's only one and the call consumes (ALONE), check counts
+--         first: INCRBY, then a SET … PX when the count was not this window's (layout 1) or a
+--         PEXPIRE on a window's first count (layout 0), and DECRBY back on a denial: one
+--         command per admitted decision. Otherwise (a peek, or other policies that may deny)
+--         it reads with GET and commit writes.
 --         layout 2: '<window end µs>:<used>' at <base>, rewritten whole by each write with the
 --         TTL until the window's end (an end and a count do not fit one exact integer). The
 --         window is current while now < end; without one, an admitted cost > 0 starts
@@ -31,12 +36,14 @@ local function fixed_window_check(key, o, cost)
   if layout == '1' then
     -- Exact: the policy guarantees (index + 1) · (limit + 1) ≤ 2^53.
     base = index * (limit + 1)
-    local stored = tonumber(redis.call('GET', key))
-    if stored and stored >= base and stored - base <= limit then used = stored - base end
+    if not ALONE then
+      local stored = tonumber(redis.call('GET', key))
+      if stored and stored >= base and stored - base <= limit then used = stored - base end
+    end
     if window * (limit + 1) < 9007199254740992 then packed = limit + 1 end
   elseif layout == '0' then
     count_key = key .. ':' .. string.format('%d', index)
-    used = tonumber(redis.call('GET', count_key) or 0)
+    if not ALONE then used = tonumber(redis.call('GET', count_key) or 0) end
   else
     -- Layout 2 (no function of its own: a script's functions are closures made on every call).
     -- The window's end and count; without a current window, an admitted cost starts one now.
@@ -59,7 +66,38 @@ local function fixed_window_check(key, o, cost)
       packed and -((window_left - 1) * packed + used) - 1
   end
   local window_left = (index + 1) * window - now
-  if used + cost <= limit then
+  if ALONE then
+    -- The limiter's only policy, consuming: count first, then look (one INCRBY per admitted
+    -- decision, no GET). The count before this request is this window's when it lies in
+    -- [base, base + limit]; otherwise (a missing key, another window's count, a value that is
+    -- not one) the window starts with this request.
+    local counted = redis.pcall('INCRBY', count_key, cost)
+    if type(counted) == 'table' then
+      -- A string that is not a count is overwritten (as a GET would count it as nothing); a key
+      -- of another type fails the call, as a GET of it would.
+      if string.find(counted.err, 'WRONGTYPE', 1, true) then error(counted) end
+      counted = nil
+    end
+    if counted then used = counted - cost - base end
+    if not counted or used < 0 or used > limit then
+      used = 0
+      if cost <= limit then
+        redis.call('SET', count_key, string.format('%d', base + cost), 'PX', ttl_ms(window_left))
+        return 1, limit - cost, window_left, 0, 0, packed and (window_left - 1) * packed + cost
+      end
+    elseif used + cost <= limit then
+      -- A window's first count (a key INCRBY made) gets the TTL until the window ends.
+      if used == 0 then redis.call('PEXPIRE', count_key, ttl_ms(window_left)) end
+      local after = used + cost
+      return 1, limit - after, window_left, 0, 0, packed and (window_left - 1) * packed + after
+    end
+    -- Denied: the count goes back to what it was (a key INCRBY made goes away).
+    if counted == cost then
+      redis.call('DEL', count_key)
+    elseif counted then
+      redis.call('DECRBY', count_key, cost)
+    end
+  elseif used + cost <= limit then
     local after = used + cost
     return 1, limit - after, after > 0 and window_left or 0, 0, 0,
       packed and (window_left - 1) * packed + after, count_key, base + after, window_left, used
@@ -68,6 +106,8 @@ local function fixed_window_check(key, o, cost)
     packed and -((window_left - 1) * packed + used) - 1
 end
 local function fixed_window_commit(key, o, cost, reset, count_key, value, window_left, used)
+  -- Written already by check (ALONE).
+  if not count_key then return end
   -- A count of this window already holds its TTL (every write to a window is > 0).
   if used > 0 then
     redis.call('INCRBY', count_key, cost)

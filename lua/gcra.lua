@@ -11,7 +11,8 @@
 local function gcra_check(key, o, cost)
   local interval, burst = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
   local tolerance = burst * interval
-  local tat = math.max(tonumber(redis.call('GET', key) or 0), now)
+  local tat = tonumber(redis.call('GET', key)) or now
+  if tat < now then tat = now end
   local new_tat = tat + cost * interval
   -- packed: reset_after when allowed, -reset_after - 1 when denied; remaining and retry_after
   -- follow from it, the interval, the burst and the cost (gcraAlgorithm.unpack).

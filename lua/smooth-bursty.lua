@@ -20,6 +20,7 @@
 --         reset_after = until next-free has come and the stored permits are full;
 --         retry_after = until next-free (never -1 but with limit 0); delay = the reservation's
 --         wait (reserve)
+--- @include "closed"
 --- @include "pair"
 --- @include "refill"
 local function smooth_bursty_check(key, o, cost)
@@ -42,9 +43,7 @@ local function smooth_bursty_check(key, o, cost)
     local spend = math.min(need, stored)
     wait, left = math.min(math.ceil((need - spend) / rate), SATURATED_WAIT_US), stored - spend
   elseif max_cost == -1 then
-    -- limit 0: a cost 0 reads an empty key, any other is denied for good.
-    if cost == 0 then return 1, 0, 0, 0, 0 end
-    return 0, 0, 0, -1, 0
+    return closed(cost)
   end
   local after = next_free + wait
   local remaining = 0

@@ -22,6 +22,7 @@
 --         is 0; remaining = 1 while the next-free time has come, else 0 (stored permits are
 --         never free); reset_after = until cold again; retry_after = until next-free (never
 --         -1 but with limit 0); delay = the reservation's wait (reserve mode)
+--- @include "closed"
 --- @include "pair"
 --- @include "refill"
 
@@ -82,9 +83,7 @@ local function smooth_warming_up_check(key, o, cost)
     if frac > span * h then q = q + 2 elseif frac > 0 then q = q + 1 end
     wait, left = math.min(q, SATURATED_WAIT_US), stored - spend
   elseif max_cost == -1 then
-    -- limit 0: a cost 0 reads an empty key, any other is denied for good.
-    if cost == 0 then return 1, 0, 0, 0, 0 end
-    return 0, 0, 0, -1, 0
+    return closed(cost)
   end
   local after = next_free + wait
   local remaining = 0

@@ -22,7 +22,8 @@ install_and_build() {
   "${PNPM[@]}" -r --filter './packages/*' run build
 }
 
-# The suites start their own redis-server processes (a single server, restarts, a cluster), so
+# The suites start their own redis-server processes (a single server, restarts, a cluster, and
+# Sentinel: `redis-server <conf> --sentinel`, the same binary, no redis-sentinel package), so
 # the binary is needed even when REDIS_URL points the main suite at an existing server.
 ensure_redis_server() {
   if command -v "${REDIS_SERVER_BIN:-redis-server}" >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then

@@ -4,7 +4,11 @@
 --   `local KEYS, ARGV` + prelude + the algorithms
 --   + `local function decide() read_call()` engine `end` + this
 -- so the algorithms and the engine read the KEYS and ARGV of the call being decided, which this
--- loop points at each call in turn.
+-- loop points at each call in turn. Everything that depends only on a call's ARGV is worked out
+-- once per shape, not once per call: NUMS, each ARGV as a number (the generator has the batch
+-- script's algorithms read NUMS[i] where the single script parses tonumber(ARGV[i])), and the
+-- prelude's read_call(), run again only when the shape changes (or a refund, which goes on as
+-- a read, changed MODE).
 --
 -- BATCH_ARGV[1]  S, the number of distinct call shapes in the batch
 -- then S shapes  nkeys, nargs, and the nargs ARGV of a single call (its ARGV[2] '' = Redis TIME:
@@ -27,18 +31,24 @@ for s = 1, tonumber(BATCH_ARGV[1]) do
     batch_now = batch_now or redis_now()
     args[2] = batch_now
   end
+  local nums = {}
+  for i = 1, nargs do nums[i] = tonumber(args[i]) end
   -- The call's KEYS table is reused by every call of this shape (all have nkeys keys).
-  shapes[string.format('%d', s)] = { nkeys, args, {} }
+  shapes[string.format('%d', s)] = { nkeys, args, {}, nums }
   p = p + 2 + nargs
 end
 
-local replies, k = {}, 0
+local replies, k, current = {}, 0, nil
 for e = 1, #BATCH_ARGV - p + 1 do
   local shape = shapes[BATCH_ARGV[p + e - 1]]
   local keys = shape[3]
   for i = 1, shape[1] do keys[i] = BATCH_KEYS[k + i] end
   k = k + shape[1]
-  KEYS, ARGV = keys, shape[2]
+  KEYS, ARGV, NUMS = keys, shape[2], shape[4]
+  if shape ~= current or MODE ~= ARGV[1] then
+    read_call()
+    current = shape
+  end
   local ok, reply = pcall(decide)
   if not ok then
     reply = type(reply) == 'table' and (reply.err or reply.msg) or tostring(reply)

@@ -24,7 +24,8 @@
 -- replaces: a script of one algorithm gets locals CHECK, COMMIT, CLEAR, REFUND, NARGS; a mixed
 -- script a table ALG of name -> { check, commit, clear, refund, nargs } (and CHECK nil).
 -- Nothing else is built per call.
---   check(key, o, cost) reads (never writes) and returns, as values (no table):
+--   check(key, o, cost) reads (never writes, unless ALONE: see the prelude) and returns, as
+--   values (no table):
 --     allowed (0|1), remaining, reset_after, retry_after, delay, packed, then, when allowed,
 --     up to four values for commit (new1 … new4 here): the new state it writes, named in
 --     commit's signature; the engine only passes them on. packed is the one-integer reply or nil.
@@ -76,9 +77,12 @@ if blocked_until then
   if blocked_until > now then return { 2, blocked_by, blocked_until - now } end
 end
 
+ALONE = n == 1 and MODE ~= '1' and COST > 0
 -- One policy (the common case): no bookkeeping tables, and a packed reply where there is one.
 if n == 1 then
-  local check, commit = algorithm(o)
+  -- A one-algorithm script has its functions at hand (no call to look them up).
+  local check, commit = CHECK, COMMIT
+  if not check then check, commit = algorithm(o) end
   -- new1 … new4: what check hands commit, the policy's new state (each commit names them).
   local allowed, remaining, reset, retry, delay, packed, new1, new2, new3, new4 = check(KEYS[1], o + 1, COST)
   if allowed == 1 then

@@ -22,6 +22,10 @@
 -- (include/batch.lua) once per decision, with that decision's ARGV. scripts/generate-lua.mjs
 -- writes its body inline in a single-call script (a function is a closure made on every call).
 local MODE, now, COST, TTL_PAD, SLACK, FIRST_ARG
+-- Set by the engine for each decision: true when the limiter has one policy and the call
+-- consumes (cost > 0, not a peek), so nothing but that policy can deny and its check may write
+-- as it decides (fixedWindow's INCRBY first).
+local ALONE
 local function read_call()
   MODE = ARGV[1]
   -- A batch puts its one TIME here as a number, which tonumber() returns as it is.

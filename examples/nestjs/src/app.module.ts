@@ -14,6 +14,7 @@ import { DevicesController } from './devices.controller.js';
 import { DevicesResolver, typeDefs } from './devices.resolver.js';
 import { EventsGateway } from './events.gateway.js';
 import { HealthController } from './health.controller.js';
+import { LoginController } from './login.controller.js';
 
 @Module({})
 // biome-ignore lint/complexity/noStaticOnlyClass: a Nest module with a static factory.
@@ -26,7 +27,7 @@ export class AppModule {
         GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, typeDefs }),
         RateLimitModule.forRoot({ store, global: true }),
       ],
-      controllers: [DevicesController, HealthController],
+      controllers: [DevicesController, HealthController, LoginController],
       providers: [
         { provide: APP_GUARD, useClass: BearerAuthGuard },
         DevicesResolver,

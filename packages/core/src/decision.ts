@@ -59,6 +59,11 @@ export interface Decision extends Omit<PolicyDecision, 'name'> {
   /** Every policy's view, in the limiter's order. */
   readonly policies: readonly PolicyDecision[];
   readonly reason?: DecisionReason;
+  /**
+   * Set by an HTTP middleware in shadow mode (`shadow: true`): counted, but never enforced, so
+   * `allowed: false` is a would-be denial.
+   */
+  readonly shadow?: boolean;
 }
 
 /** What a store answers, in integer microseconds; the limiter turns it into a Decision. */

@@ -46,6 +46,8 @@ export interface CallContext {
   readonly peek: boolean;
   /** `true` when the local cache of denied keys answered (no store call was made). */
   readonly cached?: boolean;
+  /** `true` when a shadow-mode middleware decided: a denial is counted but not enforced. */
+  readonly shadow?: boolean;
 }
 
 export interface StoreErrorEvent extends CallContext {

@@ -4,9 +4,16 @@
  * forged X-Forwarded-For without trust never gets a client onto the allowlist.
  */
 import { fixedWindow, memoryStore, redisStore, type Store } from '@floodgate/core';
-import { ACCESS_DENIED_TYPE } from '@floodgate/core/http';
+import {
+  ACCESS_DENIED_TYPE,
+  onAccessList,
+  parseAccessList,
+  parseIpAddress,
+} from '@floodgate/core/http';
 import { rateLimit } from '@floodgate/express';
+import fc from 'fast-check';
 import type { Redis } from 'ioredis';
+import ipaddr from 'ipaddr.js';
 import request from 'supertest';
 import { connectIoredis, flushRedis } from '../../../test/harness/redis';
 import { serveExpress, serveExpress4 } from '../../express/test/server';
@@ -192,5 +199,59 @@ describe('allow/deny configuration', () => {
     const error = configErrorOf(() => rateLimit({ policies, ...(lists as object) }));
     expect(error.code).toBe('FLOODGATE_INVALID_OPTION');
     expect(error.field).toBe(field);
+  });
+});
+
+describe('list matching', () => {
+  const on = (entries: string[], address: string) =>
+    onAccessList(parseAccessList<unknown>(entries, 'allow')!, parseIpAddress(address), undefined);
+
+  it.each([
+    [['0.0.0.0/0'], '203.0.113.7', true],
+    [['0.0.0.0/0'], '2001:db8::1', false],
+    [['::/0'], '2001:db8::1', true],
+    [['::/0'], '10.0.0.1', false],
+    [['10.0.0.1'], '10.0.0.1', true],
+    [['10.0.0.1'], '10.0.0.2', false],
+    [['128.0.0.0/1'], '200.1.1.1', true],
+    [['128.0.0.0/1'], '100.1.1.1', false],
+    [['2001:db8:f000::/36'], '2001:db8:fabc::1', true],
+    [['2001:db8:f000::/36'], '2001:db8:e000::1', false],
+    [['2001:db8::8/125'], '2001:db8::f', true],
+    [['2001:db8::8/125'], '2001:db8::7', false],
+    [['::ffff:192.0.2.128/121'], '192.0.2.200', true],
+    [['::ffff:192.0.2.128/121'], '::ffff:192.0.2.100', false],
+    [['fe80::/10'], 'fe80::1%eth0', true],
+    [['10.0.0.0/8'], 'not-an-ip', false],
+    [['10.0.0.0/8'], '010.0.0.1', false],
+  ] as const)('%j holds %s: %s', async (entries, address, expected) => {
+    expect(await on([...entries], address)).toBe(expected);
+  });
+
+  it('agrees with ipaddr.js on random addresses and ranges', async () => {
+    const v4 = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)).map((o) => o.join('.'));
+    const v6 = fc
+      .array(fc.nat(0xffff), { minLength: 8, maxLength: 8 })
+      .map((g) => g.map((n) => n.toString(16)).join(':'));
+    // Ranges near the address, so that matches and misses both happen.
+    const near = (address: string, other: string, bits: number, flip: boolean) => {
+      const base = flip ? other : address;
+      return `${base}/${bits}`;
+    };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.tuple(v4, v4, fc.nat(32), fc.boolean()),
+          fc.tuple(v6, v6, fc.nat(128), fc.boolean()),
+        ),
+        async ([address, other, bits, flip]) => {
+          const cidr = near(address, other, bits, flip);
+          const [net, length] = ipaddr.parseCIDR(cidr);
+          const expected = ipaddr.parse(address).match(net, length);
+          expect(await on([cidr], address)).toBe(expected);
+        },
+      ),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -148,6 +148,43 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       },
     );
 
+    it('a count function is not asked about a client that disconnects: the request counts', async () => {
+      // Its status is only the framework's default (200 in Express and Fastify), so a function
+      // meant as "failures only" (`status >= 400`) would refund every aborted attempt.
+      let socketClosed!: Promise<void>;
+      let reached!: () => void;
+      const inHandler = new Promise<void>((resolve) => {
+        reached = resolve;
+      });
+      const seen: number[] = [];
+      const url = await start({
+        onHold: (_finish, req) => {
+          const raw = req as { raw?: http.IncomingMessage; req?: http.IncomingMessage };
+          const socket = (raw.raw ?? raw.req ?? (req as http.IncomingMessage)).socket;
+          socketClosed = new Promise((resolve) => socket.once('close', () => resolve()));
+          reached();
+        },
+        limiters: [
+          {
+            store,
+            policies: perMinute(1),
+            count: (_req: Req, res: unknown) => {
+              seen.push(statusOf(res));
+              return statusOf(res) >= 400;
+            },
+          },
+        ],
+      });
+      const aborted = http.get(`${url}/hold`);
+      aborted.on('error', () => undefined);
+      await inHandler;
+      aborted.destroy();
+      await socketClosed;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect((await get(url)).status).toBe(429);
+      expect(seen).toEqual([]);
+    });
+
     it('an async predicate sees the final status; false refunds', async () => {
       const seen: number[] = [];
       const url = await start({

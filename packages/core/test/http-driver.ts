@@ -22,6 +22,18 @@ export interface TestAppOptions {
    * the status in `?status=` (200 without it).
    */
   onHandler?: (req: unknown) => void;
+  /**
+   * Receives each mounted middleware's handle, in order (Fastify then mounts each with
+   * `rateLimitHook` as an onRequest hook instead of registering the plugin).
+   */
+  onMounted?: (handles: readonly MountedLimiter[]) => void;
+}
+
+/** What a mounted middleware exposes besides itself (RateLimitControl, framework-free). */
+export interface MountedLimiter {
+  resetKey(req: unknown): Promise<void>;
+  readonly limiter: unknown;
+  limiterFor(req: unknown): Promise<unknown>;
 }
 
 export interface TestApp {

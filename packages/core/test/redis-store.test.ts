@@ -25,6 +25,7 @@ import {
 } from '../src/index';
 import { INJECTED_CLOCK_TTL_SLACK_MS } from '../src/stores/redis';
 import { scriptFor } from '../src/stores/scripts';
+import { limiterAt, T0 } from './redis-state';
 
 const testRedis = useTestRedis();
 
@@ -159,6 +160,35 @@ describe('on a server of its own: script cache and round trips', () => {
       expect(delta('eval')).toBe(0);
     },
   );
+
+  test('a fixedWindow alone counts first: one INCRBY per admitted decision, DECRBY back on a denial', async () => {
+    const time = { now: T0 + 100 };
+    const packed = limiterAt(client, fixedWindow({ limit: 3, window: '1h' }), time, 'fwa');
+    const large = limiterAt(client, fixedWindow({ limit: 1e12, window: '1h' }), time, 'fwb');
+    await client.flushdb();
+    const before = await stats();
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push((await packed.consume('u')).allowed);
+    expect(await packed.peek('u')).toMatchObject({ allowed: false, remaining: 0 });
+    await large.consume('u', { cost: 7 });
+    const after = await stats();
+    const [key] = packed.storageKeys('u');
+    const index = Math.floor((T0 + 100) / 3_600_000);
+    const delta = (cmd: string) => (after[cmd] ?? 0) - (before[cmd] ?? 0);
+    expect(answers).toEqual([true, true, true, false]);
+    // The window's first count is written whole with its TTL (the key held nothing of this
+    // window); the next ones are an INCRBY each; the denial takes its INCRBY back.
+    expect(await client.get(key!)).toBe(String(index * 4 + 3));
+    expect(delta('incrby')).toBe(5);
+    expect(delta('set')).toBe(1);
+    expect(delta('decrby')).toBe(1);
+    // A window's first count at <base>:<index> gets its TTL from PEXPIRE.
+    expect(delta('pexpire')).toBe(1);
+    // GET: the block state on each of the 6 calls, and the count only for the peek.
+    expect(delta('get')).toBe(7);
+    expect(await client.pttl(key!)).toBeGreaterThan(0);
+    expect(await client.pttl(`${large.storageKeys('u')[0]}:${index}`)).toBeGreaterThan(0);
+  });
 });
 
 describe('TTLs', () => {

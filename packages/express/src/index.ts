@@ -14,6 +14,8 @@ import {
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
+  type RateLimitControl,
+  rateLimitControl,
   refundByOutcome,
   releaseWhenDone,
   UnknownAppKeyError,
@@ -45,6 +47,9 @@ export type OnLimited = (
  */
 export type RateLimitOptions = HttpRateLimitOptions<Request, OnLimited, Response>;
 
+/** The middleware, with `resetKey(req)`, `limiter` and `limiterFor(req)`. */
+export type RateLimitMiddleware = RequestHandler & RateLimitControl<Request>;
+
 /** The client as Express sees it: `req.ip` honours the app's `trust proxy` setting. */
 function requestView(req: Request): HttpRequestView {
   return {
@@ -65,9 +70,9 @@ function requestView(req: Request): HttpRequestView {
  * key function, the store, a throwing or rejecting `onLimited`) goes to `next(err)`: Express 4
  * does not catch a rejected middleware promise.
  */
-export function rateLimit(options: RateLimitOptions): RequestHandler {
+export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const config = parseHttpRateLimitOptions<Request, OnLimited, Response>(options, 'rateLimit');
-  return async function rateLimit(req, res, next) {
+  const middleware: RequestHandler = async function rateLimit(req, res, next) {
     try {
       const check = await checkHttpRequest(config, requestView(req), req, req);
       if (check === undefined) return next();
@@ -85,6 +90,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     }
     next();
   };
+  return Object.assign(middleware, rateLimitControl(config, requestView));
 
   /** Sets the decision and headers; answers a denial. True when the request goes on. */
   async function answer(
@@ -102,7 +108,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
       check,
       config.headers,
     );
-    if (!decision.allowed) {
+    if (!decision.allowed && !decision.shadow) {
       if (config.onLimited) await config.onLimited(req, res, next, decision);
       else {
         const problem = deniedProblem(decision);

@@ -4,7 +4,7 @@
  * supertest on the memory store and on Redis.
  */
 import { readFileSync } from 'node:fs';
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
 import { join } from 'node:path';
 import { memoryStore, redisStore, type Store } from '@floodgate/core';
 import type { RequestHandler } from 'express';
@@ -179,6 +179,61 @@ describe.each(stores)('recipes on the %s store', (storeName, makeStore) => {
       used = 0;
       expect((await complete(s)).headers.ratelimit).toBe('"tokens";r=38900;t=4');
       expect((await request(s).post('/v1/complete').send({ prompt: 'hi' })).status).toBe(401);
+    });
+  });
+
+  describe('LLM endpoint: a client that goes away mid-completion', () => {
+    it('is charged what the model used, not refunded for aborting', async () => {
+      let reached!: () => void;
+      const inModel = new Promise<void>((resolve) => {
+        reached = resolve;
+      });
+      let answer!: () => void;
+      const answered = new Promise<void>((resolve) => {
+        answer = resolve;
+      });
+      let settled!: () => void;
+      const done = new Promise<void>((resolve) => {
+        settled = resolve;
+      });
+      let calls = 0;
+      const model: CompletionModel = {
+        complete: async () => {
+          if (calls++ > 0) return { text: 'hi', tokens: 0 };
+          reached();
+          await answered;
+          return { text: 'spent', tokens: 300 };
+        },
+      };
+      const authenticate: RequestHandler = (req, _res, next) => {
+        (req as { user?: unknown }).user = { id: 'u1' };
+        next();
+      };
+      const s = serve(createLlmApp(store, model, authenticate));
+      s.on('request', (_req, res) => res.once('close', () => settled()));
+      if (!s.listening) await new Promise((resolve) => s.once('listening', resolve));
+      const { port } = s.address() as { port: number };
+      const body = JSON.stringify({ prompt: 'x'.repeat(400), maxTokens: 1000 });
+      const aborted = http.request({
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v1/complete',
+        headers: { 'content-type': 'application/json', 'content-length': body.length },
+      });
+      aborted.on('error', () => undefined);
+      aborted.end(body);
+      await inModel;
+      aborted.destroy();
+      await done;
+      // The model answers after the client left: its 300 tokens were spent all the same.
+      answer();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const next = await request(s)
+        .post('/v1/complete')
+        .send({ prompt: 'x'.repeat(400), maxTokens: 1000 });
+      // 40 000 − 300 (the aborted completion) − 1 100 (this one's estimate).
+      expect(next.headers.ratelimit).toBe('"tokens";r=38600;t=5');
     });
   });
 

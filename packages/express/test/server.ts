@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { rateLimit } from '@floodgate/express';
 import express from 'express';
 import express4 from 'express4';
-import type { Serve, TestApp, TestAppOptions } from '../../core/test/http-driver';
+import type { MountedLimiter, Serve, TestApp, TestAppOptions } from '../../core/test/http-driver';
 
 /** Serves the app on Express 5 (the devDependency `express`). */
 export const serveExpress: Serve = (options) => serveWith(express, options);
@@ -24,11 +24,17 @@ async function serveWith(factory: typeof express, options: TestAppOptions): Prom
     if (token) (req as { user?: unknown }).user = { id: token };
     next();
   });
+  const handles: MountedLimiter[] = [];
   for (const limiter of options.limiters) {
     if (options.perRequest)
       app.use((req, res, next) => rateLimit(limiter as never)(req, res, next));
-    else app.use(rateLimit(limiter as never));
+    else {
+      const middleware = rateLimit(limiter as never);
+      handles.push(middleware as MountedLimiter);
+      app.use(middleware);
+    }
   }
+  options.onMounted?.(handles);
   app.get('/hold', (req, res) => {
     options.onHold?.(() => res.json({ rateLimit: req.rateLimit ?? null }), req);
   });

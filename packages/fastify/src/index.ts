@@ -16,6 +16,8 @@ import {
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
+  type RateLimitControl,
+  rateLimitControl,
   refundByOutcome,
   releaseWhenDone,
   UnknownAppKeyError,
@@ -117,7 +119,7 @@ function limitRequests(config: Config) {
       check,
       config.headers,
     );
-    if (!decision.allowed) {
+    if (!decision.allowed && !decision.shadow) {
       if (config.onLimited) {
         await config.onLimited(request, reply, decision);
         if (reply.sent) return reply;
@@ -129,6 +131,36 @@ function limitRequests(config: Config) {
     await waitForDelay(decision);
     return undefined;
   };
+}
+
+/** A Fastify hook with `resetKey(request)`, `limiter` and `limiterFor(request)`. */
+export type RateLimitHookHandler = ReturnType<typeof limitRequests> &
+  RateLimitControl<FastifyRequest>;
+
+/**
+ * One limiter as a route hook, for when the handler needs its `resetKey(request)` (after a
+ * login, a captcha): the same options as a route's `config.rateLimit`.
+ *
+ * @example
+ * // Keyed per IP *and* username: a reset of a per-IP key would let anyone with an account wipe
+ * // their address's failures by logging in to it between guesses at other accounts.
+ * const loginLimit = rateLimitHook({
+ *   store,
+ *   key: (request) => `${normalizeIp(request.ip)}:${usernameOf(request.body)}`,
+ *   count: 'failed',
+ *   policies: fixedWindow({ limit: 5, window: '15m' }),
+ * });
+ * // preValidation: after the body is parsed (the key needs the username).
+ * app.post('/login', { preValidation: loginLimit }, async (request) => {
+ *   if (await checkPassword(request)) await loginLimit.resetKey(request);
+ * });
+ */
+export function rateLimitHook(options: RouteRateLimitOptions): RateLimitHookHandler {
+  const config = parseHttpRateLimitOptions<FastifyRequest, OnLimited, FastifyReply>(
+    options,
+    'rateLimitHook',
+  );
+  return Object.assign(limitRequests(config), rateLimitControl(config, requestView));
 }
 
 /** A route's options over the plugin's: a route `limiter` or `policies` replaces the other. */

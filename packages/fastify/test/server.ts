@@ -5,9 +5,9 @@
  * a free port. Requests get `get(header)` and `path`, which the shared table's functions use.
  */
 import type { AddressInfo } from 'node:net';
-import { rateLimit } from '@floodgate/fastify';
+import { rateLimit, rateLimitHook } from '@floodgate/fastify';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
-import type { TestApp, TestAppOptions } from '../../core/test/http-driver';
+import type { MountedLimiter, TestApp, TestAppOptions } from '../../core/test/http-driver';
 
 /** The app with its routes, not yet listening (for `inject`). */
 export async function buildFastify(options: TestAppOptions): Promise<FastifyInstance> {
@@ -26,7 +26,13 @@ export async function buildFastify(options: TestAppOptions): Promise<FastifyInst
     const token = request.headers.authorization?.replace(/^Bearer /, '');
     if (token) (request as { user?: unknown }).user = { id: token };
   });
-  for (const limiter of options.limiters) await app.register(rateLimit, limiter as never);
+  if (options.onMounted) {
+    const hooks = options.limiters.map((limiter) => rateLimitHook(limiter as never));
+    for (const hook of hooks) app.addHook('onRequest', hook);
+    options.onMounted(hooks as unknown as MountedLimiter[]);
+  } else {
+    for (const limiter of options.limiters) await app.register(rateLimit, limiter as never);
+  }
   app.get('/hold', (request, reply) => {
     options.onHold?.(() => reply.send({ rateLimit: request.rateLimit ?? null }), request);
     return reply;

@@ -14,6 +14,8 @@ import {
   type HttpRequestView,
   PROBLEM_CONTENT_TYPE,
   parseHttpRateLimitOptions,
+  type RateLimitControl,
+  rateLimitControl,
   refundByOutcome,
   releaseWhenDone,
   UnknownAppKeyError,
@@ -38,6 +40,9 @@ export type OnLimited = (ctx: Context, next: Next, decision: Decision) => unknow
  */
 export type RateLimitOptions = HttpRateLimitOptions<Context, OnLimited, KoaResponse>;
 
+/** The middleware, with `resetKey(ctx)`, `limiter` and `limiterFor(ctx)`. */
+export type RateLimitMiddleware = Middleware & RateLimitControl<Context>;
+
 /** The client as Koa sees it: `ctx.ip` honours `app.proxy`. */
 function requestView(ctx: Context): HttpRequestView {
   return {
@@ -56,9 +61,9 @@ function requestView(ctx: Context): HttpRequestView {
  * `ctx.state.rateLimit`. Errors (a throwing key function, a bad cost) are thrown to Koa's
  * error handling.
  */
-export function rateLimit(options: RateLimitOptions): Middleware {
+export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const config = parseHttpRateLimitOptions<Context, OnLimited, KoaResponse>(options, 'rateLimit');
-  return async function rateLimit(ctx, next) {
+  const middleware: Middleware = async function rateLimit(ctx, next) {
     let check: HttpCheck | undefined;
     try {
       check = await checkHttpRequest(config, requestView(ctx), ctx, ctx.req);
@@ -82,7 +87,7 @@ export function rateLimit(options: RateLimitOptions): Middleware {
       check,
       config.headers,
     );
-    if (!decision.allowed) {
+    if (!decision.allowed && !decision.shadow) {
       if (config.onLimited) return config.onLimited(ctx, next, decision);
       const problem = deniedProblem(decision);
       ctx.status = problem.status;
@@ -93,4 +98,5 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     await waitForDelay(decision);
     await next();
   };
+  return Object.assign(middleware, rateLimitControl(config, requestView));
 }

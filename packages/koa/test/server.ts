@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { rateLimit } from '@floodgate/koa';
 import Koa from 'koa';
 import Koa2 from 'koa2';
-import type { Serve, TestApp, TestAppOptions } from '../../core/test/http-driver';
+import type { MountedLimiter, Serve, TestApp, TestAppOptions } from '../../core/test/http-driver';
 
 /** Serves the app on Koa 3 (the devDependency `koa`). */
 export const serveKoa: Serve = (options) => serveWith(Koa, options);
@@ -42,10 +42,16 @@ async function serveWith(Framework: typeof Koa, options: TestAppOptions): Promis
     if (token) ctx.state.user = { id: token };
     await next();
   });
+  const handles: MountedLimiter[] = [];
   for (const limiter of options.limiters) {
     if (options.perRequest) app.use((ctx, next) => rateLimit(limiter as never)(ctx, next));
-    else app.use(rateLimit(limiter as never));
+    else {
+      const middleware = rateLimit(limiter as never);
+      handles.push(middleware as MountedLimiter);
+      app.use(middleware);
+    }
   }
+  options.onMounted?.(handles);
   app.use(async (ctx) => {
     if (ctx.path === '/hold') {
       await new Promise<void>((release) => options.onHold?.(release, ctx));

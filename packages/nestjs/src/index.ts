@@ -3,6 +3,8 @@
  * RateLimitInterceptor) and RateLimitException: Floodgate's limiters in front of Nest
  * controllers on Express or Fastify, GraphQL resolvers and WebSocket gateways.
  */
+
+export type { RateLimitTarget, RateLimitTargetOptions } from './rate-limit.actions.js';
 export { RATE_LIMIT_OPTIONS, RateLimitStore } from './rate-limit.constants.js';
 export { connectionKey } from './rate-limit.context.js';
 export {
@@ -12,8 +14,10 @@ export {
   SkipRateLimit,
 } from './rate-limit.decorator.js';
 export {
+  FORBIDDEN,
   type RateLimitBody,
   RateLimitException,
+  RateLimitForbiddenGraphQLError,
   RateLimitGraphQLError,
   TOO_MANY_REQUESTS,
 } from './rate-limit.exception.js';
@@ -21,15 +25,20 @@ export { RateLimitExceptionFilter } from './rate-limit.filter.js';
 export { RateLimitGuard } from './rate-limit.guard.js';
 export { RateLimitInterceptor } from './rate-limit.interceptor.js';
 export type {
+  RateLimitAccessList,
   RateLimitCost,
+  RateLimitCount,
+  RateLimitDecisionView,
   RateLimitKey,
   RateLimitKeyFunction,
+  RateLimitLimitOptions,
   RateLimitModuleAsyncOptions,
   RateLimitModuleFactoryOptions,
   RateLimitModuleOptions,
   RateLimitOptions,
   RateLimitOptionsFactory,
   RateLimitPoliciesOptions,
+  RateLimitPolicyFunction,
   RateLimitScope,
   RateLimitWindowOptions,
 } from './rate-limit.interfaces.js';

@@ -7,7 +7,13 @@
  */
 import type { Decision } from '@floodgate/core';
 import { storeDecided } from '@floodgate/core/http';
-import { HttpException, HttpStatus } from '@nestjs/common';
+import {
+  type ExecutionContext,
+  ForbiddenException,
+  HttpException,
+  HttpStatus,
+} from '@nestjs/common';
+import { transportOf } from './rate-limit.context.js';
 
 /** The 429 (or 503) body: Nest's error shape plus the decision (times in milliseconds). */
 export interface RateLimitBody {
@@ -22,6 +28,11 @@ export interface RateLimitBody {
   readonly retryAfter: number;
   /** Milliseconds until the key is back to full capacity. */
   readonly resetAfter: number;
+  /**
+   * Present (true) when the key is blocked (a policy's `blockDuration` lockout, or `block()`),
+   * as in the problem body: `retryAfter` is the block's remaining time (−1: until unblocked).
+   */
+  readonly blocked?: true;
 }
 
 /**
@@ -39,6 +50,7 @@ export function rateLimitBody(decision: Decision, message: string): RateLimitBod
     remaining: decision.remaining,
     retryAfter: decision.retryAfter,
     resetAfter: decision.resetAfter,
+    ...(decision.reason === 'blocked' ? { blocked: true as const } : {}),
   };
 }
 
@@ -76,4 +88,34 @@ export class RateLimitGraphQLError extends Error {
     const { statusCode, message: _m, error: _e, ...fields } = rateLimitBody(decision, message);
     this.extensions = { code: TOO_MANY_REQUESTS, statusCode, ...fields };
   }
+}
+
+/** `extensions.code` of GraphQL refusals, `code` of WebSocket ones (a `deny` list, a bad app key). */
+export const FORBIDDEN = 'FORBIDDEN';
+
+/** A GraphQL refusal: `extensions` carry the problem body (`code` `FORBIDDEN`). */
+export class RateLimitForbiddenGraphQLError extends Error {
+  override readonly name = 'RateLimitForbiddenGraphQLError';
+  readonly extensions: Record<string, unknown>;
+
+  constructor(problem: { readonly detail?: string } & object) {
+    super(problem.detail ?? 'Forbidden');
+    this.extensions = { code: FORBIDDEN, statusCode: 403, ...problem };
+  }
+}
+
+/**
+ * The 403 for a request refused before any store call (on a `deny` list, or an app key
+ * `verifyAppKey` rejected), as its transport expects: a ForbiddenException with `problem` as
+ * its body (HTTP), a GraphQL error, a `WsException`.
+ */
+export async function forbidden(context: ExecutionContext, problem: object): Promise<Error> {
+  const transport = transportOf(context);
+  if (transport === 'graphql') return new RateLimitForbiddenGraphQLError(problem);
+  if (transport === 'ws') {
+    const { WsException } = await import('@nestjs/websockets');
+    // Nest's WebSocket errors say `status: 'error'`; the HTTP status is `statusCode`.
+    return new WsException({ ...problem, status: 'error', statusCode: 403, code: FORBIDDEN });
+  }
+  return new ForbiddenException(problem);
 }

@@ -8,22 +8,17 @@
  */
 import { type Decision, type Policy, RateLimitConfigError } from '@floodgate/core';
 import {
+  accessDeniedProblem,
   applyRateLimitHeaders,
+  checkAccess,
   type KeyConfig,
   resolveCost,
-  resolveKey,
   storeDecided,
-  UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
-import {
-  type CanActivate,
-  type ExecutionContext,
-  ForbiddenException,
-  Injectable,
-  Optional,
-} from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Injectable, Optional } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+import { chargeAll, marksOf } from './rate-limit.charge.js';
 import { RATE_LIMIT_GUARD_MARK } from './rate-limit.constants.js';
 import {
   headerTarget,
@@ -34,29 +29,25 @@ import {
 } from './rate-limit.context.js';
 import { DECISION_PROPERTY } from './rate-limit.decorator.js';
 import {
+  forbidden,
   RateLimitException,
   RateLimitGraphQLError,
   rateLimitBody,
   TOO_MANY_REQUESTS,
 } from './rate-limit.exception.js';
-import { mergeDecisions } from './rate-limit.merge.js';
 import { DEFAULT_ERROR_MESSAGE } from './rate-limit.options.js';
+import { settleAfterResponse } from './rate-limit.outcome.js';
+import {
+  appliedSets,
+  CHARGES,
+  keyCharges,
+  policiesFor,
+  type RecordedCharges,
+  resolveContextKey,
+  screenSets,
+} from './rate-limit.plan.js';
 import { localLimiters, policySignature } from './rate-limit.routes.js';
 import { RateLimitService, type RouteLimit } from './rate-limit.service.js';
-
-/**
- * Where a request's charges are remembered, so it is charged once per handler and policy set
- * whichever guard class (global, local, subclass) or interceptor runs: the HTTP request, the
- * GraphQL field's `info` (each field resolution, aliases included), the WebSocket call's args.
- */
-const CHARGED = Symbol.for('floodgate.nestjs.charged');
-const chargedByCall = new WeakMap<object, Set<string>>();
-
-/** One limiter call: the caller's key and the (scoped) policies charged under it. */
-interface KeyedCharge {
-  readonly key: string;
-  readonly policies: Policy[];
-}
 
 /**
  * Applies the module's policies and each route's `@RateLimit(...)`: one limiter call per
@@ -107,58 +98,53 @@ export class RateLimitGuard implements CanActivate {
     if (transportOf(context) === undefined) return true;
     const route = this.routeOf(context);
     if (route.skip === true || this.defersToLocal(context)) return true;
-    const skip = this.rateLimit.config.skip;
-    if (skip !== undefined && (await skip(context))) return true;
+    const config = this.rateLimit.config;
+    // `deny` (403, before any store call), then `allow` (skips, no headers), as the adapters do.
+    if (config.access.deny !== undefined || config.access.allow !== undefined) {
+      const view = requestView(context, requestOf(context));
+      const access = await checkAccess(config.access, view, context);
+      if (access === 'deny') throw await forbidden(context, accessDeniedProblem());
+      if (access === 'allow') return true;
+    }
+    if (config.skip !== undefined && (await config.skip(context))) return true;
 
-    const own = await this.getPolicies(context);
-    const sets: [readonly Policy[], 'module' | 'own'][] = [];
-    if (route.module) sets.push([route.module.policies, 'module']);
-    if (own !== undefined && own.length > 0) sets.push([own, 'own']);
-    const skipped = route.skip === false ? undefined : route.skip;
-    const applied = sets
-      .map(
-        ([policies, from]) =>
-          [skipped ? policies.filter((p) => !skipped.has(p.name)) : policies, from] as const,
-      )
-      .filter(([policies]) => policies.length > 0);
-    if (applied.length === 0) return true;
-
-    const marks = this.marksOf(context);
-    const mark = `${route.route}\n${applied.map(([p]) => policySignature(p)).join(';')}`;
+    const sets = await screenSets(
+      context,
+      await appliedSets(
+        context,
+        route,
+        await this.getPolicies(context),
+        route.own ?? this.rateLimit.defaultCharge(route),
+      ),
+    );
+    if (sets.length === 0) return true;
+    const marks = marksOf(context);
+    const mark = `${route.route}\n${sets.map((s) => policySignature(s.policies)).join(';')}`;
     if (marks.has(mark)) return true;
     marks.add(mark);
 
-    const charges: KeyedCharge[] = [];
-    for (const [policies, from] of applied) {
-      const charge = from === 'module' ? route.module! : route.own;
-      const keys = charge?.keys ?? route.keys;
-      // A subclass's getKey may come back empty: such requests share the fallback bucket.
-      const key = (await this.getKey(context, keys)) || keys.fallbackKey;
-      const scope = charge?.scope ?? 'route';
-      const scoped = policies.map((p) => this.rateLimit.scoped(p, scope, route));
-      const same = charges.find((c) => c.key === key);
-      if (same) {
-        for (const p of scoped)
-          if (!same.policies.some((q) => q.id === p.id)) same.policies.push(p);
-      } else {
-        charges.push({ key, policies: scoped });
-      }
-    }
+    const charges = await keyCharges(this.rateLimit, context, route, sets, (c, keys) =>
+      this.getKey(c, keys),
+    );
     const cost = await resolveCost(route, context);
-    const decision = await this.charge(charges, cost);
-    requestOf(context)[DECISION_PROPERTY] = decision;
+    const { decision, enforced, charged } = await chargeAll(this.rateLimit, charges, cost);
+    const request = requestOf(context);
+    request[DECISION_PROPERTY] = decision;
+    request[CHARGES] = { charges, decision } satisfies RecordedCharges;
     const target = headerTarget(context, this.adapterHost);
-    // The first key names the client for draft 8's partition key (`pk`).
-    if (target) {
+    // The first key names the client for draft 8's partition key (`pk`). Shadow sets send
+    // headers only when the module's `headers` option asks for them.
+    if (target && (enforced || config.headersGiven)) {
       applyRateLimitHeaders(target, decision, this.rateLimit.headers, { key: charges[0]?.key });
     }
-    if (!decision.allowed) {
+    if (!decision.allowed && enforced) {
       await this.throwRateLimitException(context, decision);
       // An override that returned instead of throwing still denies.
       throw new RateLimitException(decision, rateLimitBody(decision, DEFAULT_ERROR_MESSAGE));
     }
+    settleAfterResponse(context, charged, cost, this.rateLimit.countWarning);
     // Shaping policies admit now but ask the request to wait (nginx `delay=`).
-    await waitForDelay(decision);
+    if (enforced) await waitForDelay(decision);
     return true;
   }
 
@@ -179,15 +165,11 @@ export class RateLimitGuard implements CanActivate {
     keys?: KeyConfig<ExecutionContext>,
   ): Promise<string> {
     const config = keys ?? this.routeOf(context).keys;
-    const request = requestOf(context);
-    const view = requestView(context, request);
     if (!this.afterGuards && this.rateLimit.config.onMissingPrincipal === 'error') {
+      const view = requestView(context, requestOf(context));
       await this.checkPrincipal(context, config, view.user, view.headers);
     }
-    // `unknownAppKey: 'refuse'`: an app key verifyAppKey rejected is a 403.
-    return resolveKey(config, view, context).catch((error: unknown) => {
-      throw error instanceof UnknownAppKeyError ? new ForbiddenException(error.problem) : error;
-    });
+    return resolveContextKey(context, config);
   }
 
   /**
@@ -198,7 +180,8 @@ export class RateLimitGuard implements CanActivate {
   protected getPolicies(
     context: ExecutionContext,
   ): readonly Policy[] | undefined | Promise<readonly Policy[] | undefined> {
-    return this.routeOf(context).own?.policies;
+    const own = this.routeOf(context).own;
+    return own && policiesFor(own, context);
   }
 
   /**
@@ -236,23 +219,6 @@ export class RateLimitGuard implements CanActivate {
     return typeof option === 'function' ? option(context, decision) : option;
   }
 
-  /** One store call per distinct key; several keys are charged all-or-nothing. */
-  private async charge(charges: KeyedCharge[], cost: number): Promise<Decision> {
-    if (charges.length === 1) {
-      const [{ key, policies }] = charges as [KeyedCharge];
-      return this.rateLimit.limiter(policies).consume(key, { cost });
-    }
-    // Different keys live under different hash tags, so no one script can charge them all:
-    // read every budget first and charge none if any denies. Two requests racing between the
-    // read and the charge can each be charged under one key and denied under another.
-    const limiters = charges.map((c) => this.rateLimit.limiter(c.policies));
-    const peeks = await Promise.all(limiters.map((l, i) => l.peek(charges[i]!.key, { cost })));
-    if (peeks.some((d) => !d.allowed)) return mergeDecisions(peeks);
-    return mergeDecisions(
-      await Promise.all(limiters.map((l, i) => l.consume(charges[i]!.key, { cost }))),
-    );
-  }
-
   /**
    * A global instance steps aside when the handler or its class names a RateLimitGuard (or
    * interceptor) of another class in `@UseGuards`/`@UseInterceptors`: that one charges, with
@@ -261,22 +227,6 @@ export class RateLimitGuard implements CanActivate {
   private defersToLocal(context: ExecutionContext): boolean {
     const local = localLimiters(context.getClass(), context.getHandler());
     return local.length > 0 && !local.includes(this.constructor);
-  }
-
-  private marksOf(context: ExecutionContext): Set<string> {
-    const transport = transportOf(context);
-    if (transport === 'http') {
-      const request = requestOf(context);
-      if (!(request[CHARGED] instanceof Set)) request[CHARGED] = new Set<string>();
-      return request[CHARGED] as Set<string>;
-    }
-    const holder = (transport === 'graphql' ? context.getArgByIndex(3) : null) ?? context.getArgs();
-    let marks = chargedByCall.get(holder);
-    if (!marks) {
-      marks = new Set();
-      chargedByCall.set(holder, marks);
-    }
-    return marks;
   }
 
   /**

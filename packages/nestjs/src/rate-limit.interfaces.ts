@@ -3,6 +3,7 @@
  * the Express and Koa adapters take; Nest key functions receive the ExecutionContext.
  */
 import {
+  type BlockDuration,
   type Decision,
   type Duration,
   type FixedWindowOptions,
@@ -10,7 +11,7 @@ import {
   type RateLimiterOptions,
   type Store,
 } from '@floodgate/core';
-import { type RateLimitHeaderOptions } from '@floodgate/core/http';
+import { type AccessListOption, type RateLimitHeaderOptions } from '@floodgate/core/http';
 import type { ExecutionContext, InjectionToken, ModuleMetadata, Type } from '@nestjs/common';
 
 /** A key function: the caller's identity for this request, or `undefined` to try the next. */
@@ -41,6 +42,39 @@ export type RateLimitCost = number | ((context: ExecutionContext) => number | Pr
  */
 export type RateLimitScope = 'route' | 'controller' | 'global';
 
+/**
+ * The policies of a request chosen when it arrives (per plan, tenant or API key, looked up
+ * from a database). Equal sets share one limiter (a bounded cache); a client whose plan changes
+ * is counted under the new set's state from its next request.
+ */
+export type RateLimitPolicyFunction = (
+  context: ExecutionContext,
+) => Policy | readonly Policy[] | Promise<Policy | readonly Policy[]>;
+
+/**
+ * Which admitted HTTP requests keep their charge once the response is done: `'all'`,
+ * `'failed'` (status >= 400, including other 429s and exceptions Nest's filters map, or the
+ * response aborted or errored), `'succeeded'` (status < 400), or a function of the context and
+ * the platform response (Express `res`, Fastify `reply`) that returns true to count. A request
+ * that does not count is refunded (`limiter.refund`, every policy of the set). GraphQL and
+ * WebSocket calls always count.
+ */
+export type RateLimitCount =
+  | 'all'
+  | 'failed'
+  | 'succeeded'
+  | ((context: ExecutionContext, response: unknown) => boolean | Promise<boolean>);
+
+/**
+ * An allow or deny list: IPv4 and IPv6 addresses and CIDR blocks (matched against the client
+ * IP the `'ip'` key source resolves, IPv4-mapped IPv6 folded), or a predicate of the
+ * ExecutionContext.
+ */
+export type RateLimitAccessList = AccessListOption<ExecutionContext>;
+
+/** A decision as handlers and hooks see it: `shadow: true` when it came from a shadow set. */
+export type RateLimitDecisionView = Decision & { readonly shadow?: boolean };
+
 interface RateLimitCommon {
   /** Who is limited; @default the module's `key`. */
   key?: RateLimitKey;
@@ -56,6 +90,20 @@ interface RateLimitCommon {
    * @default false
    */
   override?: boolean;
+  /** Which requests keep their charge (see RateLimitCount). @default the module's `count` */
+  count?: RateLimitCount;
+  /**
+   * Count as normal but never refuse: no 429, no exception; the decision reaches
+   * `@RateLimitDecision()` and the hooks with `shadow: true`. @default the module's `shadow`
+   */
+  shadow?: boolean;
+  /**
+   * Requests that skip this limit (IPs, CIDRs or a predicate); the module's `allow` skips
+   * every limit. @default none
+   */
+  allow?: RateLimitAccessList;
+  /** Requests refused with 403 here, before any store call. @default none */
+  deny?: RateLimitAccessList;
 }
 
 /** `@RateLimit({ limit: 100, window: '1m' })`: shorthand for one `fixedWindow` policy. */
@@ -71,15 +119,28 @@ export interface RateLimitWindowOptions extends RateLimitCommon {
    * key's first admitted request), as fixedWindow's `anchor`. @default 'clock'
    */
   anchor?: FixedWindowOptions['anchor'];
+  /**
+   * Lock the key out this long once the window denies it (progressive with `{ initial,
+   * multiplier, max, forgetAfter }`): every request then gets 429 with `blocked: true`.
+   * @default none
+   */
+  blockDuration?: BlockDuration;
 }
 
 /** `@RateLimit({ policies: [gcra(...), fixedWindow(...)] })`: any policies, all-or-nothing. */
 export interface RateLimitPoliciesOptions extends RateLimitCommon {
-  policies: Policy | readonly Policy[];
+  /** The policies, or a function choosing them per request (RateLimitPolicyFunction). */
+  policies: Policy | readonly Policy[] | RateLimitPolicyFunction;
 }
 
-/** What `@RateLimit(...)` takes. */
-export type RateLimitOptions = RateLimitWindowOptions | RateLimitPoliciesOptions;
+/** One limit of `@RateLimit(...)`. */
+export type RateLimitLimitOptions = RateLimitWindowOptions | RateLimitPoliciesOptions;
+
+/**
+ * What `@RateLimit(...)` takes: one limit, or several with their own keys, all of which must
+ * admit (login: per IP and per IP+username). `cost` and `override` are read from the first.
+ */
+export type RateLimitOptions = RateLimitLimitOptions | readonly RateLimitLimitOptions[];
 
 /**
  * Options of `RateLimitModule.forRoot` (and what `forRootAsync`'s factory returns). Besides
@@ -96,9 +157,26 @@ export interface RateLimitModuleOptions extends Omit<RateLimiterOptions, 'store'
    * Policies for every guarded handler; a handler's `@RateLimit` adds its own on top (the
    * request must pass both) unless it says `override: true`. @default none
    */
-  policies?: Policy | readonly Policy[];
+  policies?: Policy | readonly Policy[] | RateLimitPolicyFunction;
   /** Which requests share the module policies' budget. @default 'route' */
   scope?: RateLimitScope;
+  /** Which requests keep their charge; also every `@RateLimit`'s default. @default 'all' */
+  count?: RateLimitCount;
+  /**
+   * Shadow mode for the module policies and every `@RateLimit` that does not say: count, never
+   * refuse; headers only when `headers` is given. @default false
+   */
+  shadow?: boolean;
+  /**
+   * Requests that skip every limit, not counted, no headers (health checks, internal networks):
+   * e.g. `['10.0.0.0/8', '::1']`, or a predicate. @default none
+   */
+  allow?: RateLimitAccessList;
+  /**
+   * Requests refused with 403 and a problem body, before any store call; checked before
+   * `allow`. @default none
+   */
+  deny?: RateLimitAccessList;
   /** Requests for which this returns true are not limited at all (health checks, e2e tests). */
   skip?: (context: ExecutionContext) => boolean | Promise<boolean>;
   /**

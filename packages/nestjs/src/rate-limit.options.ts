@@ -12,6 +12,7 @@ import {
   type Store,
 } from '@floodgate/core';
 import {
+  type AccessConfig,
   configError,
   createRateLimiter,
   emitWarning,
@@ -20,28 +21,38 @@ import {
   type KeyOptions,
   optionNames,
   ownOptions,
+  parseAccessOptions,
   parseHeaderOptions,
   parseKeyOptions,
   RATE_LIMITER_OPTION_NAMES,
   type RateLimitHeaderConfig,
-  readAs,
-  readOptions,
 } from '@floodgate/core/http';
 import type { ExecutionContext } from '@nestjs/common';
 import type {
-  RateLimitCost,
-  RateLimitKey,
+  RateLimitCount,
   RateLimitModuleOptions,
-  RateLimitPoliciesOptions,
+  RateLimitPolicyFunction,
   RateLimitScope,
-  RateLimitWindowOptions,
 } from './rate-limit.interfaces.js';
+import { readCount, readScope, readShadow } from './rate-limit.readers.js';
 
 /** The module's options, parsed. */
 export interface RateLimitConfig {
   readonly store: Store;
-  /** Policies of every guarded handler; undefined: none. */
+  /** Policies of every guarded handler; undefined: none (or `dynamic`). */
   readonly policies: readonly Policy[] | undefined;
+  /** `policies` given as a function: chosen per request. */
+  readonly dynamic: RateLimitPolicyFunction | undefined;
+  /** The module policies' `count`, and every `@RateLimit`'s default. */
+  readonly count: RateLimitCount;
+  /** The module policies' `shadow`, and every `@RateLimit`'s default. */
+  readonly shadow: boolean;
+  /** Whether `headers` was given (shadow sets send headers only then). */
+  readonly headersGiven: boolean;
+  /** `allow` and `deny`, parsed (with the key options' `ipHeader` rules). */
+  readonly access: AccessConfig<ExecutionContext> & {
+    readonly ipHeaders: KeyConfig<unknown>['ipHeaders'];
+  };
   readonly scope: RateLimitScope;
   readonly skip: ((context: ExecutionContext) => boolean | Promise<boolean>) | undefined;
   readonly errorMessage: RateLimitModuleOptions['errorMessage'];
@@ -53,19 +64,6 @@ export interface RateLimitConfig {
   /** `prefix`, `onStoreError`, `timeout`, `circuitBreaker`, `hooks`: given to every limiter. */
   readonly limiterOptions: Readonly<Partial<RateLimiterOptions>>;
 }
-
-/** One `@RateLimit(...)`, parsed. */
-export interface ParsedRateLimit {
-  readonly policies: readonly Policy[];
-  readonly key: RateLimitKey | undefined;
-  readonly cost: RateLimitCost;
-  readonly scope: RateLimitScope;
-  readonly override: boolean;
-}
-
-/** @default 'route' */
-export const DEFAULT_SCOPE: RateLimitScope = 'route';
-const SCOPES: readonly string[] = ['route', 'controller', 'global'];
 
 /** @default 'Too Many Requests' */
 export const DEFAULT_ERROR_MESSAGE = 'Too Many Requests';
@@ -91,22 +89,13 @@ const MODULE_OPTION_NAMES: readonly string[] = [
     skip: true,
     errorMessage: true,
     onMissingPrincipal: true,
+    count: true,
+    shadow: true,
+    allow: true,
+    deny: true,
   }),
   ...KEY_OPTION_NAMES,
 ];
-
-/** Every name `@RateLimit(...)` takes, checked against its two shapes. */
-const RATE_LIMIT_OPTION_NAMES = optionNames<RateLimitWindowOptions & RateLimitPoliciesOptions>({
-  limit: true,
-  window: true,
-  name: true,
-  anchor: true,
-  policies: true,
-  key: true,
-  cost: true,
-  scope: true,
-  override: true,
-});
 
 // Only used to validate limiter options when the module has no policies of its own.
 const PROBE_POLICY = fixedWindow({ limit: 1, window: 1000 });
@@ -196,82 +185,28 @@ export function parseModuleOptions(
   }
   // A limiter validates the policies and the limiter options exactly as it will use them, and
   // names its fields under this module's name.
-  const probe = buildLimiter(store, o.policies ?? PROBE_POLICY, limiterOptions, where);
+  const dynamic =
+    typeof o.policies === 'function' ? (o.policies as RateLimitPolicyFunction) : undefined;
+  const fixed = dynamic === undefined ? o.policies : undefined;
+  const probe = buildLimiter(store, fixed ?? PROBE_POLICY, limiterOptions, where);
+  const keys = parseKeyOptions<ExecutionContext>(keyOptions, where);
   return {
     store,
-    policies: o.policies === undefined ? undefined : probe.policies,
+    access: { ...parseAccessOptions<ExecutionContext>(o, where), ipHeaders: keys.ipHeaders },
+    policies: fixed === undefined ? undefined : probe.policies,
+    dynamic,
+    count: readCount(o.count, `${where}.count`) ?? 'all',
+    shadow: readShadow(o.shadow, `${where}.shadow`) ?? false,
+    headersGiven: o.headers !== undefined,
     scope,
     skip: o.skip as RateLimitConfig['skip'],
     errorMessage: o.errorMessage as RateLimitConfig['errorMessage'],
     onMissingPrincipal,
-    keys: parseKeyOptions<ExecutionContext>(keyOptions, where),
+    keys,
     keyOptions: Object.freeze(keyOptions),
     headers: parseHeaderOptions(o.headers, `${where}.headers`),
     limiterOptions: Object.freeze(limiterOptions),
   };
-}
-
-/** Reads `@RateLimit(...)` options; `where` names the controller or `Controller.handler`. */
-export function parseRateLimitOptions(options: unknown, where: string): ParsedRateLimit {
-  const field = `@RateLimit(${where})`;
-  const o = readOptions(options, field, RATE_LIMIT_OPTION_NAMES);
-  const shorthand = ['limit', 'window', 'name', 'anchor'].filter((n) => o[n] !== undefined);
-  let policies: readonly Policy[];
-  if (o.policies !== undefined) {
-    if (shorthand.length > 0) {
-      throw new RateLimitConfigError(
-        'FLOODGATE_INVALID_OPTION',
-        `${field}.${shorthand[0]}`,
-        o[shorthand[0]!],
-        `${field}: give either { limit, window } (one fixed window) or { policies }, not both`,
-      );
-    }
-    policies = (Array.isArray(o.policies) ? o.policies : [o.policies]) as Policy[];
-  } else if (shorthand.length > 0) {
-    const window = {
-      limit: o.limit,
-      window: o.window,
-      name: o.name,
-      anchor: o.anchor,
-    } as Parameters<typeof fixedWindow>[0];
-    policies = [readAs(window, field, () => fixedWindow(window))];
-  } else {
-    throw new RateLimitConfigError(
-      'FLOODGATE_NO_POLICIES',
-      `${field}.limit`,
-      undefined,
-      `${field} needs { limit, window } (one fixed window) or { policies: [...] }`,
-    );
-  }
-  const cost = o.cost === undefined ? 1 : o.cost;
-  if (
-    typeof cost !== 'function' &&
-    (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)
-  ) {
-    throw configError(
-      `${field}.cost`,
-      cost,
-      'a non-negative integer or a function (context) => number',
-    );
-  }
-  if (o.override !== undefined && typeof o.override !== 'boolean') {
-    throw configError(`${field}.override`, o.override, 'a boolean');
-  }
-  return {
-    policies,
-    key: o.key as RateLimitKey | undefined,
-    cost: cost as RateLimitCost,
-    scope: readScope(o.scope, `${field}.scope`),
-    override: o.override === true,
-  };
-}
-
-function readScope(value: unknown, field: string): RateLimitScope {
-  if (value === undefined) return DEFAULT_SCOPE;
-  if (!SCOPES.includes(value as string)) {
-    throw configError(field, value, "'route', 'controller' or 'global'");
-  }
-  return value as RateLimitScope;
 }
 
 /**

@@ -4,7 +4,7 @@
  * RateLimitGuard classes a handler names in `@UseGuards`/`@UseInterceptors`.
  */
 import type { Policy } from '@floodgate/core';
-import type { KeyConfig } from '@floodgate/core/http';
+import type { AccessConfig, KeyConfig } from '@floodgate/core/http';
 import { type ExecutionContext, RequestMethod, type Type, VERSION_NEUTRAL } from '@nestjs/common';
 import {
   GUARDS_METADATA,
@@ -14,7 +14,12 @@ import {
   VERSION_METADATA,
 } from '@nestjs/common/constants.js';
 import { RATE_LIMIT_GUARD_MARK } from './rate-limit.constants.js';
-import type { RateLimitCost, RateLimitScope } from './rate-limit.interfaces.js';
+import type {
+  RateLimitCost,
+  RateLimitCount,
+  RateLimitPolicyFunction,
+  RateLimitScope,
+} from './rate-limit.interfaces.js';
 
 // Metadata keys of @nestjs/graphql and @nestjs/websockets (optional peers, never imported).
 export const RESOLVER_TYPE_METADATA = 'graphql:resolver_type';
@@ -26,8 +31,16 @@ const GATEWAY_OPTIONS = 'websockets:gateway_options';
 export interface RouteCharge {
   /** The policies as declared (headers and `@SkipRateLimit(name)` use their names). */
   readonly policies: readonly Policy[];
+  /** Chooses the policies per request (then `policies` is empty). */
+  readonly dynamic: RateLimitPolicyFunction | undefined;
   readonly scope: RateLimitScope;
   readonly keys: KeyConfig<ExecutionContext>;
+  /** Which admitted requests keep their charge. */
+  readonly count: RateLimitCount;
+  /** Counts but never refuses. */
+  readonly shadow: boolean;
+  /** The limit's own `allow` and `deny` (undefined: none). */
+  readonly access?: AccessConfig<ExecutionContext>;
 }
 
 /** How one handler is limited. */
@@ -45,8 +58,10 @@ export interface RouteLimit {
   readonly skip: boolean | ReadonlySet<string>;
   /** The module's policies, unless skipped whole or overridden by the handler's `@RateLimit`. */
   readonly module: RouteCharge | undefined;
-  /** The handler's `@RateLimit`, else its class's. */
+  /** The handler's `@RateLimit`, else its class's (its first limit, when it gives several). */
   readonly own: RouteCharge | undefined;
+  /** The other limits of that `@RateLimit([...])`, each with its own key. */
+  readonly more: readonly RouteCharge[];
   /** Handler's `@RateLimit` policies, else the class's, else the module's (what `getPolicies` returns). */
   readonly policies: readonly Policy[] | undefined;
   /** The key sources of `own`, else the module's. */
@@ -75,9 +90,25 @@ export function hasGuard(controller: Type, handler: Handler): boolean {
   );
 }
 
-/** Identifies a policy set: ids (what is stored) and names (what headers say). */
+const identities = new WeakMap<Policy, string>();
+
+/**
+ * What makes a policy decide as it does: its id (what is stored), name (what headers say) and
+ * lockout (not part of the id: the same window with and without `blockDuration` must not share
+ * a limiter).
+ */
+export function policyIdentity(policy: Policy): string {
+  let identity = identities.get(policy);
+  if (identity === undefined) {
+    identity = `${policy.id}/${policy.name}${policy.lockout ? `/${JSON.stringify(policy.lockout)}` : ''}`;
+    identities.set(policy, identity);
+  }
+  return identity;
+}
+
+/** Identifies a policy set (its policies' identities, in order). */
 export function policySignature(policies: readonly Policy[]): string {
-  return policies.map((p) => `${p.id}/${p.name}`).join(',');
+  return policies.map(policyIdentity).join(',');
 }
 
 /**

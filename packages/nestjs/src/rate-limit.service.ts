@@ -3,44 +3,48 @@
  * (`GET /devices/:id`), the policies (handler over controller over module), the key sources
  * and the cost, and one RateLimiter per distinct policy set, shared by every request.
  */
-import { type Policy, type RateLimiter, type Store } from '@floodgate/core';
-import { type KeyConfig, parseKeyOptions, type RateLimitHeaderConfig } from '@floodgate/core/http';
+import {
+  type Duration,
+  type Policy,
+  type RateLimiter,
+  type RateLimiterHooks,
+  type Store,
+} from '@floodgate/core';
+import {
+  CountWarning,
+  type KeyConfig,
+  parseKeyOptions,
+  type RateLimitHeaderConfig,
+  shadowHooks,
+} from '@floodgate/core/http';
 import {
   type ExecutionContext,
   Inject,
   Injectable,
-  Logger,
   type OnModuleInit,
   type Type,
 } from '@nestjs/common';
-import { METHOD_METADATA } from '@nestjs/common/constants.js';
+import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import {
-  APP_GUARD,
-  APP_INTERCEPTOR,
-  DiscoveryService,
-  MetadataScanner,
-  Reflector,
-} from '@nestjs/core';
+  type RateLimitTarget,
+  type RateLimitTargetOptions,
+  targetCharges,
+} from './rate-limit.actions.js';
+import { checkHandlers } from './rate-limit.bootstrap.js';
+import { BoundedCache } from './rate-limit.cache.js';
 import {
   RATE_LIMIT_GLOBAL,
   RATE_LIMIT_METADATA,
   SKIP_RATE_LIMIT_METADATA,
 } from './rate-limit.constants.js';
 import type { RateLimitOptions, RateLimitScope } from './rate-limit.interfaces.js';
-import {
-  buildLimiter,
-  type ParsedRateLimit,
-  parseRateLimitOptions,
-  type RateLimitConfig,
-} from './rate-limit.options.js';
+import { buildLimiter, type RateLimitConfig } from './rate-limit.options.js';
 import { checkNames, parseSkipNames } from './rate-limit.policies.js';
+import { type ParsedRateLimit, parseRateLimitOptions } from './rate-limit.readers.js';
 import {
   controllerOf,
-  hasGuard,
-  isRateLimitGuard,
-  MESSAGE_METADATA,
+  policyIdentity,
   policySignature,
-  RESOLVER_TYPE_METADATA,
   type RouteCharge,
   type RouteLimit,
   routeOf,
@@ -55,11 +59,13 @@ type Handler = Function;
 /** Resolves handlers and hands out limiters; the guard's only dependency. */
 @Injectable()
 export class RateLimitService implements OnModuleInit {
-  private readonly limiters = new Map<string, RateLimiter>();
-  private readonly scopedPolicies = new Map<string, Policy>();
+  /** Reports a `count` function that throws, once (FLOODGATE_HOOK_ERROR). */
+  readonly countWarning = new CountWarning('RateLimitModule');
+  /** One limiter per distinct policy set (bounded: policy functions may make many). */
+  readonly limiters = new BoundedCache<string, RateLimiter>();
+  private readonly scopedPolicies = new BoundedCache<string, Policy>();
   private readonly routes = new Map<Type, Map<Handler, RouteLimit>>();
-  private readonly parsed = new WeakMap<object, ParsedRateLimit>();
-  private readonly keyConfigs = new WeakMap<object, KeyConfig<ExecutionContext>>();
+  private readonly parsed = new WeakMap<object, ParsedRoute>();
 
   constructor(
     @Inject(RATE_LIMIT_CONFIG) readonly config: RateLimitConfig,
@@ -85,56 +91,10 @@ export class RateLimitService implements OnModuleInit {
    * class and handler in the message.
    */
   onModuleInit(): void {
-    const unguarded: string[] = [];
-    const globalGuard = this.global || this.hasGlobalGuardProvider();
-    const controllers = new Set(this.discovery.getControllers().map((w) => w.metatype));
-    const classes = [
-      ...controllers,
-      ...this.discovery.getProviders().map((w) => (w.isDependencyTreeStatic() ? w.metatype : null)),
-    ];
-    const seen = new Set<unknown>();
-    for (const metatype of classes) {
-      const target = metatype as Type | null;
-      if (!target || typeof target !== 'function' || seen.has(target)) continue;
-      seen.add(target);
-      const classOptions = this.reflector.get<RateLimitOptions | undefined>(
-        RATE_LIMIT_METADATA,
-        target,
-      );
-      if (classOptions !== undefined) this.parse(classOptions, target.name);
-      const isController = controllers.has(target);
-      const prototype = target.prototype as Record<string, unknown> | undefined;
-      if (!prototype) continue;
-      for (const name of this.scanner.getAllMethodNames(prototype)) {
-        const handler = prototype[name];
-        if (typeof handler !== 'function') continue;
-        const isHandler =
-          (isController && Reflect.getMetadata(METHOD_METADATA, handler) !== undefined) ||
-          Reflect.getMetadata(RESOLVER_TYPE_METADATA, handler) !== undefined ||
-          Reflect.getMetadata(MESSAGE_METADATA, handler) !== undefined;
-        const own = this.reflector.get<unknown>(RATE_LIMIT_METADATA, handler);
-        const skip = this.reflector.get<unknown>(SKIP_RATE_LIMIT_METADATA, handler);
-        if (!isHandler && own === undefined && skip === undefined) continue;
-        const route = this.route(target, handler);
-        const decorated = own !== undefined || classOptions !== undefined;
-        if (
-          isController &&
-          decorated &&
-          route.skip !== true &&
-          !globalGuard &&
-          !hasGuard(target, handler)
-        ) {
-          unguarded.push(route.where);
-        }
-      }
-    }
-    if (unguarded.length > 0) {
-      // Not an error: the guard may come from app.useGlobalGuards(), which is invisible here.
-      new Logger('RateLimitModule').warn(
-        `@RateLimit on ${unguarded.join(', ')} has no RateLimitGuard and will not be limited: ` +
-          'use RateLimitModule.forRoot({ ..., global: true }) or @UseGuards(RateLimitGuard)',
-      );
-    }
+    checkHandlers(this.discovery, this.scanner, this.reflector, this.global, {
+      route: (target, handler) => this.route(target, handler),
+      parse: (options, where) => void this.parse(options, where),
+    });
   }
 
   /** How `handler` of `target` is limited (computed once, then cached). */
@@ -156,14 +116,56 @@ export class RateLimitService implements OnModuleInit {
    * The RateLimiter for `policies`: one per distinct policy set, built on first use. `where`
    * names the policies' origin in configuration errors.
    */
-  limiter(policies: readonly Policy[], where = 'RateLimitModule'): RateLimiter {
+  limiter(policies: readonly Policy[], where = 'RateLimitModule', shadow = false): RateLimiter {
     const signature = policySignature(policies);
-    let limiter = this.limiters.get(signature);
-    if (!limiter) {
-      limiter = buildLimiter(this.config.store, policies, this.config.limiterOptions, where);
-      this.limiters.set(signature, limiter);
-    }
-    return limiter;
+    return this.limiters.get(shadow ? `shadow\n${signature}` : signature, () =>
+      buildLimiter(
+        this.config.store,
+        policies,
+        shadow ? shadowOptions(this.config.limiterOptions) : this.config.limiterOptions,
+        where,
+      ),
+    );
+  }
+
+  /**
+   * Resets the key `target` (an ExecutionContext, or a request the guard limited) resolves to:
+   * every policy set it is charged (or the one with `options.policy`) is back to full capacity,
+   * its block lifted, and the local denied-key cache entry dropped. Use it after a captcha or a
+   * successful login.
+   */
+  async reset(target: RateLimitTarget, options?: RateLimitTargetOptions): Promise<void> {
+    const charges = await targetCharges(this, target, options);
+    await Promise.all(charges.map(({ limiter, key }) => limiter.reset(key)));
+  }
+
+  /** Blocks the key `target` resolves to for `duration` (or `'forever'`): 429 `reason: 'blocked'`. */
+  async block(
+    target: RateLimitTarget,
+    duration: Duration | 'forever',
+    options?: RateLimitTargetOptions,
+  ): Promise<void> {
+    const charges = await targetCharges(this, target, options);
+    await Promise.all(charges.map(({ limiter, key }) => limiter.block(key, duration)));
+  }
+
+  /** Lifts a block (by hand or a lockout) on the key `target` resolves to. */
+  async unblock(target: RateLimitTarget, options?: RateLimitTargetOptions): Promise<void> {
+    const charges = await targetCharges(this, target, options);
+    await Promise.all(charges.map(({ limiter, key }) => limiter.unblock(key)));
+  }
+
+  /** How a subclass's `getPolicies` answer is charged when the handler has no `@RateLimit`. */
+  defaultCharge(route: RouteLimit): RouteCharge {
+    const { config } = this;
+    return {
+      policies: [],
+      dynamic: undefined,
+      scope: 'route',
+      keys: route.keys,
+      count: config.count,
+      shadow: config.shadow,
+    };
   }
 
   /**
@@ -176,23 +178,9 @@ export class RateLimitService implements OnModuleInit {
     if (scope === 'global') return policy;
     const label = scope === 'route' ? route.route : route.controller;
     const id = `${policy.id}|${label}`;
-    let made = this.scopedPolicies.get(id);
-    if (!made) {
-      made = Object.freeze({ ...policy, id });
-      this.scopedPolicies.set(id, made);
-    }
-    return made;
-  }
-
-  /** An `APP_GUARD` or `APP_INTERCEPTOR` provider whose class is one of this package's. */
-  private hasGlobalGuardProvider(): boolean {
-    return this.discovery
-      .getProviders()
-      .some(
-        (w) =>
-          (String(w.token).startsWith(APP_GUARD) || String(w.token).startsWith(APP_INTERCEPTOR)) &&
-          isRateLimitGuard(w.metatype),
-      );
+    return this.scopedPolicies.get(`${label}\n${policyIdentity(policy)}`, () =>
+      Object.freeze({ ...policy, id }),
+    );
   }
 
   private resolveRoute(target: Type, handler: Handler): RouteLimit {
@@ -202,21 +190,31 @@ export class RateLimitService implements OnModuleInit {
     const options = own ?? inherited;
     const where = own !== undefined ? handlerWhere : target.name;
     const parsed = options === undefined ? undefined : this.parse(options, where);
-    const keys = options === undefined ? this.config.keys : this.keyConfig(options, parsed!, where);
-    const modulePolicies = this.config.policies;
-    const ownCharge: RouteCharge | undefined = parsed && {
-      policies: parsed.policies,
-      scope: parsed.scope,
-      keys,
-    };
+    const config = this.config;
+    const charges: RouteCharge[] = (parsed?.limits ?? []).map((limit, i) => ({
+      policies: limit.policies,
+      dynamic: limit.dynamic,
+      scope: limit.scope,
+      keys: parsed!.keys[i]!,
+      count: limit.count ?? config.count,
+      shadow: limit.shadow ?? config.shadow,
+      access: limit.access.allow || limit.access.deny ? limit.access : undefined,
+    }));
     const moduleCharge: RouteCharge | undefined =
-      modulePolicies && !parsed?.override
-        ? { policies: modulePolicies, scope: this.config.scope, keys: this.config.keys }
+      (config.policies || config.dynamic) && !parsed?.override
+        ? {
+            policies: config.policies ?? [],
+            dynamic: config.dynamic,
+            scope: config.scope,
+            keys: config.keys,
+            count: config.count,
+            shadow: config.shadow,
+          }
         : undefined;
-    if (ownCharge && moduleCharge) checkNames(moduleCharge, ownCharge, where);
+    if (moduleCharge) for (const charge of charges) checkNames(moduleCharge, charge, where);
     const skip = this.readSkip(target, handler, [
       ...(moduleCharge?.policies ?? []),
-      ...(ownCharge?.policies ?? []),
+      ...charges.flatMap((c) => c.policies),
     ]);
     return {
       where: handlerWhere,
@@ -224,9 +222,10 @@ export class RateLimitService implements OnModuleInit {
       controller: controllerOf(target),
       skip,
       module: moduleCharge,
-      own: ownCharge,
-      policies: parsed?.policies ?? modulePolicies,
-      keys,
+      own: charges[0],
+      more: charges.slice(1),
+      policies: charges[0]?.policies ?? config.policies,
+      keys: charges[0]?.keys ?? config.keys,
       cost: parsed?.cost ?? 1,
     };
   }
@@ -248,35 +247,46 @@ export class RateLimitService implements OnModuleInit {
     return parseSkipNames(value, where, policies);
   }
 
-  /** Parses a decorator's options once and builds its limiter (so both fail at bootstrap). */
-  private parse(options: RateLimitOptions, where: string): ParsedRateLimit {
+  /**
+   * Parses a decorator's options once and builds its limiters and key sources (so both fail at
+   * bootstrap); policies chosen per request are checked when they are chosen.
+   */
+  private parse(options: RateLimitOptions, where: string): ParsedRoute {
     let parsed = this.parsed.get(options);
     if (!parsed) {
       const result = parseRateLimitOptions(options, where);
-      const limiter = this.limiter(result.policies, `@RateLimit(${where})`);
-      parsed = { ...result, policies: limiter.policies };
-      this.keyConfig(options, parsed, where);
+      const limits = result.limits.map((limit) =>
+        limit.dynamic
+          ? limit
+          : { ...limit, policies: this.limiter(limit.policies, `@RateLimit(${where})`).policies },
+      );
+      const keys = limits.map((limit) =>
+        limit.key === undefined
+          ? this.config.keys
+          : parseKeyOptions<ExecutionContext>(
+              { ...this.config.keyOptions, key: limit.key },
+              `@RateLimit(${where})`,
+            ),
+      );
+      parsed = { ...result, limits, keys };
       this.parsed.set(options, parsed);
     }
     return parsed;
   }
+}
 
-  private keyConfig(
-    options: object,
-    parsed: ParsedRateLimit,
-    where: string,
-  ): KeyConfig<ExecutionContext> {
-    if (parsed.key === undefined) return this.config.keys;
-    let keys = this.keyConfigs.get(options);
-    if (!keys) {
-      keys = parseKeyOptions<ExecutionContext>(
-        { ...this.config.keyOptions, key: parsed.key },
-        `@RateLimit(${where})`,
-      );
-      this.keyConfigs.set(options, keys);
-    }
-    return keys;
-  }
+/** A decorator's options, parsed, with each limit's key sources. */
+interface ParsedRoute extends ParsedRateLimit {
+  readonly keys: readonly KeyConfig<ExecutionContext>[];
+}
+
+/** Limiter options whose `onDecision` hook sees decisions with `shadow: true`. */
+function shadowOptions(
+  options: RateLimitConfig['limiterOptions'],
+): RateLimitConfig['limiterOptions'] {
+  return options.hooks
+    ? { ...options, hooks: shadowHooks(options.hooks) as RateLimiterHooks }
+    : options;
 }
 
 export type { RouteCharge, RouteLimit } from './rate-limit.routes.js';

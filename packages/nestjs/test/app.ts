@@ -73,8 +73,8 @@ export async function closeApps(): Promise<void> {
 
 export interface StoreKind {
   readonly name: 'memory' | 'redis';
-  /** A fresh, empty store on the fixed clock. */
-  make(): Promise<Store>;
+  /** A fresh, empty store on the fixed clock (or on `at`). */
+  make(at?: () => number): Promise<Store>;
   close(): Promise<void>;
 }
 
@@ -83,15 +83,15 @@ let redis: Redis | undefined;
 export const STORES: readonly StoreKind[] = [
   {
     name: 'memory',
-    make: async () => memoryStore({ clock }),
+    make: async (at = clock) => memoryStore({ clock: at }),
     close: async () => {},
   },
   {
     name: 'redis',
-    make: async () => {
+    make: async (at = clock) => {
       redis ??= connectIoredis();
       await flushRedis(redis);
-      return redisStore({ client: redis, clock });
+      return redisStore({ client: redis, clock: at });
     },
     close: async () => {
       await redis?.quit();

@@ -96,6 +96,32 @@ describe('invalid @RateLimit options fail at bootstrap', () => {
       [{ limit: 1, window: '1m', cost: -1 }, 'FLOODGATE_INVALID_OPTION', '.cost'],
       [{ limit: 1, window: '1m', scope: 'app' }, 'FLOODGATE_INVALID_OPTION', '.scope'],
       [{ limit: 1, window: '1m', override: 'yes' }, 'FLOODGATE_INVALID_OPTION', '.override'],
+      [{ limit: 1, window: '1m', count: 'errors' }, 'FLOODGATE_INVALID_OPTION', '.count'],
+      [{ limit: 1, window: '1m', shadow: 'yes' }, 'FLOODGATE_INVALID_OPTION', '.shadow'],
+      [
+        { limit: 1, window: '1m', blockDuration: '1 week' },
+        'FLOODGATE_INVALID_OPTION',
+        '.blockDuration',
+      ],
+      [{ limit: 1, window: '1m', allow: ['10.0.0.300'] }, 'FLOODGATE_INVALID_OPTION', '.allow[0]'],
+      [{ limit: 1, window: '1m', deny: 'all' }, 'FLOODGATE_INVALID_OPTION', '.deny'],
+      [[], 'FLOODGATE_NO_POLICIES', '[0]'],
+      [
+        [
+          { limit: 1, window: '1m' },
+          { limit: 2, window: '1m', cost: 2 },
+        ],
+        'FLOODGATE_INVALID_OPTION',
+        '[1].cost',
+      ],
+      [
+        [
+          { limit: 1, window: '1m' },
+          { limit: -1, window: '1m' },
+        ],
+        'FLOODGATE_INVALID_OPTION',
+        '[1].limit',
+      ],
     ]),
   )('%s at %s', async (code, field, options) => {
     const error = await configErrorOf(withModule(controllerWith('DevicesController', options)));
@@ -167,6 +193,9 @@ describe('invalid module options fail at bootstrap', () => {
       [{ scope: 'api' }, 'FLOODGATE_INVALID_OPTION', 'RateLimitModule.forRoot.scope'],
       [{ skip: true }, 'FLOODGATE_INVALID_OPTION', 'RateLimitModule.forRoot.skip'],
       [{ errorMessage: '' }, 'FLOODGATE_INVALID_OPTION', 'RateLimitModule.forRoot.errorMessage'],
+      [{ count: 'errors' }, 'FLOODGATE_INVALID_OPTION', 'RateLimitModule.forRoot.count'],
+      [{ shadow: 1 }, 'FLOODGATE_INVALID_OPTION', 'RateLimitModule.forRoot.shadow'],
+      [{ allow: ['300.0.0.0/8'] }, 'FLOODGATE_INVALID_OPTION', 'RateLimitModule.forRoot.allow[0]'],
       [
         { onMissingPrincipal: 'ip' },
         'FLOODGATE_INVALID_OPTION',

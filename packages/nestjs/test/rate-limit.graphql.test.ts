@@ -8,9 +8,16 @@ import 'reflect-metadata';
 import type { Store } from '@floodgate/core';
 import { RateLimit, RateLimitModule, SkipRateLimit } from '@floodgate/nestjs';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import type { ModuleMetadata } from '@nestjs/common';
+import type { ExecutionContext, ModuleMetadata } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { Args, GraphQLModule, Mutation, Query, Resolver } from '@nestjs/graphql';
+import {
+  Args,
+  GqlExecutionContext,
+  GraphQLModule,
+  Mutation,
+  Query,
+  Resolver,
+} from '@nestjs/graphql';
 import { MercuriusDriver, type MercuriusDriverConfig } from '@nestjs/mercurius';
 import request from 'supertest';
 import { BearerAuthGuard, closeApps, PLATFORMS, redisKeys, STORES } from './app.js';
@@ -158,6 +165,59 @@ describe.each(CASES)('GraphQL with $driver.name and the $store.name store', ({ d
     expect(denied.body.errors[0]).toMatchObject({
       message: 'Slow down',
       extensions: { code: 'TOO_MANY_REQUESTS', policy: 'api' },
+    });
+  });
+
+  it('a lockout is a GraphQL error that says it is a block', async () => {
+    const { fixedWindow } = await import('@floodgate/core');
+    const server = (
+      await boot({
+        policies: fixedWindow({ limit: 1, window: '1m', name: 'api', blockDuration: '5m' }),
+        scope: 'global',
+        key: ['clientId', 'ip'],
+      })
+    ).getHttpServer();
+    await gql(server, '{ devices { id } }', 'alice').expect(200);
+    await gql(server, '{ devices { id } }', 'alice').expect(200);
+    const blocked = await gql(server, '{ devices { id } }', 'alice').expect(200);
+    expect(blocked.body.errors[0].extensions).toMatchObject({
+      code: 'TOO_MANY_REQUESTS',
+      policy: 'api',
+      blocked: true,
+      retryAfter: 300_000,
+    });
+  });
+
+  it('shadow mode answers every field and counts', async () => {
+    const server = (await boot({ shadow: true })).getHttpServer();
+    for (let i = 0; i < 5; i++) {
+      const res = await gql(server, '{ devices { id } }', 'alice').expect(200);
+      expect(res.body).toEqual({ data: { devices: [{ id: 'cam-7' }] } });
+      expect(res.headers.ratelimit).toBeUndefined();
+    }
+    if (store.name === 'redis') expect(await redisKeys()).toHaveLength(1);
+  });
+
+  it('a deny list refuses with a GraphQL error, code FORBIDDEN, before the store', async () => {
+    const server = (
+      await boot({
+        deny: (context: ExecutionContext) =>
+          GqlExecutionContext.create(context).getContext().req?.headers?.['x-banned'] === '1' ||
+          GqlExecutionContext.create(context).getContext().reply?.request?.headers?.['x-banned'] ===
+            '1',
+      })
+    ).getHttpServer();
+    const denied = await gql(server, '{ devices { id } }', 'alice')
+      .set('x-banned', '1')
+      .expect(200);
+    expect(denied.body.errors[0].extensions).toMatchObject({
+      code: 'FORBIDDEN',
+      status: 403,
+      type: 'tag:floodgate.dev,2026:problem:access-denied',
+    });
+    if (store.name === 'redis') expect(await redisKeys()).toEqual([]);
+    await gql(server, '{ devices { id } }', 'alice').expect(200, {
+      data: { devices: [{ id: 'cam-7' }] },
     });
   });
 });

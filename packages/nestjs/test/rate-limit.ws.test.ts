@@ -48,6 +48,13 @@ export class ChatGateway implements OnGatewayConnection {
     return { event: 'chat', data: `echo ${text}` };
   }
 
+  /** Refused by its limit's deny list: every caller is on it. */
+  @SubscribeMessage('closed')
+  @RateLimit({ limit: 5, window: '1m', key: connectionKey, name: 'closed', deny: () => true })
+  closed() {
+    return { event: 'closed', data: 'open after all' };
+  }
+
   @SubscribeMessage('ping')
   @RateLimit({ limit: 1, window: '1m', key: connectionKey, name: 'pings' })
   ping() {
@@ -204,6 +211,21 @@ describe.each(CASES)(
       ]);
       two.send('ping', '');
       expect(await two.next()).toEqual(['pong', 'pong']);
+    });
+
+    it('a deny list refuses with a WsException (403, FORBIDDEN) before the store', async () => {
+      const client = await connect('alice');
+      client.send('closed', '');
+      expect(await client.next()).toMatchObject([
+        'exception',
+        {
+          status: 'error',
+          statusCode: 403,
+          code: 'FORBIDDEN',
+          type: 'tag:floodgate.dev,2026:problem:access-denied',
+        },
+      ]);
+      if (store.name === 'redis') expect(await redisKeys()).toEqual([]);
     });
   },
 );

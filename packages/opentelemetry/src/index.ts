@@ -32,8 +32,12 @@ export const METRIC_NAMES = {
   deniedCacheHits: 'floodgate.denied_cache.hits',
 } as const;
 
-/** How a decision ended, as the `floodgate.outcome` attribute. */
-export type DecisionOutcome = 'admitted' | 'denied' | 'blocked';
+/**
+ * How a decision ended, as the `floodgate.outcome` attribute. `shadow-denied`: a middleware in
+ * shadow mode (`shadow: true`) would have refused the request (the `floodgate.reason` attribute
+ * still says `blocked` for a block), but let it through.
+ */
+export type DecisionOutcome = 'admitted' | 'denied' | 'blocked' | 'shadow-denied';
 
 /** The circuit state as the gauge reports it. */
 export const CIRCUIT_STATE_VALUES: Readonly<Record<CircuitState, number>> = {
@@ -131,7 +135,7 @@ function instrument(meter: Meter, limiter: string, own: RateLimiterHooks): Flood
     onDecision(decision: Decision, context: CallContext) {
       decisions.add(1, {
         'floodgate.limiter': limiter,
-        'floodgate.outcome': outcomeOf(decision),
+        'floodgate.outcome': outcomeOf(decision, context),
         'floodgate.policy': decision.policy,
         'floodgate.reason': decision.reason ?? 'policy',
         'floodgate.operation': context.peek ? 'peek' : 'consume',
@@ -158,8 +162,12 @@ function instrument(meter: Meter, limiter: string, own: RateLimiterHooks): Flood
   return { hooks };
 }
 
-/** `blocked` when a block (lockout or `block(key)`) denied, else admitted/denied. */
-function outcomeOf(decision: Decision): DecisionOutcome {
+/**
+ * `shadow-denied` for a denial a shadow middleware did not enforce; `blocked` when a block
+ * (lockout or `block(key)`) denied; else admitted/denied.
+ */
+function outcomeOf(decision: Decision, context: CallContext): DecisionOutcome {
   if (decision.allowed) return 'admitted';
+  if (decision.shadow || context.shadow) return 'shadow-denied';
   return (decision.reason as string | undefined) === 'blocked' ? 'blocked' : 'denied';
 }

@@ -186,6 +186,45 @@ it('works as an adapter option, and calls your own hooks too', async () => {
   }
 });
 
+it('a shadow middleware reports would-be denials as shadow-denied, and lets them through', async () => {
+  const otel = inMemoryMetrics();
+  try {
+    const seen: [boolean, boolean | undefined, boolean | undefined][] = [];
+    const telemetry = floodgateMetrics({
+      limiter: 'shadow',
+      meterProvider: otel.meterProvider,
+      hooks: { onDecision: (d, context) => seen.push([d.allowed, d.shadow, context.shadow]) },
+    });
+    const app = express();
+    app.use(
+      rateLimit({
+        store: memoryStore(),
+        policies: perMinute,
+        hooks: telemetry.hooks,
+        shadow: true,
+      }),
+    );
+    app.get('/', (_req, res) => res.send('ok'));
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await request(app).get('/')).status);
+    expect(statuses).toEqual([200, 200, 200]);
+    expect(seen).toEqual([
+      [true, true, true],
+      [true, true, true],
+      [false, true, true],
+    ]);
+    const outcomes = (await otel.points(METRIC_NAMES.decisions))
+      .map((p) => [p.attributes['floodgate.outcome'], p.value])
+      .sort();
+    expect(outcomes).toEqual([
+      ['admitted', 2],
+      ['shadow-denied', 1],
+    ]);
+  } finally {
+    await otel.shutdown();
+  }
+});
+
 it('bad options fail at once, naming the field', () => {
   expect(() => floodgateMetrics({ limiter: '' })).toThrow(RateLimitConfigError);
   expect(() => floodgateMetrics({ limiter: '' })).toThrow(

@@ -2,7 +2,7 @@ import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, fieldPathOf, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
-import type { Algorithm, CheckResult } from './algorithm.js';
+import type { Algorithm, CheckResult, Verdict } from './algorithm.js';
 
 /**
  * Options of `fixedWindow`: at most `limit` units per `window`, windows aligned to
@@ -148,7 +148,19 @@ function checkStarted(
   const used = current?.used ?? 0;
   // No current window: an admitted cost > 0 starts one now.
   const end = current?.end ?? now + window;
-  const windowLeft = end - now;
+  const verdict: CheckResult<FixedWindowState> = windowVerdict(used, cost, limit, end - now);
+  if (verdict.allowed) {
+    verdict.next = { end, used: used + cost };
+    verdict.ttl = end - now;
+  }
+  return verdict;
+}
+
+/**
+ * A window's verdict (both anchors) from its count before this request and the time left in
+ * it; the caller adds what an admission stores.
+ */
+function windowVerdict(used: number, cost: number, limit: number, windowLeft: number): Verdict {
   if (used + cost <= limit) {
     const after = used + cost;
     return {
@@ -157,8 +169,6 @@ function checkStarted(
       resetAfter: after > 0 ? windowLeft : 0,
       retryAfter: 0,
       delay: 0,
-      next: { end, used: after },
-      ttl: windowLeft,
     };
   }
   return {
@@ -186,25 +196,12 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
       used = state.used;
     }
     const windowLeft = (index + 1) * window - now;
-    if (used + cost <= limit) {
-      const after = used + cost;
-      return {
-        allowed: true,
-        remaining: limit - after,
-        resetAfter: after > 0 ? windowLeft : 0,
-        retryAfter: 0,
-        delay: 0,
-        next: packed ? base + after : { index, used: after },
-        ttl: windowLeft,
-      };
+    const verdict: CheckResult<FixedWindowState> = windowVerdict(used, cost, limit, windowLeft);
+    if (verdict.allowed) {
+      verdict.next = packed ? base + used + cost : { index, used: used + cost };
+      verdict.ttl = windowLeft;
     }
-    return {
-      allowed: false,
-      remaining: limit - used,
-      resetAfter: used > 0 ? windowLeft : 0,
-      retryAfter: cost > limit ? -1 : windowLeft,
-      delay: 0,
-    };
+    return verdict;
   },
   refund(state, now, cost, [limit, window, layout]) {
     // The current window's count only; its TTL stays the window's end (Lua: DECRBY), and a

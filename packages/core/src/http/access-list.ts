@@ -5,9 +5,10 @@
  * IPv6 folded to IPv4 on both sides; or a predicate of the request. Neither ever reaches the
  * store. `deny` is checked first: a banned address inside an allowed network stays banned.
  */
-import ipaddr from 'ipaddr.js';
+import type ipaddr from 'ipaddr.js';
 import { configError, optionNames } from '../options.js';
-import { addressFromIpHeader, type IpHeaderRule, inRange, parseRange } from './ip-header.js';
+import { type IpAddressParts, parseIpAddress } from './ip.js';
+import { addressFromIpHeader, type IpHeaderRule, parseRange } from './ip-header.js';
 import type { HttpRequestView } from './keys.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
@@ -31,12 +32,20 @@ export interface AccessOptions<Req> {
 /** Every AccessOptions name, checked against the type. */
 export const ACCESS_OPTION_NAMES = optionNames<AccessOptions<unknown>>({ allow: true, deny: true });
 
-type Address = ipaddr.IPv4 | ipaddr.IPv6;
-type Range = readonly [Address, number];
+/**
+ * A list's ranges as numbers (matched per request without parsing them again): IPv4 networks
+ * as [network, prefix length] (IPv4-mapped IPv6 ranges folded in), IPv6 as [groups, length].
+ */
+export interface AccessRanges {
+  readonly ipv4: readonly (readonly [number, number])[];
+  readonly ipv6: readonly (readonly [readonly number[], number])[];
+}
 
-/** A parsed list: ranges (folded to IPv4 where mapped), or a predicate. */
+type MutableRanges = { -readonly [K in keyof AccessRanges]: AccessRanges[K][number][] };
+
+/** A parsed list: ranges, or a predicate. */
 export type AccessList<Req> =
-  | { readonly kind: 'ranges'; readonly ranges: readonly Range[] }
+  | { readonly kind: 'ranges'; readonly ranges: AccessRanges }
   | { readonly kind: 'predicate'; readonly predicate: (req: Req) => boolean | Promise<boolean> };
 
 /** Parsed `allow` and `deny` (undefined: not given). */
@@ -60,8 +69,9 @@ export function parseAccessList<Req>(value: unknown, field: string): AccessList<
       "a list of IPs and CIDRs (e.g. ['10.0.0.0/8', '2001:db8::/32']) or a function (req) => boolean",
     );
   }
-  const ranges = value.map((entry, i) => foldRange(parseRange(entry, `${field}[${i}]`)));
-  return Object.freeze({ kind: 'ranges', ranges: Object.freeze(ranges) });
+  const ranges = { ipv4: [], ipv6: [] } as MutableRanges;
+  for (const [i, entry] of value.entries()) addRange(ranges, parseRange(entry, `${field}[${i}]`));
+  return Object.freeze({ kind: 'ranges', ranges: Object.freeze(ranges) as AccessRanges });
 }
 
 /** Reads `allow` and `deny` out of an options object (own properties, other names ignored). */
@@ -75,12 +85,22 @@ export function parseAccessOptions<Req>(
   };
 }
 
-/** `::ffff:10.0.0.0/104` is `10.0.0.0/8`: a mapped range matches the folded client address. */
-function foldRange([address, bits]: [Address, number]): Range {
-  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
-    return Object.freeze([(address as ipaddr.IPv6).toIPv4Address(), bits - 96] as const);
+/** Adds one parsed range; `::ffff:10.0.0.0/104` is `10.0.0.0/8` (clients are folded too). */
+function addRange(
+  ranges: MutableRanges,
+  [address, bits]: [ipaddr.IPv4 | ipaddr.IPv6, number],
+): void {
+  if (address.kind() === 'ipv4') {
+    const [a, b, c, d] = address.toByteArray() as [number, number, number, number];
+    ranges.ipv4.push([((a << 24) | (b << 16) | (c << 8) | d) >>> 0, bits]);
+    return;
   }
-  return Object.freeze([address, bits] as const);
+  const groups = (address as ipaddr.IPv6).parts;
+  if ((address as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
+    ranges.ipv4.push([((groups[6]! << 16) | groups[7]!) >>> 0, bits - 96]);
+  } else {
+    ranges.ipv6.push([Object.freeze([...groups]), bits]);
+  }
 }
 
 /**
@@ -91,25 +111,35 @@ function foldRange([address, bits]: [Address, number]): Range {
 export function clientAddress(
   ipHeaders: readonly IpHeaderRule[],
   view: Pick<HttpRequestView, 'ip' | 'headers'>,
-): Address | undefined {
-  const raw = addressFromIpHeader(ipHeaders, view.ip, view.headers) ?? view.ip;
-  if (typeof raw !== 'string' || raw === '') return undefined;
-  const zone = raw.indexOf('%');
-  try {
-    return ipaddr.process(zone === -1 ? raw : raw.slice(0, zone));
-  } catch {
-    return undefined;
-  }
+): IpAddressParts | undefined {
+  return parseIpAddress(addressFromIpHeader(ipHeaders, view.ip, view.headers) ?? view.ip);
 }
 
 /** Whether a request is on `list` (a predicate's error propagates). */
 export async function onAccessList<Req>(
   list: AccessList<Req>,
-  address: Address | undefined,
+  address: IpAddressParts | undefined,
   req: Req,
 ): Promise<boolean> {
   if (list.kind === 'predicate') return (await list.predicate(req)) === true;
-  return address !== undefined && list.ranges.some((range) => inRange(address, range));
+  return address !== undefined && inRanges(list.ranges, address);
+}
+
+/** Whether `address` lies in one of `ranges` (integer prefix comparisons). */
+function inRanges(ranges: AccessRanges, address: IpAddressParts): boolean {
+  if (address.ipv4 !== undefined) {
+    const ip = address.ipv4;
+    // A shift by 32 is a shift by 0 in JavaScript: /0 is tested apart.
+    return ranges.ipv4.some(([net, bits]) => bits === 0 || (ip ^ net) >>> (32 - bits) === 0);
+  }
+  const groups = address.ipv6;
+  return ranges.ipv6.some(([net, bits]) => {
+    for (let i = 0; i < 8 && bits > i * 16; i++) {
+      const keep = Math.min(16, bits - i * 16);
+      if (((groups[i]! ^ net[i]!) & ((0xffff << (16 - keep)) & 0xffff)) !== 0) return false;
+    }
+    return true;
+  });
 }
 
 /**

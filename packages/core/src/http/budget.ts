@@ -39,9 +39,15 @@ const budgets = new WeakMap<
 
 /**
  * Records a middleware's limiter; reports FLOODGATE_SHARED_BUDGET (once per budget) when another
- * live limiter object already spends the same budget.
+ * live spender already spends the same budget. The spender is the limiter, or for a policies
+ * function the middleware's PolicySets (its limiters are rebuilt after eviction).
  */
-export function noteBudget(diagnostics: Diagnostics, limiter: RateLimiter, where: string): void {
+export function noteBudget(
+  diagnostics: Diagnostics,
+  limiter: RateLimiter,
+  where: string,
+  spender: object = limiter,
+): void {
   const owner = stateOwner(limiter.store);
   let entry = budgets.get(owner);
   if (entry === undefined) {
@@ -50,8 +56,8 @@ export function noteBudget(diagnostics: Diagnostics, limiter: RateLimiter, where
   }
   const budget = budgetOf(limiter);
   const other = entry.limiters.get(budget)?.deref();
-  entry.limiters.set(budget, new WeakRef(limiter));
-  if (other === undefined || other === limiter || entry.reported.has(budget)) return;
+  entry.limiters.set(budget, new WeakRef(spender));
+  if (other === undefined || other === spender || entry.reported.has(budget)) return;
   if (!diagnostics.pending('FLOODGATE_SHARED_BUDGET')) return;
   entry.reported.add(budget);
   diagnostics.warn(

@@ -6,12 +6,14 @@
 import type { ConcurrencyDecision, Lease } from '../concurrency-limiter.js';
 import type { Decision } from '../decision.js';
 import { describeValue, RateLimitArgumentError } from '../errors.js';
+import type { RateLimiter } from '../rate-limiter.js';
 import { AccessDeniedError, checkAccess } from './access-list.js';
 import { noteCharge } from './budget.js';
 import type { RateLimitHeaderConfig } from './header-options.js';
 import { applyRateLimitHeaders, type HeaderTarget } from './headers.js';
 import { type HttpRequestView, resolveKey } from './keys.js';
 import type { HttpRateLimitConfig } from './options.js';
+import { shadowCheck } from './shadow.js';
 
 /**
  * The cost of a request: the configured number, or the cost function's result, which must be
@@ -46,6 +48,8 @@ export interface HttpCheck {
   readonly concurrency: ConcurrencyDecision | undefined;
   /** The slot to release when the response ends (admitted with `concurrency`). */
   readonly lease: Lease | undefined;
+  /** The limiter that decided: with a policies function, the one for the request's set. */
+  readonly limiter: RateLimiter | undefined;
 }
 
 /**
@@ -70,17 +74,31 @@ export async function checkHttpRequest<Req, Res = unknown>(
   if (config.skip !== undefined && (await config.skip(req))) return undefined;
   const key = await resolveKey(config, view, req);
   const cost = await resolveCost(config, req);
+  const check = await decide(config, req, key, cost, message);
+  return config.shadow ? shadowCheck(check) : check;
+}
+
+/** The decisions for one request with its key and cost (see checkHttpRequest). */
+async function decide<Req, Res>(
+  config: HttpRateLimitConfig<Req, unknown, Res>,
+  req: Req,
+  key: string,
+  cost: number,
+  message: object | undefined,
+): Promise<HttpCheck> {
+  // A policies function picks this request's limiter (and budget) by its policy set.
+  const { limiter, budget } = config.policySets ? await config.policySets.limiterFor(req) : config;
   const concurrency = config.concurrency ? await config.concurrency.acquire(key) : undefined;
   if (concurrency !== undefined && !concurrency.allowed) {
-    const rate = config.limiter ? await config.limiter.peek(key, { cost: 0 }) : undefined;
-    return { key, cost, decision: concurrency, rate, concurrency, lease: undefined };
+    const rate = limiter ? await limiter.peek(key, { cost: 0 }) : undefined;
+    return { key, cost, decision: concurrency, rate, concurrency, lease: undefined, limiter };
   }
   const lease = concurrency?.lease;
   let rate: Decision | undefined;
   try {
-    if (config.limiter) {
-      if (config.budget !== undefined) noteCharge(config.diagnostics, message, config.budget);
-      rate = await config.limiter.consume(key, { cost });
+    if (limiter) {
+      if (budget !== undefined) noteCharge(config.diagnostics, message, budget);
+      rate = await limiter.consume(key, { cost });
     }
   } catch (error) {
     await lease?.release().catch(() => undefined);
@@ -88,9 +106,10 @@ export async function checkHttpRequest<Req, Res = unknown>(
   }
   if (rate !== undefined && !rate.allowed) {
     await lease?.release().catch(() => undefined);
-    return { key, cost, decision: rate, rate, concurrency: undefined, lease: undefined };
+    return { key, cost, decision: rate, rate, concurrency: undefined, lease: undefined, limiter };
   }
-  return { key, cost, decision: rate ?? (concurrency as Decision), rate, concurrency, lease };
+  const decision = rate ?? (concurrency as Decision);
+  return { key, cost, decision, rate, concurrency, lease, limiter };
 }
 
 /** Sets the headers of every decision in `check` (the concurrency one as concurrent-requests). */
@@ -100,6 +119,8 @@ export function applyCheckHeaders(
   config: RateLimitHeaderConfig,
 ): void {
   const key = check.key;
+  // A would-be denial in shadow mode is answered 200: Retry-After would tell clients to wait.
+  if (check.decision.shadow && config.retryAfter) config = { ...config, retryAfter: false };
   if (check.rate) applyRateLimitHeaders(target, check.rate, config, { key });
   if (check.concurrency) {
     applyRateLimitHeaders(target, check.concurrency, config, {
@@ -111,6 +132,7 @@ export function applyCheckHeaders(
 
 /** Waits for an admitted decision's shaping `delay` (resolves at once when there is none). */
 export function waitForDelay(decision: Decision): Promise<void> {
-  if (!(decision.delay > 0)) return Promise.resolve();
+  // Shadow mode shapes nothing either: it only measures.
+  if (!(decision.delay > 0) || decision.shadow) return Promise.resolve();
   return new Promise((resolve) => setTimeout(resolve, Math.ceil(decision.delay)));
 }

@@ -13,6 +13,7 @@ import {
 import type { Duration } from '../duration.js';
 import { configError, optionNames, readAs, readOptions } from '../options.js';
 import type { Store } from '../stores/store.js';
+import { beforeEnd } from './before-end.js';
 import { ownOptions } from './own-options.js';
 
 /** `concurrency` as an options object; or pass a ready ConcurrencyLimiter. */
@@ -110,18 +111,14 @@ function failureOptions(
   return out as Partial<InheritedFailureOptions>;
 }
 
-/**
- * Longest a response waits for its lease's release before it is sent anyway (a store that
- * does not answer must not hold responses; the lease then expires after its `leaseTtl`).
- */
-export const RELEASE_WAIT_MAX_MS = 1000;
+export { RELEASE_WAIT_MAX_MS } from './before-end.js';
 
 /**
  * Releases `lease` when `response` ends, closes or errors:
  * - a response that is already closed (the client gave up while its key or lease was being
  *   resolved: `close` fired before anyone listened) releases at once;
- * - `response.end(...)` waits for the release (at most RELEASE_WAIT_MAX_MS) before it runs, so
- *   a client that sends its next request as soon as it has this answer never finds its own
+ * - `response.end(...)` waits for the release (at most RELEASE_WAIT_MAX_MS, together with the
+ *   response's other settlements: before-end.ts) before it runs, so a client that sends its next request as soon as it has this answer never finds its own
  *   lease still held.
  * A release that fails (store down) is dropped: the lease then expires after its `leaseTtl`.
  */
@@ -137,18 +134,5 @@ export function releaseWhenDone(response: ServerResponse, lease: Lease): void {
   }
   response.once('close', release);
   response.once('error', release);
-  const end = response.end;
-  response.end = function endAfterRelease(...args: unknown[]) {
-    response.end = end;
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, RELEASE_WAIT_MAX_MS);
-      timer.unref();
-    });
-    void Promise.race([release(), waited]).then(() => {
-      clearTimeout(timer);
-      (end as (...a: unknown[]) => unknown).apply(response, args);
-    });
-    return response;
-  } as ServerResponse['end'];
+  beforeEnd(response, release);
 }

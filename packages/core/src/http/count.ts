@@ -8,15 +8,16 @@ import type { ServerResponse } from 'node:http';
 import { emitWarning } from '../errors.js';
 import { configError } from '../options.js';
 import type { RateLimiter } from '../rate-limiter.js';
+import { beforeEnd } from './before-end.js';
 import type { HttpCheck } from './check-request.js';
-import { RELEASE_WAIT_MAX_MS } from './concurrency.js';
 import { storeDecided } from './headers.js';
 
 /**
  * Which admitted requests count: `'all'`; `'failed'` (status ≥ 400, or the client went away or
  * the response errored before it was sent); `'succeeded'` (status < 400, response sent); or a
  * function answering true for a request that counts. The function is asked when the response
- * is ended (`res` has its final status) or, for a request that never got one, when it closes.
+ * is ended (`res` has its final status); a request that never got one (the client went away,
+ * the response errored) counts without asking it, since its status is not known.
  */
 export type CountOption<Req, Res = ServerResponse> =
   | 'all'
@@ -66,7 +67,8 @@ export class CountWarning {
 
 /**
  * Arranges the refund of `charge` when `response`'s outcome should not count under `count`.
- * `response.end(...)` waits for the decision and the refund (at most RELEASE_WAIT_MAX_MS), so a
+ * `response.end(...)` waits for the decision and the refund (at most RELEASE_WAIT_MAX_MS, with the
+ * response's other settlements: before-end.ts), so a
  * client that retries as soon as it has this answer finds its budget already given back; a
  * request that never gets a response (aborted, errored) is settled when the response closes.
  * Nothing here throws into the response: a refund the store cannot make is answered by the
@@ -100,20 +102,7 @@ export function refundUncounted<Req, Res>(
     return;
   }
   response.once('close', () => void settle(response.writableEnded ? 'sent' : 'aborted'));
-  const end = response.end;
-  response.end = function endAfterRefund(...args: unknown[]) {
-    response.end = end;
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, RELEASE_WAIT_MAX_MS);
-      timer.unref();
-    });
-    void Promise.race([settle('sent'), waited]).then(() => {
-      clearTimeout(timer);
-      (end as (...a: unknown[]) => unknown).apply(response, args);
-    });
-    return response;
-  } as ServerResponse['end'];
+  beforeEnd(response, () => settle('sent'));
 }
 
 /** Whether a request with this outcome keeps its charge. */
@@ -124,7 +113,14 @@ async function counts<Req, Res>(
   req: Req,
   res: Res,
 ): Promise<boolean> {
-  if (typeof count === 'function') return (await count(req, res)) !== false;
+  if (typeof count === 'function') {
+    // A request that never got its response has no status yet (only the framework's default,
+    // 200 or 404): the function cannot judge it, and refunding every abort would give an
+    // attacker free attempts (abort each one before its answer). It counts, as
+    // express-rate-limit's requestWasSuccessful is only asked about finished responses.
+    if (outcome === 'aborted') return true;
+    return (await count(req, res)) !== false;
+  }
   const failed = outcome === 'aborted' || response.statusCode >= 400;
   return count === 'failed' ? failed : !failed;
 }
@@ -149,13 +145,14 @@ export interface CountConfig<Req, Res> {
  */
 export function refundByOutcome<Req, Res>(
   config: CountConfig<Req, Res>,
-  check: Pick<HttpCheck, 'key' | 'cost' | 'decision' | 'rate'>,
+  check: Pick<HttpCheck, 'key' | 'cost' | 'decision' | 'rate' | 'limiter'>,
   response: ServerResponse,
   req: Req,
   res: Res,
 ): void {
-  const { limiter, count } = config;
-  const { rate, decision } = check;
+  const { count } = config;
+  // The check's limiter: with a policies function, the one for the request's set.
+  const { rate, decision, limiter } = check;
   if (count === 'all' || limiter === undefined || rate === undefined) return;
   if (!decision.allowed || !rate.allowed || !storeDecided(rate)) return;
   refundUncounted(

@@ -28,6 +28,7 @@ export {
   type AccessList,
   type AccessListOption,
   type AccessOptions,
+  type AccessRanges,
   accessDeniedProblem,
   checkAccess,
   clientAddress,
@@ -42,6 +43,7 @@ export {
   type UnknownAppKeyProblem,
   type VerifyAppKey,
 } from './app-key.js';
+export { beforeEnd } from './before-end.js';
 export {
   applyCheckHeaders,
   checkHttpRequest,
@@ -97,9 +99,11 @@ export {
 } from './headers.js';
 export {
   DEFAULT_IPV6_SUBNET,
+  type IpAddressParts,
   MAX_IPV6_SUBNET,
   MIN_IPV6_SUBNET,
   normalizeIp,
+  parseIpAddress,
   parseIpv6Subnet,
 } from './ip.js';
 export { type IpHeaderOption, isHeaderName } from './ip-header.js';
@@ -127,6 +131,13 @@ export {
 // Own properties only, a JSON "__proto__" key refused: for options objects read by hand.
 export { ownOptions } from './own-options.js';
 export {
+  POLICY_SET_CACHE_SIZE,
+  type PoliciesFunction,
+  type PolicySetLimiter,
+  PolicySets,
+  validateSetOptions,
+} from './policy-sets.js';
+export {
   deniedProblem,
   PROBLEM_CONTENT_TYPE,
   QUOTA_EXCEEDED_TYPE,
@@ -136,3 +147,5 @@ export {
   type StoreUnavailableProblem,
   storeUnavailableProblem,
 } from './problem.js';
+export { type RateLimitControl, rateLimitControl } from './reset-key.js';
+export { parseShadowOption, shadowCheck, shadowDecision, shadowHooks } from './shadow.js';

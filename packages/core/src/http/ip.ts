@@ -53,6 +53,33 @@ export function normalizeIp(
   return `${formatIpv6(groups)}/${ipv6Subnet}`;
 }
 
+/** An address as numbers, for matching against ranges (see `parseIpAddress`). */
+export type IpAddressParts =
+  | { readonly ipv4: number; readonly ipv6?: undefined }
+  | { readonly ipv4?: undefined; readonly ipv6: readonly number[] };
+
+/**
+ * `address` as numbers: IPv4 (and IPv4-mapped IPv6, folded) as one unsigned 32-bit integer,
+ * other IPv6 as its eight 16-bit groups (a `%zone` dropped); undefined when it is not an address.
+ * The same strict parsing as `normalizeIp`, without building strings.
+ */
+export function parseIpAddress(address: string | undefined | null): IpAddressParts | undefined {
+  if (typeof address !== 'string' || address === '') return undefined;
+  const ipv4 = parseIpv4(address);
+  if (ipv4 !== undefined) return { ipv4: toUint32(ipv4) };
+  const zone = address.indexOf('%');
+  const groups = parseIpv6(zone === -1 ? address : address.slice(0, zone));
+  if (groups === undefined) return undefined;
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    return { ipv4: ((groups[6]! << 16) | groups[7]!) >>> 0 };
+  }
+  return { ipv6: groups };
+}
+
+function toUint32(octets: readonly number[]): number {
+  return ((octets[0]! << 24) | (octets[1]! << 16) | (octets[2]! << 8) | octets[3]!) >>> 0;
+}
+
 function parseIpv4(text: string): number[] | undefined {
   const parts = text.split('.');
   if (parts.length !== 4) return undefined;

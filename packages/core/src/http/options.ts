@@ -30,6 +30,8 @@ import {
 } from './header-options.js';
 import { KEY_OPTION_NAMES, type KeyConfig, type KeyOptions, parseKeyOptions } from './keys.js';
 import { ownOptions } from './own-options.js';
+import { type PoliciesFunction, PolicySets, validateSetOptions } from './policy-sets.js';
+import { parseShadowOption, shadowHooks } from './shadow.js';
 
 /**
  * Options shared by `@floodgate/express` and `@floodgate/koa` (`Req` is the framework's request
@@ -39,7 +41,17 @@ import { ownOptions } from './own-options.js';
  */
 export type HttpRateLimitOptions<Req, OnLimited = unknown, Res = ServerResponse> = KeyOptions<Req> &
   AccessOptions<Req> &
-  Partial<RateLimiterOptions> & {
+  Omit<Partial<RateLimiterOptions>, 'policies'> & {
+    /**
+     * The limits: a policy, an array of policies, or a function of the request that returns
+     * them (per plan or tenant; one limiter per distinct set, see POLICY_SET_CACHE_SIZE).
+     */
+    policies?: RateLimiterOptions['policies'] | PoliciesFunction<Req>;
+    /**
+     * Count every request but never refuse one (no 429, no `onLimited`, no delay); decisions
+     * carry `shadow: true`, and headers are off unless `headers` is given. @default false
+     */
+    shadow?: boolean;
     /** A ready limiter; excludes `policies`, `store` and the other RateLimiter options. */
     limiter?: RateLimiter;
     /** Header groups to send: `true` (default set), `false`, or `{ standard, legacy, retryAfter }`. @default true */
@@ -80,6 +92,7 @@ export const HTTP_OPTION_NAMES = [
     onLimited: true,
     concurrency: true,
     count: true,
+    shadow: true,
   }),
   ...KEY_OPTION_NAMES,
   ...ACCESS_OPTION_NAMES,
@@ -89,8 +102,12 @@ export const HTTP_OPTION_NAMES = [
 export interface HttpRateLimitConfig<Req, OnLimited = unknown, Res = ServerResponse>
   extends KeyConfig<Req>,
     AccessConfig<Req> {
-  /** Undefined when only `concurrency` was configured. */
+  /** Undefined when only `concurrency` was configured, or `policies` is a function. */
   readonly limiter: RateLimiter | undefined;
+  /** The limiters of a `policies` function, per policy set. */
+  readonly policySets: PolicySets<Req> | undefined;
+  /** Count, never refuse (shadow.ts). */
+  readonly shadow: boolean;
   readonly concurrency: ConcurrencyLimiter | undefined;
   readonly headers: RateLimitHeaderConfig;
   readonly skip: ((req: Req) => boolean | Promise<boolean>) | undefined;
@@ -145,7 +162,19 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = Server
   }
   let limiter: RateLimiter | undefined;
   let store: Store | undefined;
+  const shadow = parseShadowOption(o.shadow, `${where}.shadow`);
+  if (shadow && limiterOptions.hooks !== undefined) {
+    limiterOptions.hooks = shadowHooks(limiterOptions.hooks);
+  }
+  let setOptions: Omit<RateLimiterOptions, 'policies'> | undefined;
   if (o.limiter !== undefined) {
+    if (shadow) {
+      throw configError(
+        `${where}.shadow`,
+        o.shadow,
+        `used with policies, not with ${where}.limiter (whose own hooks could not tell a would-be denial from a denial)`,
+      );
+    }
     if (typeof (o.limiter as RateLimiter | null)?.consume !== 'function') {
       throw configError(`${where}.limiter`, o.limiter, 'a RateLimiter');
     }
@@ -159,6 +188,11 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = Server
       );
     }
     limiter = o.limiter as RateLimiter;
+  } else if (typeof limiterOptions.policies === 'function') {
+    store = (limiterOptions.store as Store | undefined) ?? memoryStore();
+    const { policies: _, ...rest } = limiterOptions;
+    setOptions = { deniedCache: defaultDeniedCache(store), ...rest, store };
+    validateSetOptions(setOptions, where);
   } else if (o.concurrency === undefined || limiterOptions.policies !== undefined) {
     store = (limiterOptions.store as Store | undefined) ?? memoryStore();
     limiter = createRateLimiter(
@@ -190,7 +224,11 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = Server
     () => limiter?.store ?? store ?? (limiterOptions.store as Store | undefined) ?? memoryStore(),
     limiterOptions,
   );
-  if (limiter === undefined && Object.keys(limiterOptions).some((n) => n !== 'store')) {
+  if (
+    limiter === undefined &&
+    setOptions === undefined &&
+    Object.keys(limiterOptions).some((n) => n !== 'store')
+  ) {
     const name = Object.keys(limiterOptions).find((n) => n !== 'store')!;
     throw configError(
       `${where}.${name}`,
@@ -204,21 +242,34 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = Server
     ...keys,
     ...parseAccessOptions<Req>(o, where),
     limiter,
+    policySets:
+      setOptions &&
+      new PolicySets(
+        limiterOptions.policies as PoliciesFunction<Req>,
+        setOptions,
+        where,
+        keys.diagnostics,
+      ),
+    shadow,
     concurrency,
-    headers: parseHeaderOptions(o.headers, `${where}.headers`),
+    // In shadow mode a response says nothing about limits unless asked to.
+    headers: parseHeaderOptions(
+      shadow && o.headers === undefined ? false : o.headers,
+      `${where}.headers`,
+    ),
     skip: o.skip as HttpRateLimitConfig<Req>['skip'],
     cost,
     onLimited: o.onLimited as OnLimited | undefined,
     budget: limiter === undefined ? undefined : budgetOf(limiter),
     firstRequest: new FirstRequestWatch(),
-    ...countOption<Req, Res>(o.count, where, limiter),
+    ...countOption<Req, Res>(o.count, where, limiter !== undefined || setOptions !== undefined),
   };
 }
 
 /** `count` with its warning; it needs policies to refund. */
-function countOption<Req, Res>(value: unknown, where: string, limiter: RateLimiter | undefined) {
+function countOption<Req, Res>(value: unknown, where: string, hasPolicies: boolean) {
   const count = parseCountOption<Req, Res>(value, `${where}.count`);
-  if (count !== 'all' && limiter === undefined) {
+  if (count !== 'all' && !hasPolicies) {
     throw configError(`${where}.count`, value, 'used with policies (only concurrency is limited)');
   }
   return { count, countWarning: new CountWarning(where) };

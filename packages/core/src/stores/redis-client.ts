@@ -236,7 +236,9 @@ function nodeRedisShim(client: NodeRedisLike): ScriptClient {
     eval: (script, keys, args, ticket) =>
       send(['EVAL', script, String(keys.length), ...keys, ...args], keys, ticket),
     command: (key, args) => {
-      if (sentinel) return client.sendCommand(true, [...args]);
+      // The master's settings are the ones that matter (with replicaPoolSize > 0 a read-only
+      // command would go to a replica).
+      if (sentinel) return client.sendCommand(false, [...args]);
       return cluster ? client.sendCommand(key, true, [...args]) : client.sendCommand([...args]);
     },
   };

@@ -52,7 +52,7 @@ export function batchScriptFor(script: GeneratedScript): GeneratedScript {
       SCRIPT_PARTS.batchPrelude,
       ...stepsFor(script.algorithms),
       SCRIPT_PARTS.mixedHeader,
-      ...script.algorithms.map((n) => SCRIPT_PARTS.algorithms[n]!),
+      ...script.algorithms.map((n) => SCRIPT_PARTS.batchAlgorithms[n]!),
       SCRIPT_PARTS.mixedFooter,
       SCRIPT_PARTS.blocks,
       SCRIPT_PARTS.batchEngine,

@@ -3,9 +3,11 @@
  *
  *   node packages/core/test/resilience/run-ts.cjs packages/core/test/resilience/measure-reliability.ts
  *
- * Starts its own redis-server and local cluster on free 127.0.0.1 ports, drives an open-loop
- * load (one decision every 5 ms, never waiting for the previous one), kills / restarts / fails
- * over the servers, and prints what was answered, how fast, and how long recovery took.
+ * Starts its own redis-servers, local cluster and sentinel setup on free 127.0.0.1 ports, drives
+ * an open-loop load (one call every 5 ms, never waiting for the previous one), pauses / stops /
+ * kills / restarts / fails over the servers, and prints what was answered, how fast, and how
+ * long recovery took; then the multi-process exactness table. `MEASURE_ONLY=outages`, `faults`
+ * (measure-leases.ts) or `exactness` (one round) runs one part.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { rmSync, writeSync } from 'node:fs';
@@ -15,7 +17,6 @@ import { createClient } from 'redis';
 import { startRedisCluster } from '../../../../test/harness/cluster.js';
 import { startRedisServer } from '../../../../test/harness/redis-server.js';
 import {
-  type Decision,
   fixedWindow,
   memoryStore,
   RateLimiter,
@@ -25,88 +26,8 @@ import {
 import type { RedisClient } from '../../src/stores/redis-client.js';
 import { buildCoreForChildren } from './build-core.js';
 import { connectCluster } from './clients.js';
-
-const INTERVAL_MS = 5;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface Sample {
-  at: number;
-  latency: number;
-  reason: string | undefined;
-  allowed: boolean;
-}
-
-/** Fires a decision every INTERVAL_MS until stopped; records when each was asked and answered. */
-function load(limiter: RateLimiter, keyOf: (i: number) => string) {
-  const samples: Sample[] = [];
-  const pending: Promise<void>[] = [];
-  let stopped = false;
-  let i = 0;
-  const timer = setInterval(() => {
-    if (stopped) return;
-    const at = performance.now();
-    const key = keyOf(i++);
-    pending.push(
-      limiter.consume(key).then((d: Decision) => {
-        samples.push({ at, latency: performance.now() - at, reason: d.reason, allowed: d.allowed });
-      }),
-    );
-  }, INTERVAL_MS);
-  return {
-    samples,
-    stop: async () => {
-      stopped = true;
-      clearInterval(timer);
-      await Promise.all(pending);
-      return samples;
-    },
-  };
-}
-
-function percentile(values: number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-const ms = (v: number) => (Number.isNaN(v) ? '–' : `${v.toFixed(1)} ms`);
-
-function summarise(samples: Sample[], from: number, to: number) {
-  const window = samples.filter((s) => s.at >= from && s.at < to);
-  const reasons: Record<string, number> = {};
-  for (const s of window) reasons[s.reason ?? 'store'] = (reasons[s.reason ?? 'store'] ?? 0) + 1;
-  const latencies = window.map((s) => s.latency);
-  return {
-    asked: window.length,
-    reasons,
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-    max: latencies.length ? Math.max(...latencies) : Number.NaN,
-  };
-}
-
-/**
- * Time from `since` until the store itself answered again: the first store answer to a call
- * asked after `since` and after the first failure-policy answer (calls asked just before the
- * server died can still be answered by it).
- */
-function recovery(samples: Sample[], since: number): number {
-  const byTime = [...samples].sort((a, b) => a.at - b.at);
-  const firstFailure = byTime.find((s) => s.at >= since && s.reason !== undefined)?.at ?? since;
-  const first = byTime.find((s) => s.at >= since && s.at > firstFailure && s.reason === undefined);
-  return first ? first.at + first.latency - since : Number.NaN;
-}
-
-const rows: string[] = [];
-function row(scenario: string, outage: ReturnType<typeof summarise>, recoveredIn: number) {
-  const reasons = Object.entries(outage.reasons)
-    .map(([r, n]) => `${r} ${n}`)
-    .join(', ');
-  rows.push(
-    `| ${scenario} | ${outage.asked} | ${reasons} | ${ms(outage.p50)} / ${ms(outage.p99)} / ${ms(outage.max)} | ${ms(recoveredIn)} |`,
-  );
-  process.stderr.write(`${rows.at(-1)}\n`);
-}
+import { INTERVAL_MS, load, ms, recovery, row, rows, sleep, summarise } from './measure-common.js';
+import { faultRows } from './measure-leases.js';
 
 type ClientMaker = (url: string) => Promise<{ client: RedisClient; close: () => void }>;
 
@@ -148,7 +69,10 @@ async function outage(
     policies: [fixedWindow({ limit: 1_000_000, window: '1m' })],
     ...options,
   });
-  const run = load(limiter, (i) => `user${i % 100}`);
+  const run = load(
+    (k) => limiter.consume(k),
+    (i) => `user${i % 100}`,
+  );
   await sleep(1000);
   const killedAt = performance.now();
   await server.kill();
@@ -176,28 +100,21 @@ async function failover(kind: 'ioredis Cluster' | 'node-redis cluster') {
   const probe = new Redis({ host: '127.0.0.1', port: cluster.nodes[0]!.port });
   const slot = Number(await probe.cluster('KEYSLOT', limiter.storageKeys(key)[0]!));
   probe.disconnect();
-  const run = load(limiter, () => key);
+  const run = load(
+    (k) => limiter.consume(k),
+    () => key,
+  );
   await sleep(1000);
   const killedAt = performance.now();
-  const victim = await cluster.failover(slot);
+  await cluster.failover(slot);
   const promotedAt = performance.now();
-  let restartedAt = promotedAt;
-  if (kind === 'node-redis cluster') {
-    await sleep(1000);
-    restartedAt = performance.now();
-    await victim.server.restart();
-  }
+  // The old master stays dead: both clients find the promoted replica by themselves.
   await sleep(3000);
   const samples = await run.stop();
-  const during = summarise(samples, killedAt, promotedAt);
-  const label =
-    kind === 'node-redis cluster'
-      ? `${kind} failover (recovery counted from the old master's restart)`
-      : `${kind} failover (recovery counted from the kill)`;
   row(
-    `${label}; promotion took ${ms(promotedAt - killedAt)}`,
-    during,
-    recovery(samples, kind === 'node-redis cluster' ? restartedAt : killedAt),
+    `${kind} failover, old master left dead (recovery counted from the kill); promotion took ${ms(promotedAt - killedAt)}`,
+    summarise(samples, killedAt, promotedAt),
+    recovery(samples, killedAt),
   );
   await connected.close();
   await cluster.stop();
@@ -247,9 +164,11 @@ async function overshoot(rounds: number) {
 }
 
 async function main() {
-  const quick = process.env.MEASURE_ONLY === 'exactness';
-  if (!quick) await outages();
-  const exactness = await overshoot(quick ? 1 : 20);
+  const only = process.env.MEASURE_ONLY;
+  const quick = only === 'exactness';
+  if (only === undefined || only === 'outages') await outages();
+  if (only === undefined || only === 'faults') await faultRows();
+  const exactness = only === undefined || quick ? await overshoot(quick ? 1 : 20) : [];
   printTables(exactness);
 }
 
@@ -276,10 +195,10 @@ async function outages() {
 function printTables(exactness: string[]) {
   const out: string[] = [];
   out.push(
-    `Load: one decision every ${INTERVAL_MS} ms (open loop), 1 s healthy, then the server is killed (SIGKILL).\n`,
+    `Load: one call every ${INTERVAL_MS} ms (open loop), 1 s healthy, then the fault the scenario names.\n`,
   );
   out.push(
-    '| scenario | asked while down | answers (reason: count) | latency p50 / p99 / max | store answers again, after the restart (failover: see scenario) |',
+    '| scenario | asked during the fault | answers (reason: count) | latency p50 / p99 / max | store answers again, after the fault ended (failover rows: after the kill) |',
   );
   out.push('|---|---|---|---|---|');
   for (const line of rows) out.push(line);

@@ -8,8 +8,14 @@ const { readFileSync } = require('node:fs');
 const path = require('node:path');
 const { transformSync } = require('@swc/core');
 
+// Workspace packages the scripts import by name, as jest.config.ts and tsconfig.json map them.
+const ALIASES = {
+  '@floodgate/redis-server': path.resolve(__dirname, '../../../../tools/redis-server/src/index.ts'),
+};
+
 const resolve = Module._resolveFilename;
 Module._resolveFilename = function (request, parent, ...rest) {
+  if (Object.hasOwn(ALIASES, request)) return ALIASES[request];
   try {
     return resolve.call(this, request, parent, ...rest);
   } catch (error) {

@@ -166,8 +166,8 @@ async function startCutProxy(port: number) {
   };
 }
 
-/** Runs `calls` decisions on `key`, `inFlight` at a time; counts who answered and the slowest. */
-async function load(limiter: RateLimiter, key: string, keepGoing: () => boolean, cap: number) {
+/** Runs up to `cap` calls of `decide`, 8 at a time; counts who answered and the slowest. */
+async function load(decide: () => Promise<Decision>, keepGoing: () => boolean, cap: number) {
   let made = 0;
   let byStore = 0;
   const reasons: string[] = [];
@@ -176,7 +176,7 @@ async function load(limiter: RateLimiter, key: string, keepGoing: () => boolean,
     while (keepGoing() && made < cap) {
       made++;
       const started = performance.now();
-      const d: Decision = await limiter.consume(key);
+      const d = await decide();
       slowest = Math.max(slowest, performance.now() - started);
       if (d.reason === undefined) byStore++;
       else reasons.push(d.reason);
@@ -207,7 +207,20 @@ describe.each(CLIENTS)('%s', (_label, connect) => {
         switching = false;
       });
       // Bounded: stops when the sentinels agree on the new master, or after 5 000 calls.
-      const during = await load(limiter, 'during', () => switching, 5_000);
+      // Leases too: each held 10 ms, then released (a release that fails is left to expire).
+      const acquire = async () => {
+        const d = await slots.acquire('worker');
+        if (d.lease) setTimeout(() => d.lease!.release().catch(() => undefined), 10);
+        return d;
+      };
+      const [during, leases] = await Promise.all([
+        load(
+          () => limiter.consume('during'),
+          () => switching,
+          5_000,
+        ),
+        load(acquire, () => switching, 5_000),
+      ]);
       const victim = await switched;
       // Answered through the failure policy while the master was gone; nothing hung.
       expect(during.reasons.length).toBeGreaterThan(0);
@@ -215,6 +228,9 @@ describe.each(CLIENTS)('%s', (_label, connect) => {
       expect(failures.length).toBeGreaterThan(0);
       for (const failure of failures) expect(['store-error', 'timeout']).toContain(failure);
       expect(during.slowest).toBeLessThan(TIMEOUT + 1_000);
+      expect(leases.reasons.length).toBeGreaterThan(0);
+      for (const reason of leases.reasons) expect(FAILURES).toContain(reason);
+      expect(leases.slowest).toBeLessThan(TIMEOUT + 1_000);
 
       // The client finds the promoted replica: Redis decides again (NOSCRIPT there, then EVAL).
       let back = await limiter.peek('after');
@@ -224,7 +240,11 @@ describe.each(CLIENTS)('%s', (_label, connect) => {
       }
       expect(back.reason).toBeUndefined();
       // Exact: every decision Redis admitted is counted once on the new master.
-      const after = await load(limiter, 'after', () => true, 300);
+      const after = await load(
+        () => limiter.consume('after'),
+        () => true,
+        300,
+      );
       expect(after.reasons).toEqual([]);
       expect(after.byStore).toBe(300);
       expect(await charged(limiter.prefix, 'after')).toBe(300);

@@ -41,8 +41,10 @@ export function createLlmApp(
       key: userKey,
       // Charged up front with an estimate, so concurrent requests cannot overspend…
       cost: estimateTokens,
-      // …and given back in full when the request fails (4xx/5xx, or the client went away).
-      count: 'succeeded',
+      // …and given back in full when the request fails (a 4xx/5xx answer). Not 'succeeded': it
+      // would also refund a client that goes away mid-completion, after the model spent tokens
+      // (a function is never asked about an aborted request: that one counts).
+      count: (_req, res) => res.statusCode < 400,
     }),
     async (req, res, next) => {
       try {

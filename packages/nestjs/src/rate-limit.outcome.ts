@@ -1,0 +1,37 @@
+/**
+ * Counting by outcome (`count: 'failed' | 'succeeded' | (context, response) => boolean`): the
+ * core's `refundUncounted` (the Express, Koa and Fastify adapters' step) on the Node response
+ * under Express's `res` or Fastify's `reply.raw`. A request whose outcome should not count is
+ * refunded, every policy of its set, before the response goes out; nothing here can break the
+ * response (a failing refund is the limiter's failure policy's, a throwing `count` function
+ * counts the request and is reported once: FLOODGATE_HOOK_ERROR).
+ */
+import type { ServerResponse } from 'node:http';
+import { type CountWarning, refundUncounted } from '@floodgate/core/http';
+import type { ExecutionContext } from '@nestjs/common';
+import type { KeyedCharge } from './rate-limit.plan.js';
+
+/**
+ * Arranges the refund of each charge whose `count` says this request does not count. HTTP
+ * only: GraphQL fields and WebSocket messages have no response of their own, so they count.
+ */
+export function settleAfterResponse(
+  context: ExecutionContext,
+  charged: readonly KeyedCharge[],
+  cost: number,
+  warning: CountWarning,
+): void {
+  if (context.getType<string>() !== 'http') return;
+  const response = context.switchToHttp().getResponse<{ raw?: ServerResponse }>();
+  const raw = (response.raw ?? response) as ServerResponse;
+  for (const charge of charged) {
+    refundUncounted(
+      charge.count,
+      { limiter: charge.limiter!, key: charge.key, cost },
+      raw,
+      context,
+      response as unknown,
+      warning,
+    );
+  }
+}
