@@ -128,18 +128,24 @@ function usernameOf(body) {
   return typeof username === 'string' ? username.trim().toLowerCase().slice(0, 254) : '';
 }
 
-/** Longest JSON body read; a larger one is not read (answered as no body). */
+/** Longest JSON body read, in bytes; a larger one is not read (answered as no body). */
 const MAX_BODY_BYTES = 10_000;
 
-/** A tiny JSON body reader, to keep the example free of body-parser middleware. */
+/**
+ * A tiny JSON body reader, to keep the example free of body-parser middleware. The bytes are
+ * decoded once, whole: a character split across two chunks must not turn into two U+FFFD (the
+ * same username would then get a different per-username key depending on how it arrived).
+ */
 async function readJson(ctx) {
-  let text = '';
+  const chunks = [];
+  let size = 0;
   for await (const chunk of ctx.req) {
-    text += chunk;
-    if (text.length > MAX_BODY_BYTES) return undefined;
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) return undefined;
+    chunks.push(chunk);
   }
   try {
-    return JSON.parse(text);
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
   } catch {
     return undefined;
   }

@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { memoryStore } from '@floodgate/core';
 import request from 'supertest';
 // @ts-expect-error — the example is plain JavaScript
@@ -54,6 +56,42 @@ describe('examples/koa', () => {
       // The success reset the pair: five more failures before the next (first-step) lockout.
       for (let i = 0; i < 5; i++) expect((await login('demo', 'wrong')).status).toBe(401);
       expect((await login('demo', 'wrong')).headers['retry-after']).toBe('900');
+    } finally {
+      server.close();
+    }
+  });
+
+  it('login: a username is the same whichever way its bytes are split into chunks', async () => {
+    const server = app();
+    try {
+      await new Promise((resolve) => server.once('listening', resolve));
+      const { port } = server.address() as AddressInfo;
+      const body = Buffer.from(JSON.stringify({ username: 'dé', password: 'wrong' }));
+      const cut = body.indexOf(0xc3) + 1; // inside the two bytes of 'é'
+      // Each attempt's body arrives in two chunks that split 'é'.
+      const splitLogin = () =>
+        new Promise<number>((resolve, reject) => {
+          const req = http.request(
+            {
+              host: '127.0.0.1',
+              port,
+              method: 'POST',
+              path: '/login',
+              headers: { 'content-type': 'application/json', 'content-length': body.length },
+            },
+            (res) => {
+              res.resume();
+              resolve(res.statusCode ?? 0);
+            },
+          );
+          req.on('error', reject);
+          req.write(body.subarray(0, cut));
+          setTimeout(() => req.end(body.subarray(cut)), 20);
+        });
+      for (let i = 0; i < 5; i++) expect(await splitLogin()).toBe(401);
+      // Sent whole, the same username finds its five failures: locked out.
+      const whole = await request(server).post('/login').send({ username: 'dé', password: 'x' });
+      expect(whole.status).toBe(429);
     } finally {
       server.close();
     }

@@ -75,6 +75,23 @@ describe.each(frameworks)('%s', (_framework, serve) => {
     expect(codes).toEqual(['FLOODGATE_PROXY_HOPS']);
   });
 
+  it.each([
+    ['FLOODGATE_PROXY_HOPS', true, 'allow'],
+    ['FLOODGATE_PROXY_HOPS', true, 'deny'],
+  ] as const)(
+    '%s: an address list on a middleware keyed by client id (trust proxy %s, %s), once',
+    async (code, trustProxy, list) => {
+      // Nothing is keyed by address, but the list matches one: with every hop trusted, any
+      // client claims 10.0.0.1 in X-Forwarded-For. (FLOODGATE_UNTRUSTED_PROXY, the other proxy
+      // check now run for lists, is once per process: the untrusted-proxy test covers it.)
+      const limiters = [{ policies: perMinute(10), key: () => 'client', [list]: ['10.0.0.0/8'] }];
+      const codes = await diagnose({ trustProxy, limiters }, async (url) => {
+        for (let i = 0; i < 3; i++) await request(url).get('/').set('X-Forwarded-For', '10.0.0.1');
+      });
+      expect(codes).toEqual([code]);
+    },
+  );
+
   it('FLOODGATE_FORWARDED_IGNORED: a Forwarded header without X-Forwarded-For, once', async () => {
     const codes = await diagnose({ limiters: [{ policies: perMinute(10) }] }, async (url) => {
       for (let i = 0; i < 3; i++) {

@@ -7,10 +7,12 @@
  */
 import type ipaddr from 'ipaddr.js';
 import { configError, optionNames } from '../options.js';
+import type { Diagnostics } from './diagnostics.js';
 import { type IpAddressParts, parseIpAddress } from './ip.js';
 import { addressFromIpHeader, type IpHeaderRule, parseRange } from './ip-header.js';
 import type { HttpRequestView } from './keys.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
+import { checkProxySetup } from './proxy-checks.js';
 
 /** An `allow` or `deny` list: IPs and CIDRs, or a predicate of the framework's request. */
 export type AccessListOption<Req> = readonly string[] | ((req: Req) => boolean | Promise<boolean>);
@@ -148,12 +150,27 @@ function inRanges(ranges: AccessRanges, address: IpAddressParts): boolean {
  * handling: a broken list never lets a request through unlimited).
  */
 export async function checkAccess<Req>(
-  config: AccessConfig<Req> & { readonly ipHeaders: readonly IpHeaderRule[] },
-  view: Pick<HttpRequestView, 'ip' | 'headers'>,
+  config: AccessConfig<Req> & {
+    readonly ipHeaders: readonly IpHeaderRule[];
+    /** The middleware's diagnostics: the proxy checks run when a list matches addresses. */
+    readonly diagnostics?: Diagnostics;
+  },
+  view: HttpRequestView,
   req: Req,
 ): Promise<'allow' | 'deny' | undefined> {
   if (config.deny === undefined && config.allow === undefined) return undefined;
-  const address = clientAddress(config.ipHeaders, view);
+  const fromCdn = addressFromIpHeader(config.ipHeaders, view.ip, view.headers);
+  // An address list is only as good as the address: a middleware keyed by something else
+  // (a client id) never runs the 'ip' key's proxy checks, so a forgeable address (every hop
+  // trusted) or a proxy's own (none trusted) would reach the lists unreported.
+  if (
+    fromCdn === undefined &&
+    config.diagnostics !== undefined &&
+    (config.deny?.kind === 'ranges' || config.allow?.kind === 'ranges')
+  ) {
+    checkProxySetup(config.diagnostics, view);
+  }
+  const address = parseIpAddress(fromCdn ?? view.ip);
   if (config.deny !== undefined && (await onAccessList(config.deny, address, req))) return 'deny';
   if (config.allow !== undefined && (await onAccessList(config.allow, address, req))) {
     return 'allow';
