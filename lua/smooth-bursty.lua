@@ -30,7 +30,7 @@ local function smooth_bursty_check(key, o, cost)
   local f, s = get_pair(key)
   if f and now < f + math.ceil((max_stored - s) / rate) + retention then next_free, stored = f, s end
   -- Guava resync: time past next-free stores permits, up to max_stored.
-  stored, next_free = refill(stored, next_free, max_stored, rate)
+  stored, next_free = refill(stored, next_free, max_stored, rate, now)
   local ahead = next_free - now
   if cost > 0 and ahead > SLACK then
     return 0, 0, ahead + math.ceil((max_stored - stored) / rate), ahead, 0

@@ -60,7 +60,7 @@ local function smooth_warming_up_check(key, o, cost)
   local next_free, stored = get_pair(key)
   if not next_free then next_free, stored = now, max_stored end
   -- Guava resync: time past next-free stores permits, up to max_stored.
-  stored, next_free = refill(stored, next_free, max_stored, per_us)
+  stored, next_free = refill(stored, next_free, max_stored, per_us, now)
   local ahead = next_free - now
   if cost > 0 and ahead > SLACK then
     return 0, 0, ahead + math.ceil((max_stored - stored) / per_us), ahead, 0

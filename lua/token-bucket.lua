@@ -18,7 +18,7 @@ local function token_bucket_check(key, o, cost)
   local capacity = burst * unit
   local units, since = get_pair(key)
   if units then
-    units, since = refill(units, since, capacity, rate)
+    units, since = refill(units, since, capacity, rate, now)
   else
     units, since = capacity, now
   end
@@ -40,7 +40,7 @@ local function token_bucket_refund(key, o, cost)
   local units, since = get_pair(key)
   if not units then return end
   -- Stored units are always below capacity: a full bucket is a missing key.
-  units, since = refill(units, since, capacity, rate)
+  units, since = refill(units, since, capacity, rate, now)
   if units >= capacity then return end
   if cost >= math.ceil((capacity - units) / unit) then
     redis.call('DEL', key)

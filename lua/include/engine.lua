@@ -59,8 +59,11 @@ if MODE == '2' or MODE == '6' then
   MODE, COST, o = '1', 0, FIRST_ARG
 elseif MODE == '4' then
   -- Block by hand for COST µs (0: for ever); a lockout level in course is kept.
-  local _, _, level, forget_at = read_block(block_key)
-  if not level then level, forget_at = 0, 0 end
+  local block, level, forget_at = redis.call('GET', block_key), 0, 0
+  if block then
+    local _
+    _, _, level, forget_at = parse_block(block)
+  end
   local until_us = 0
   if COST > 0 then until_us = now + COST end
   write_block(block_key, until_us, 0, level, forget_at)
@@ -71,8 +74,10 @@ elseif MODE == '5' then
 end
 
 -- A block answers before any policy is read: nothing is charged while blocked.
-local blocked_until, blocked_by, level = read_block(block_key)
-if blocked_until then
+local blocked_until, blocked_by, level
+local block = redis.call('GET', block_key)
+if block then
+  blocked_until, blocked_by, level = parse_block(block)
   if blocked_until == 0 then return { 2, blocked_by, -1 } end
   if blocked_until > now then return { 2, blocked_by, blocked_until - now } end
 end

@@ -153,4 +153,36 @@ export const multiPolicyScenarios: Scenario[] = [
       },
     ],
   },
+  {
+    name: 'multi: a policy switched off (limit 0) denies for good; the others are not charged',
+    policies: () => [
+      fixedWindow({ limit: 2, window: '1s', name: 'open' }),
+      gcra({ limit: 0, window: '1s', name: 'maintenance', blockDuration: '1m' }),
+    ],
+    steps: [
+      {
+        at: 0,
+        times: 3,
+        expect: {
+          allowed: false,
+          policy: 'maintenance',
+          limit: 0,
+          retryAfter: -1,
+          policies: [
+            { allowed: true, remaining: 2, resetAfter: 0, limit: 2 },
+            { allowed: false, remaining: 0, retryAfter: -1, limit: 0 },
+          ],
+        },
+      },
+      {
+        at: 0,
+        cost: 0,
+        expect: {
+          allowed: true,
+          reason: undefined,
+          policies: [{ remaining: 2 }, { allowed: true, remaining: 0 }],
+        },
+      },
+    ],
+  },
 ];
