@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { expandInline, takeInline } from './lua-inline.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const luaDir = join(root, 'lua');
@@ -52,18 +53,28 @@ const MIXED_FOOTER = 'local CHECK, COMMIT, CLEAR, REFUND, NARGS';
 // `--- @include "<name>"` in an algorithm file. The line is dropped there and the step is put
 // once, before every algorithm of the script, in each script whose algorithms ask for it (a
 // `local function` costs Redis a closure on every call, so no script defines steps it never uses).
+// A step marked `--- @inline` is not defined but written out where it is called
+// (scripts/lua-inline.mjs); an include that holds nothing else is put in no script.
 const INCLUDE = /^--- @include "([a-z-]+)"\n/gm;
 const includes = {};
+const inline = {};
 const algorithms = readdirSync(luaDir)
   .filter((f) => f.endsWith('.lua'))
   .sort()
   .map((file) => {
     const uses = [];
-    const source = read(file).replace(INCLUDE, (_, include) => {
-      includes[include] ??= read(`include/${include}.lua`);
-      uses.push(include);
+    const steps = new Map();
+    let source = read(file).replace(INCLUDE, (_, include) => {
+      if (!(include in inline)) {
+        const { rest, steps: own } = takeInline(read(`include/${include}.lua`));
+        inline[include] = own;
+        if (rest.replace(/^--.*$/gm, '').trim() !== '') includes[include] = rest;
+      }
+      for (const [name, step] of inline[include]) steps.set(name, step);
+      if (include in includes) uses.push(include);
       return '';
     });
+    source = expandInline(source, steps, file);
     const name = file.slice(0, -'.lua'.length);
     const match = REGISTER.exec(source);
     if (!match || match[1] !== name) {

@@ -2,12 +2,17 @@
 -- smoothBursty, smoothWarmingUp): one GET to read it, one SET … PX to write it. `a` may be
 -- negative (leakyBucket's excess).
 
--- The two integers stored at key, or nil when the key is missing.
+-- The two integers stored at key, or nil when the key is missing. Written out where it is
+-- called (`local x, y = get_pair(key)`): no closure or call per EVALSHA.
+--- @inline
 local function get_pair(key)
+  local a, b
   local state = redis.call('GET', key)
-  if not state then return nil end
-  local a, b = string.match(state, '^(-?%d+):(%d+)$')
-  return tonumber(a), tonumber(b)
+  if state then
+    a, b = string.match(state, '^(-?%d+):(%d+)$')
+    a, b = tonumber(a), tonumber(b)
+  end
+  return a, b
 end
 
 -- Stores a and b at key, kept for ttl_us (whole milliseconds, rounded up, plus the TTL pad).
