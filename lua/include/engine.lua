@@ -35,7 +35,8 @@
 --   clear(key, o) deletes the state (nil: DEL key).
 --   refund(key, o, cost) gives back up to `cost` units; never creates a key.
 --   nargs: how many ARGV the algorithm takes after its name.
--- The steps on blocks (include/blocks.lua) are defined before this part, once per script call.
+-- The steps on blocks (include/blocks.lua) are defined before this part; those that read or
+-- write a block come from block_steps(), called only on the paths that need them.
 local n = #KEYS - 1
 local block_key = KEYS[n + 1]
 local o = FIRST_ARG
@@ -59,6 +60,7 @@ if MODE == '2' or MODE == '6' then
   MODE, COST, o = '1', 0, FIRST_ARG
 elseif MODE == '4' then
   -- Block by hand for COST µs (0: for ever); a lockout level in course is kept.
+  local parse_block, write_block = block_steps()
   local block, level, forget_at = redis.call('GET', block_key), 0, 0
   if block then
     local _
@@ -77,6 +79,7 @@ end
 local blocked_until, blocked_by, level
 local block = redis.call('GET', block_key)
 if block then
+  local parse_block = block_steps()
   blocked_until, blocked_by, level = parse_block(block)
   if blocked_until == 0 then return { 2, blocked_by, -1 } end
   if blocked_until > now then return { 2, blocked_by, blocked_until - now } end
@@ -93,6 +96,7 @@ if n == 1 then
   if allowed == 1 then
     if MODE ~= '1' and COST > 0 then commit(KEYS[1], o + 1, COST, reset, new1, new2, new3, new4) end
   elseif MODE ~= '1' and retry >= 0 then
+    local _, _, lockout_us, lock_out = block_steps()
     local d, forget = lockout_us(n, 1, level)
     if d then return lock_out(block_key, 1, o + 1, d, forget, level) end
   end
@@ -112,6 +116,7 @@ for i = 1, n do
 end
 
 if admitted == 0 and MODE ~= '1' then
+  local _, _, lockout_us, lock_out = block_steps()
   -- The longest lockout among the policies that denied a cost they could admit.
   local by, longest, forget_by = nil, -1, 0
   for i = 1, n do
