@@ -10,6 +10,7 @@ import { requestOf, transportOf } from './rate-limit.context.js';
 import {
   appliedSets,
   CHARGES,
+  CONTEXT,
   type KeyedCharge,
   keyCharges,
   policiesFor,
@@ -41,8 +42,9 @@ export async function targetCharges(
   target: RateLimitTarget,
   options: RateLimitTargetOptions = {},
 ): Promise<{ limiter: RateLimiter; key: string }[]> {
-  let context = isContext(target) ? target : undefined;
-  const request = context ? requestOf(context) : (target as Record<PropertyKey, unknown>);
+  const request = isContext(target) ? requestOf(target) : (target as Record<PropertyKey, unknown>);
+  // A request the guard let through uncharged (allow, skip) left its context for this.
+  let context = isContext(target) ? target : (request?.[CONTEXT] as ExecutionContext | undefined);
   const recorded = options.handler
     ? undefined
     : (request?.[CHARGES] as RecordedCharges | undefined);

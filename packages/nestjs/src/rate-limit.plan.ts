@@ -39,6 +39,13 @@ export interface KeyedCharge {
 /** Where the guard leaves a request's charges (for `reset`, `block`, `unblock`). */
 export const CHARGES = Symbol.for('floodgate.nestjs.charges');
 
+/**
+ * Where the guard leaves an HTTP request's ExecutionContext before `allow`, `skip` or a
+ * denial can end its work: `reset(request)` from the handler of a request that was let through
+ * uncharged (an allowlisted office login) still finds the keys it would have been charged.
+ */
+export const CONTEXT = Symbol.for('floodgate.nestjs.context');
+
 /** What the guard left on a request: its charges and the decision it got. */
 export interface RecordedCharges {
   readonly charges: readonly KeyedCharge[];

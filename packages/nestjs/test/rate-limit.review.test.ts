@@ -6,7 +6,7 @@
  */
 import 'reflect-metadata';
 import { type Decision, fixedWindow, type Store } from '@floodgate/core';
-import { RateLimit, RateLimitModule } from '@floodgate/nestjs';
+import { RateLimit, RateLimitModule, RateLimitService } from '@floodgate/nestjs';
 import {
   type ArgumentsHost,
   Body,
@@ -18,6 +18,7 @@ import {
   Headers,
   HttpCode,
   Post,
+  Req,
   UnauthorizedException,
 } from '@nestjs/common';
 import { APP_FILTER, HttpAdapterHost } from '@nestjs/core';
@@ -70,6 +71,30 @@ class LoginController {
   @RateLimit({ limit: 2, window: '1m', name: 'login', count: 'failed' })
   login(@Body() body: { password?: unknown }) {
     if (body?.password !== 'secret') throw new UnauthorizedException('wrong password');
+    return { ok: true };
+  }
+}
+
+/** The login recipe: a success resets the per-user key. */
+@Controller('signin')
+class SignInController {
+  constructor(private readonly rateLimit: RateLimitService) {}
+
+  @Post()
+  @HttpCode(200)
+  @RateLimit([
+    { limit: 5, window: '1m', name: 'per-ip', key: 'ip', count: 'failed' },
+    {
+      limit: 1,
+      window: '1m',
+      name: 'per-user',
+      key: (c) => `user:${c.switchToHttp().getRequest().body?.username}`,
+      count: 'failed',
+    },
+  ])
+  async login(@Req() req: object, @Body() body: { username?: string; password?: unknown }) {
+    if (body?.password !== 'secret') throw new UnauthorizedException('wrong password');
+    await this.rateLimit.reset(req, { policy: 'per-user' });
     return { ok: true };
   }
 }
@@ -175,6 +200,17 @@ describe.each(CASES)(
       } finally {
         process.off('unhandledRejection', onUnhandled);
         warn.mockRestore();
+      }
+    });
+
+    it('reset(request) on a request the allowlist or skip let through resets, no 500', async () => {
+      for (const options of [{ allow: ['127.0.0.1', '::1'] }, { skip: () => true }]) {
+        const server = (await boot([SignInController], options)).getHttpServer();
+        await request(server)
+          .post('/signin')
+          .send({ username: 'alice', password: 'secret' })
+          .expect(200, { ok: true });
+        await closeApps();
       }
     });
 
