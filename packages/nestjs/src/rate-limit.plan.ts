@@ -95,7 +95,11 @@ export async function screenSets(
     if (access !== undefined) {
       const view = requestView(context, requestOf(context));
       const verdict = await checkAccess(
-        { ...access, ipHeaders: set.charge.keys.ipHeaders },
+        {
+          ...access,
+          ipHeaders: set.charge.keys.ipHeaders,
+          diagnostics: set.charge.keys.diagnostics,
+        },
         view,
         context,
       );

@@ -229,3 +229,34 @@ describe.each(CASES)(
 );
 
 export type { Decision };
+
+describe('@floodgate/nestjs on Express with every proxy hop trusted', () => {
+  afterEach(closeApps);
+
+  it('warns FLOODGATE_PROXY_HOPS, as the Express adapter does, when a forged X-Forwarded-For meets the allowlist', async () => {
+    const warn = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    try {
+      const express = PLATFORMS.find((p) => p.name === 'express')!;
+      const app = await express.boot(
+        {
+          imports: [
+            RateLimitModule.forRoot({
+              store: await STORES[0]!.make(),
+              global: true,
+              allow: ['10.0.0.0/8'],
+              policies: fixedWindow({ limit: 1, window: '1m', name: 'api' }),
+            }),
+          ],
+          controllers: [PlainController],
+        },
+        { trustProxy: true },
+      );
+      await request(app.getHttpServer()).get('/plain').set('X-Forwarded-For', '10.0.0.1');
+      expect(warn.mock.calls.map(([, o]) => (o as { code?: string })?.code)).toContain(
+        'FLOODGATE_PROXY_HOPS',
+      );
+    } finally {
+      warn.mockRestore();
+    }
+  });
+});
