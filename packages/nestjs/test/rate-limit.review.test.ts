@@ -6,10 +6,11 @@
  */
 import 'reflect-metadata';
 import { type Decision, fixedWindow, type Store } from '@floodgate/core';
-import { RateLimit, RateLimitModule, RateLimitService } from '@floodgate/nestjs';
+import { RateLimit, RateLimitGuard, RateLimitModule, RateLimitService } from '@floodgate/nestjs';
 import {
   type ArgumentsHost,
   Body,
+  type CanActivate,
   Catch,
   Controller,
   type ExceptionFilter,
@@ -17,9 +18,11 @@ import {
   Get,
   Headers,
   HttpCode,
+  Injectable,
   Post,
   Req,
   UnauthorizedException,
+  UseGuards,
 } from '@nestjs/common';
 import { APP_FILTER, HttpAdapterHost } from '@nestjs/core';
 import request from 'supertest';
@@ -95,6 +98,28 @@ class SignInController {
   async login(@Req() req: object, @Body() body: { username?: string; password?: unknown }) {
     if (body?.password !== 'secret') throw new UnauthorizedException('wrong password');
     await this.rateLimit.reset(req, { policy: 'per-user' });
+    return { ok: true };
+  }
+}
+
+/** Passport's LocalAuthGuard in miniature: a wrong password is a 401 from a guard. */
+@Injectable()
+class CredentialsGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    if (context.switchToHttp().getRequest().body?.password !== 'secret') {
+      throw new UnauthorizedException('wrong password');
+    }
+    return true;
+  }
+}
+
+@Controller('passport')
+class PassportLoginController {
+  @Post()
+  @HttpCode(200)
+  @UseGuards(RateLimitGuard, CredentialsGuard)
+  @RateLimit({ limit: 2, window: '1m', name: 'passport', count: 'failed' })
+  login() {
     return { ok: true };
   }
 }
@@ -212,6 +237,19 @@ describe.each(CASES)(
           .expect(200, { ok: true });
         await closeApps();
       }
+    });
+
+    it('interceptor mode: the login route names the guard before the credentials guard, failures count once', async () => {
+      const server = (
+        await boot([PassportLoginController], { mode: 'interceptor' })
+      ).getHttpServer();
+      const login = (password: string) => request(server).post('/passport').send({ password });
+      await login('secret').expect(200);
+      await login('guess').expect(401);
+      const again = await login('secret').expect(200);
+      expect(again.headers.ratelimit).toBe('"passport";r=0;t=50');
+      await login('guess').expect(401);
+      await login('guess').expect(429);
     });
 
     it('a forged X-Forwarded-For does not reach the allowlist without trust proxy', async () => {
