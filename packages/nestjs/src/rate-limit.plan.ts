@@ -32,6 +32,11 @@ export interface KeyedCharge {
   readonly policies: Policy[];
   readonly count: RateLimitCount;
   readonly shadow: boolean;
+  /**
+   * The declared sets merged into this call (scoped), so `reset(target, { policy })` resets
+   * the named set alone, not the module's budget that shares its key.
+   */
+  readonly sets: Policy[][];
   /** Set when the charge is made. */
   limiter?: RateLimiter;
 }
@@ -144,8 +149,11 @@ export async function keyCharges(
     );
     if (same) {
       for (const p of scoped) if (!same.policies.some((q) => q.id === p.id)) same.policies.push(p);
+      same.sets.push(scoped);
     } else {
-      charges.push({ key, policies: scoped, count: charge.count, shadow: charge.shadow });
+      const { count, shadow } = charge;
+      // `policies` grows as sets merge in; `sets` keeps each set apart.
+      charges.push({ key, policies: [...scoped], count, shadow, sets: [scoped] });
     }
   }
   return charges;

@@ -124,6 +124,19 @@ class PassportLoginController {
   }
 }
 
+/** A captcha that lifts its own limit, beside a module policy under the same key. */
+@Controller('captcha')
+class CaptchaController {
+  constructor(private readonly rateLimit: RateLimitService) {}
+
+  @Post()
+  @RateLimit({ limit: 1, window: '1m', name: 'captcha' })
+  async solve(@Req() req: object) {
+    await this.rateLimit.reset(req, { policy: 'captcha' });
+    return { ok: true };
+  }
+}
+
 /** An app's filter that answers every error 200 `{ ok: false }` (some APIs do). */
 @Catch()
 class Always200Filter implements ExceptionFilter {
@@ -250,6 +263,16 @@ describe.each(CASES)(
       expect(again.headers.ratelimit).toBe('"passport";r=0;t=50');
       await login('guess').expect(401);
       await login('guess').expect(429);
+    });
+
+    it("reset(request, { policy }) leaves the module's policy under the same key alone", async () => {
+      const server = (
+        await boot([CaptchaController], {
+          policies: fixedWindow({ limit: 3, window: '1m', name: 'api' }),
+        })
+      ).getHttpServer();
+      for (let i = 0; i < 3; i++) await request(server).post('/captcha').expect(201);
+      await request(server).post('/captcha').expect(429);
     });
 
     it('a forged X-Forwarded-For does not reach the allowlist without trust proxy', async () => {
