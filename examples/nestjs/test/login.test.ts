@@ -82,3 +82,11 @@ it('locks the IP out for a day after 100 failures, whatever the usernames', asyn
   expect(blocked.body).toMatchObject({ blocked: true, policy: 'login-ip' });
   expect(blocked.headers['retry-after']).toBe('86400');
 });
+
+it('a username with a lone surrogate, or cut inside an emoji, is a 401, not a 500', async () => {
+  // JSON may carry "\ud800"; slice(0, 254) may cut "😀" in two: neither is a key the store takes.
+  const raw = (body: string) =>
+    request(app.getHttpServer()).post('/login').set('Content-Type', 'application/json').send(body);
+  await raw('{"username":"\\ud800","password":"guess"}').expect(401);
+  await login(`${'a'.repeat(253)}😀`, 'guess').expect(401);
+});

@@ -311,6 +311,18 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       expect(reached).not.toHaveBeenCalled();
     });
 
+    it('a key function answering a lone surrogate (request text) is limited, not a 500', async () => {
+      // What a JSON body's "\ud800", or a username sliced through an emoji, hands a key function.
+      const url = await start({
+        limiters: [
+          { store, policies: perMinute(1), key: (req: Req) => `user:${req.get('x-half')}\ud83d` },
+        ],
+      });
+      expect((await request(url).get('/').set('x-half', 'a')).status).toBe(200);
+      // Every such key is one key with U+FFFD, as its UTF-8 form would be.
+      expect((await request(url).get('/').set('x-half', 'a')).status).toBe(429);
+    });
+
     it('shaping: an admitted decision with a delay waits that long, then continues', async () => {
       // nginx `limit_req rate=10r/s burst=3 delay=0`: every excess request leaves at the rate.
       const shaped = leakyBucket({ limit: 10, window: '1s', burst: 3, delay: 0, name: 'shaped' });

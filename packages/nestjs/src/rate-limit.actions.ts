@@ -10,6 +10,7 @@ import { requestOf, transportOf } from './rate-limit.context.js';
 import {
   appliedSets,
   CHARGES,
+  CONTEXT,
   type KeyedCharge,
   keyCharges,
   policiesFor,
@@ -35,14 +36,23 @@ export interface RateLimitTargetOptions {
 /** An ExecutionContext, or the request the guard limited (Express `req`, Fastify `request`). */
 export type RateLimitTarget = ExecutionContext | object;
 
+/** One call `target` resolves to: its key and limiter. */
+export interface TargetCharge {
+  readonly key: string;
+  readonly limiter: RateLimiter;
+  /** When `options.policy` names a set merged with others: a limiter of that set alone. */
+  readonly part?: RateLimiter;
+}
+
 /** The limiter and key of each charge `target` resolves to (filtered by `options.policy`). */
 export async function targetCharges(
   service: RateLimitService,
   target: RateLimitTarget,
   options: RateLimitTargetOptions = {},
-): Promise<{ limiter: RateLimiter; key: string }[]> {
-  let context = isContext(target) ? target : undefined;
-  const request = context ? requestOf(context) : (target as Record<PropertyKey, unknown>);
+): Promise<TargetCharge[]> {
+  const request = isContext(target) ? requestOf(target) : (target as Record<PropertyKey, unknown>);
+  // A request the guard let through uncharged (allow, skip) left its context for this.
+  let context = isContext(target) ? target : (request?.[CONTEXT] as ExecutionContext | undefined);
   const recorded = options.handler
     ? undefined
     : (request?.[CHARGES] as RecordedCharges | undefined);
@@ -65,11 +75,12 @@ export async function targetCharges(
         'pass the ExecutionContext, or call it from the handler or after the guard ran',
     );
   }
-  const chosen =
-    options.policy === undefined
-      ? charges
-      : charges.filter((c) => c.policies.some((p) => p.name === options.policy));
-  if (chosen.length === 0 && options.policy !== undefined) {
+  if (options.policy === undefined) {
+    return charges.map((c) => ({ key: c.key, limiter: limiterOf(service, c) }));
+  }
+  const named = (ps: readonly { name: string }[]) => ps.some((p) => p.name === options.policy);
+  const chosen = charges.filter((c) => named(c.policies));
+  if (chosen.length === 0) {
     throw new RateLimitArgumentError(
       'policy',
       options.policy,
@@ -77,10 +88,23 @@ export async function targetCharges(
         `(${charges.flatMap((c) => c.policies.map((p) => `"${p.name}"`)).join(', ') || 'none'})`,
     );
   }
-  return chosen.map((c) => ({
-    key: c.key,
-    limiter: c.limiter ?? service.limiter(c.policies, 'RateLimitModule', c.shadow),
-  }));
+
+  return chosen.map((c) => {
+    const part = c.sets.filter(named).flat();
+    // The named set shares its call with other sets under the same key (the module's `api`
+    // beside a route's `captcha`): `part` is a limiter of its policies alone, for `reset`.
+    return part.length < c.policies.length
+      ? {
+          key: c.key,
+          limiter: limiterOf(service, c),
+          part: service.limiter(part, 'RateLimitModule', c.shadow),
+        }
+      : { key: c.key, limiter: limiterOf(service, c) };
+  });
+}
+
+function limiterOf(service: RateLimitService, c: KeyedCharge): RateLimiter {
+  return c.limiter ?? service.limiter(c.policies, 'RateLimitModule', c.shadow);
 }
 
 /** `target` (a context or an HTTP request) as seen by another handler. */

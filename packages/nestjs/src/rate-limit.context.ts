@@ -76,7 +76,15 @@ export function requestView(context: ExecutionContext, request: RequestLike): Ht
     query: request.query,
     user: request.user,
     trustProxy: trustsProxy(request),
+    // Express `trust proxy: true`: the leftmost X-Forwarded-For entry, which any client forges.
+    trustsEveryProxy: expressOf(request)?.get('trust proxy') === true,
   };
+}
+
+/** The Express application of an Express request (undefined on Fastify). */
+function expressOf(request: RequestLike): { get(name: string): unknown } | undefined {
+  const app = request.app as { get?: (name: string) => unknown } | undefined;
+  return app && typeof app.get === 'function' ? (app as { get(name: string): unknown }) : undefined;
 }
 
 /** Where the rate-limit headers go: the HTTP response (also for GraphQL), none for WebSockets. */
@@ -146,8 +154,8 @@ export function connectionKey(context: ExecutionContext): string | undefined {
  * from the socket's address.
  */
 function trustsProxy(request: RequestLike): boolean {
-  const express = request.app as { get?: (name: string) => unknown } | undefined;
-  if (express && typeof express.get === 'function') return Boolean(express.get('trust proxy'));
+  const express = expressOf(request);
+  if (express) return Boolean(express.get('trust proxy'));
   const raw = request.raw as { socket?: { remoteAddress?: string } } | undefined;
   return raw?.socket !== undefined && request.ip !== raw.socket.remoteAddress;
 }

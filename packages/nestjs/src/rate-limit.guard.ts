@@ -40,6 +40,7 @@ import { settleAfterResponse } from './rate-limit.outcome.js';
 import {
   appliedSets,
   CHARGES,
+  CONTEXT,
   keyCharges,
   policiesFor,
   type RecordedCharges,
@@ -95,7 +96,9 @@ export class RateLimitGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     // HTTP, GraphQL and WebSocket contexts are limited; RPC passes through.
-    if (transportOf(context) === undefined) return true;
+    const transport = transportOf(context);
+    if (transport === undefined) return true;
+    if (transport === 'http') requestOf(context)[CONTEXT] ??= context;
     const route = this.routeOf(context);
     if (route.skip === true || this.defersToLocal(context)) return true;
     const config = this.rateLimit.config;

@@ -52,6 +52,7 @@ export interface RateLimitConfig {
   /** `allow` and `deny`, parsed (with the key options' `ipHeader` rules). */
   readonly access: AccessConfig<ExecutionContext> & {
     readonly ipHeaders: KeyConfig<unknown>['ipHeaders'];
+    readonly diagnostics: KeyConfig<unknown>['diagnostics'];
   };
   readonly scope: RateLimitScope;
   readonly skip: ((context: ExecutionContext) => boolean | Promise<boolean>) | undefined;
@@ -192,7 +193,12 @@ export function parseModuleOptions(
   const keys = parseKeyOptions<ExecutionContext>(keyOptions, where);
   return {
     store,
-    access: { ...parseAccessOptions<ExecutionContext>(o, where), ipHeaders: keys.ipHeaders },
+    access: {
+      ...parseAccessOptions<ExecutionContext>(o, where),
+      ipHeaders: keys.ipHeaders,
+      // The proxy checks run on address lists whatever the key (a forgeable allowlist).
+      diagnostics: keys.diagnostics,
+    },
     policies: fixed === undefined ? undefined : probe.policies,
     dynamic,
     count: readCount(o.count, `${where}.count`) ?? 'all',

@@ -32,12 +32,24 @@ export interface KeyedCharge {
   readonly policies: Policy[];
   readonly count: RateLimitCount;
   readonly shadow: boolean;
+  /**
+   * The declared sets merged into this call (scoped), so `reset(target, { policy })` resets
+   * the named set alone, not the module's budget that shares its key.
+   */
+  readonly sets: Policy[][];
   /** Set when the charge is made. */
   limiter?: RateLimiter;
 }
 
 /** Where the guard leaves a request's charges (for `reset`, `block`, `unblock`). */
 export const CHARGES = Symbol.for('floodgate.nestjs.charges');
+
+/**
+ * Where the guard leaves an HTTP request's ExecutionContext before `allow`, `skip` or a
+ * denial can end its work: `reset(request)` from the handler of a request that was let through
+ * uncharged (an allowlisted office login) still finds the keys it would have been charged.
+ */
+export const CONTEXT = Symbol.for('floodgate.nestjs.context');
 
 /** What the guard left on a request: its charges and the decision it got. */
 export interface RecordedCharges {
@@ -88,7 +100,11 @@ export async function screenSets(
     if (access !== undefined) {
       const view = requestView(context, requestOf(context));
       const verdict = await checkAccess(
-        { ...access, ipHeaders: set.charge.keys.ipHeaders },
+        {
+          ...access,
+          ipHeaders: set.charge.keys.ipHeaders,
+          diagnostics: set.charge.keys.diagnostics,
+        },
         view,
         context,
       );
@@ -133,8 +149,11 @@ export async function keyCharges(
     );
     if (same) {
       for (const p of scoped) if (!same.policies.some((q) => q.id === p.id)) same.policies.push(p);
+      same.sets.push(scoped);
     } else {
-      charges.push({ key, policies: scoped, count: charge.count, shadow: charge.shadow });
+      const { count, shadow } = charge;
+      // `policies` grows as sets merge in; `sets` keeps each set apart.
+      charges.push({ key, policies: [...scoped], count, shadow, sets: [scoped] });
     }
   }
   return charges;

@@ -136,7 +136,14 @@ export class RateLimitService implements OnModuleInit {
    */
   async reset(target: RateLimitTarget, options?: RateLimitTargetOptions): Promise<void> {
     const charges = await targetCharges(this, target, options);
-    await Promise.all(charges.map(({ limiter, key }) => limiter.reset(key)));
+    // A set merged with others under its key: its counters only (and the shared call's
+    // denied-cache entry); the shared block stays.
+    await Promise.all(
+      charges.map(({ limiter, part, key }) => {
+        if (part) limiter.deniedCache?.forget(key);
+        return (part ?? limiter).reset(key);
+      }),
+    );
   }
 
   /** Blocks the key `target` resolves to for `duration` (or `'forever'`): 429 `reason: 'blocked'`. */

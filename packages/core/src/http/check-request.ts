@@ -119,8 +119,6 @@ export function applyCheckHeaders(
   config: RateLimitHeaderConfig,
 ): void {
   const key = check.key;
-  // A would-be denial in shadow mode is answered 200: Retry-After would tell clients to wait.
-  if (check.decision.shadow && config.retryAfter) config = { ...config, retryAfter: false };
   if (check.rate) applyRateLimitHeaders(target, check.rate, config, { key });
   if (check.concurrency) {
     applyRateLimitHeaders(target, check.concurrency, config, {

@@ -172,7 +172,8 @@ export interface HeaderContext {
 
 /**
  * Sets every enabled header group for `decision` on `target`. A decision the store did not
- * make (`storeDecided`) gets no quota headers, only `Retry-After` when it denies.
+ * make (`storeDecided`) gets no quota headers, only `Retry-After` when it denies. A shadow
+ * decision (`shadow: true`) never gets `Retry-After`: it was not refused.
  */
 export function applyRateLimitHeaders(
   target: HeaderTarget,
@@ -196,7 +197,8 @@ export function applyRateLimitHeaders(
       setSingleValued(target, 'legacy', decision, context.now ?? Date.now());
     }
   }
-  if (config.retryAfter) {
+  // A would-be denial in shadow mode is answered 200: Retry-After would tell clients to wait.
+  if (config.retryAfter && !decision.shadow) {
     const seconds = retryAfterSeconds(decision);
     if (seconds !== undefined) {
       const current = Number(firstValue(target.get('Retry-After')));

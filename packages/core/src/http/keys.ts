@@ -213,6 +213,9 @@ export async function resolveKey<Req>(
   return config.fallbackKey;
 }
 
+/** A lone UTF-16 surrogate (in Unicode mode a well-formed pair is one code point). */
+const LONE_SURROGATE = /\p{Cs}/u;
+
 async function keyFrom<Req>(
   config: KeyConfig<Req>,
   source: KeySource<Req>,
@@ -229,7 +232,9 @@ async function keyFrom<Req>(
         `the key function returned ${describeValue(value)}; expected a string, undefined or null`,
       );
     }
-    return value;
+    // Request text can hold lone surrogates (JSON's "\ud800", a slice() through an emoji), which
+    // the limiter refuses: a crafted body would be a 500. U+FFFD for each, as UTF-8 has it.
+    return LONE_SURROGATE.test(value) ? value.replace(/\p{Cs}/gu, '\uFFFD') : value;
   }
   if (source === 'ip') {
     const fromCdn = addressFromIpHeader(config.ipHeaders, view.ip, view.headers);
