@@ -9,6 +9,7 @@ import type { Clock } from '../clock.js';
 import type { Decision } from '../decision.js';
 import { emitWarning } from '../errors.js';
 import { configError } from '../options.js';
+import type { Policy } from '../policy.js';
 import type { RateLimiter } from '../rate-limiter.js';
 import { beforeEnd } from './before-end.js';
 import type { HttpCheck } from './check-request.js';
@@ -48,8 +49,9 @@ export interface Charge {
   readonly key: string;
   readonly cost: number;
   /**
-   * When the first fixed window this charge went to ends, on `clock` (see `chargedWindowEnd`);
-   * undefined when the limiter has no fixed window. A refund after it is dropped.
+   * When the first window (fixed window, sliding-window bucket, sliding-log entry) this charge
+   * went to ends, on `clock` (see `chargedWindowEnd`); undefined when the limiter has none. A
+   * refund after it is dropped.
    */
   readonly windowEndsAt?: number | undefined;
   /** The store's clock (an injected one, else the process clock). */
@@ -57,11 +59,15 @@ export interface Charge {
 }
 
 /**
- * When the first fixed window a charge went to ends (`decision` is the charging one), on
- * `clock`. A fixed window gives a refund back to the *current* window: once the charged one has
- * ended, a refund would hand the next window a unit it never held (an attacker holding slow
- * successes across the edge would double its failures), so it is dropped, as express-rate-limit
- * never decrements once a key's resetTime has passed.
+ * When the first window a charge went to ends (`decision` is the charging one), on `clock`:
+ * for a fixed window its end, for a sliding window the end of the sub-window (bucket) it was
+ * charged to, for a sliding log the moment its entry leaves the log. Those kinds give a refund
+ * back to the *current* window or bucket (a sliding log: its newest entries): once the charged
+ * one has ended, a refund would hand a later one a unit it never held (an attacker holding slow
+ * successes across the edge would double its failures), so it is dropped, as
+ * express-rate-limit never decrements once a key's resetTime has passed. Dropping is safe (the
+ * charge stays, an under-refund); the bucket kinds and GCRA refund against the time now and
+ * can never give back more than was taken, so they have no end.
  */
 export function chargedWindowEnd(
   limiter: RateLimiter,
@@ -70,11 +76,36 @@ export function chargedWindowEnd(
 ): number | undefined {
   let left: number | undefined;
   limiter.policies.forEach((policy, i) => {
-    const after = decision.policies[i]?.resetAfter;
-    if (policy.kind !== 'fixed-window' || after === undefined) return;
-    if (left === undefined || after < left) left = after;
+    const after = windowLeft(policy, decision.policies[i]?.resetAfter);
+    if (after !== undefined && (left === undefined || after < left)) left = after;
   });
   return left === undefined ? undefined : clock() + left;
+}
+
+/** How long (ms) the window or bucket an admitted charge went to still runs, if it has one. */
+function windowLeft(policy: Policy, resetAfter: number | undefined): number | undefined {
+  if (resetAfter === undefined) return undefined;
+  if (policy.kind === 'fixed-window') return resetAfter;
+  if (policy.kind === 'sliding-log') return policy.window;
+  if (policy.kind !== 'sliding-window') return undefined;
+  // An admitted charge's resetAfter is when its bucket leaves the window, buckets − 1 buckets
+  // after that bucket ends (params: limit, bucket size in µs, buckets).
+  const [, size = 0, buckets = 1] = policy.params;
+  return resetAfter - ((buckets - 1) * size) / 1000;
+}
+
+/**
+ * The `Charge` of an admitted request (`decision` the one that charged it), with its window's
+ * end on the store's clock (an injected one, else the process clock), for `refundUncounted`.
+ */
+export function chargeOf(
+  limiter: RateLimiter,
+  key: string,
+  cost: number,
+  decision: Decision,
+): Charge {
+  const clock = (limiter.store as { clock?: Clock }).clock ?? Date.now;
+  return { limiter, key, cost, windowEndsAt: chargedWindowEnd(limiter, decision, clock), clock };
 }
 
 /** How a response ended, for `count`. */
@@ -156,7 +187,7 @@ async function counts<Req, Res>(
 }
 
 /**
- * Gives the charge back, unless its fixed window has ended; a failure is the limiter's to
+ * Gives the charge back, unless its window (`windowEndsAt`) has ended; a failure is the limiter's to
  * answer, never the response's.
  */
 function refund(charge: Charge): Promise<unknown> {
@@ -190,11 +221,9 @@ export function refundByOutcome<Req, Res>(
   const { rate, decision, limiter } = check;
   if (count === 'all' || limiter === undefined || rate === undefined) return;
   if (!decision.allowed || !rate.allowed || !storeDecided(rate)) return;
-  const clock = (limiter.store as { clock?: Clock }).clock ?? Date.now;
-  const windowEndsAt = chargedWindowEnd(limiter, rate, clock);
   refundUncounted(
     count,
-    { limiter, key: check.key, cost: check.cost, windowEndsAt, clock },
+    chargeOf(limiter, check.key, check.cost, rate),
     response,
     req,
     res,

@@ -64,6 +64,7 @@ export {
   type CountOption,
   CountWarning,
   chargedWindowEnd,
+  chargeOf,
   DEFAULT_COUNT,
   parseCountOption,
   refundByOutcome,
