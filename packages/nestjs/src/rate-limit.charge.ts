@@ -39,7 +39,7 @@ export async function chargeAll(
   const charged = decision === undefined || storeDecided(decision) ? [...enforced] : [];
   let shadow: Decision | undefined;
   if (shadows.length > 0) {
-    const answers = await Promise.all(shadows.map((c) => c.limiter!.consume(c.key, { cost })));
+    const answers = await Promise.all(shadows.map((c) => consume(c, cost)));
     answers.forEach((d, i) => {
       if (d.allowed && storeDecided(d)) charged.push(shadows[i]!);
     });
@@ -52,13 +52,19 @@ export async function chargeAll(
 
 /** One store call per distinct key; several keys are charged all-or-nothing. */
 async function chargeTogether(charges: readonly KeyedCharge[], cost: number): Promise<Decision> {
-  if (charges.length === 1) return charges[0]!.limiter!.consume(charges[0]!.key, { cost });
+  if (charges.length === 1) return consume(charges[0]!, cost);
   // Different keys live under different hash tags, so no one script can charge them all:
   // read every budget first and charge none if any denies. Two requests racing between the
   // read and the charge can each be charged under one key and denied under another.
   const peeks = await Promise.all(charges.map((c) => c.limiter!.peek(c.key, { cost })));
   if (peeks.some((d) => !d.allowed)) return mergeDecisions(await lockOut(charges, peeks, cost));
-  return mergeDecisions(await Promise.all(charges.map((c) => c.limiter!.consume(c.key, { cost }))));
+  return mergeDecisions(await Promise.all(charges.map((c) => consume(c, cost))));
+}
+
+/** Charges one key's policies, keeping the decision that charged them (for a later refund). */
+async function consume(charge: KeyedCharge, cost: number): Promise<Decision> {
+  charge.decision = await charge.limiter!.consume(charge.key, { cost });
+  return charge.decision;
 }
 
 /**

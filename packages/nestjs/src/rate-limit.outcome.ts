@@ -2,12 +2,13 @@
  * Counting by outcome (`count: 'failed' | 'succeeded' | (context, response) => boolean`): the
  * core's `refundUncounted` (the Express, Koa and Fastify adapters' step) on the Node response
  * under Express's `res` or Fastify's `reply.raw`. A request whose outcome should not count is
- * refunded, every policy of its set, before the response goes out; nothing here can break the
- * response (a failing refund is the limiter's failure policy's, a throwing `count` function
+ * refunded, every policy of its set, before the response goes out, unless the window (fixed
+ * window, sliding-window bucket, sliding-log entry) it was charged to has ended; nothing here
+ * can break the response (a failing refund is the limiter's failure policy's, a throwing `count` function
  * counts the request and is reported once: FLOODGATE_HOOK_ERROR).
  */
 import type { ServerResponse } from 'node:http';
-import { type CountWarning, refundUncounted } from '@floodgate/core/http';
+import { type CountWarning, chargeOf, refundUncounted } from '@floodgate/core/http';
 import type { ExecutionContext } from '@nestjs/common';
 import type { KeyedCharge } from './rate-limit.plan.js';
 
@@ -27,7 +28,7 @@ export function settleAfterResponse(
   for (const charge of charged) {
     refundUncounted(
       charge.count,
-      { limiter: charge.limiter!, key: charge.key, cost },
+      chargeOf(charge.limiter!, charge.key, cost, charge.decision!),
       raw,
       context,
       response as unknown,

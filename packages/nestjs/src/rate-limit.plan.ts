@@ -39,6 +39,11 @@ export interface KeyedCharge {
   readonly sets: Policy[][];
   /** Set when the charge is made. */
   limiter?: RateLimiter;
+  /**
+   * The decision that charged this key's policies (set when they were charged): a refund
+   * whose window it went to has ended is dropped (`chargeOf` in `@floodgate/core/http`).
+   */
+  decision?: Decision;
 }
 
 /** Where the guard leaves a request's charges (for `reset`, `block`, `unblock`). */
