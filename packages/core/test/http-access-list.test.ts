@@ -3,7 +3,7 @@
  * IPv6, CIDRs, IPv4-mapped folding, predicates, a trusted proxy hop, `ipHeader`, and that a
  * forged X-Forwarded-For without trust never gets a client onto the allowlist.
  */
-import { fixedWindow, memoryStore, redisStore, type Store } from '@floodgate/core';
+import { fixedWindow, type Store } from '@floodgate/core';
 import {
   ACCESS_DENIED_TYPE,
   onAccessList,
@@ -12,50 +12,30 @@ import {
 } from '@floodgate/core/http';
 import { rateLimit } from '@floodgate/express';
 import fc from 'fast-check';
-import type { Redis } from 'ioredis';
 import ipaddr from 'ipaddr.js';
 import request from 'supertest';
-import { connectIoredis, flushRedis } from '../../../test/harness/redis';
-import { serveExpress, serveExpress4 } from '../../express/test/server';
-import { serveFastify } from '../../fastify/test/server';
-import { serveKoa, serveKoa2 } from '../../koa/test/server';
+import { flushRedis } from '../../../test/harness/redis';
 import { configErrorOf } from './config-error';
-import { type Serve, useTestApp } from './http-driver';
+import { useTestApp } from './http-driver';
+import { FRAMEWORKS, storesOn, useTestRedisConnection } from './http-tables';
 
 type Req = { get(name: string): string | undefined };
 
-const frameworks: [string, Serve][] = [
-  ['express 5', serveExpress],
-  ['express 4', serveExpress4],
-  ['koa 3', serveKoa],
-  ['koa 2', serveKoa2],
-  ['fastify', serveFastify],
-];
-
-let redis: Redis;
-beforeAll(() => {
-  redis = connectIoredis();
-});
-afterAll(async () => {
-  await redis.quit();
-});
+const redis = useTestRedisConnection();
 
 // A fixed clock, 45 s before the end of a minute: headers are exact.
 const clock = () => 1_700_000_055_000;
-const stores: [string, () => Store][] = [
-  ['memory', () => memoryStore({ clock })],
-  ['redis', () => redisStore({ client: redis, clock })],
-];
+const stores = storesOn(clock, redis);
 
 const policies = fixedWindow({ limit: 1, window: '1m', name: 'per-minute' });
 
-describe.each(frameworks)('%s', (_framework, serve) => {
+describe.each(FRAMEWORKS)('%s', (_framework, serve) => {
   const { start } = useTestApp(serve);
 
   describe.each(stores)('on the %s store', (storeName, makeStore) => {
     let store: Store;
     beforeEach(async () => {
-      if (storeName === 'redis') await flushRedis(redis);
+      if (storeName === 'redis') await flushRedis(redis());
       store = makeStore();
     });
 
@@ -68,7 +48,7 @@ describe.each(frameworks)('%s', (_framework, serve) => {
         expect(res.headers['ratelimit-policy']).toBeUndefined();
         expect(res.body.rateLimit).toBeNull();
       }
-      if (storeName === 'redis') expect(await redis.dbsize()).toBe(0);
+      if (storeName === 'redis') expect(await redis().dbsize()).toBe(0);
     });
 
     it('deny: 403 problem+json with its own type, no headers, the store never touched', async () => {
@@ -85,7 +65,7 @@ describe.each(frameworks)('%s', (_framework, serve) => {
           detail: 'Requests from this client are not accepted.',
         });
       }
-      if (storeName === 'redis') expect(await redis.dbsize()).toBe(0);
+      if (storeName === 'redis') expect(await redis().dbsize()).toBe(0);
     });
 
     it('behind a trusted proxy: IPv4 and IPv6 CIDRs, IPv4-mapped folded both ways', async () => {

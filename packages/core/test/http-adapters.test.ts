@@ -10,11 +10,9 @@ import { fixedWindow, leakyBucket, memoryStore, redisStore, type Store } from '@
 import { QUOTA_EXCEEDED_TYPE, STORE_UNAVAILABLE_TYPE } from '@floodgate/core/http';
 import { Redis as IORedis, type Redis } from 'ioredis';
 import request from 'supertest';
-import { connectIoredis, flushRedis } from '../../../test/harness/redis';
-import { serveExpress, serveExpress4 } from '../../express/test/server';
-import { serveFastify } from '../../fastify/test/server';
-import { serveKoa, serveKoa2 } from '../../koa/test/server';
-import { type Serve, useTestApp } from './http-driver';
+import { flushRedis } from '../../../test/harness/redis';
+import { useTestApp } from './http-driver';
+import { FRAMEWORKS, httpStores, useTestRedisConnection } from './http-tables';
 
 type Req = { get(name: string): string | undefined; path: string };
 
@@ -32,29 +30,10 @@ async function eventually<T>(probe: () => Promise<T>, expected: T): Promise<T> {
   return last;
 }
 
-// Every declared peer major: Express 4 and 5, Koa 2 and 3; and Fastify.
-const frameworks: [string, Serve][] = [
-  ['express 5', serveExpress],
-  ['express 4', serveExpress4],
-  ['koa 3', serveKoa],
-  ['koa 2', serveKoa2],
-  ['fastify', serveFastify],
-];
+const redis = useTestRedisConnection();
+const stores = httpStores(redis);
 
-let redis: Redis;
-beforeAll(() => {
-  redis = connectIoredis();
-});
-afterAll(async () => {
-  await redis.quit();
-});
-
-const stores: [string, (clock: () => number) => Store][] = [
-  ['memory', (clock) => memoryStore({ clock })],
-  ['redis', (clock) => redisStore({ client: redis, clock })],
-];
-
-describe.each(frameworks)('%s', (_framework, serve) => {
+describe.each(FRAMEWORKS)('%s', (_framework, serve) => {
   const { start, close } = useTestApp(serve);
 
   describe.each(stores)('on the %s store', (storeName, makeStore) => {
@@ -63,7 +42,7 @@ describe.each(frameworks)('%s', (_framework, serve) => {
     let store: Store;
     beforeEach(async () => {
       now = T0;
-      if (storeName === 'redis') await flushRedis(redis);
+      if (storeName === 'redis') await flushRedis(redis());
       store = makeStore(clock);
     });
     const perMinute = (limit: number, name = 'per-minute') =>

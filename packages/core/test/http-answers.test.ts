@@ -24,36 +24,26 @@ import {
   QUOTA_EXCEEDED_TYPE,
   STORE_UNAVAILABLE_TYPE,
 } from '@floodgate/core/http';
-import { Redis as IORedis, type Redis } from 'ioredis';
+import { Redis as IORedis } from 'ioredis';
 import { parseDictionary, parseItem, parseList } from 'structured-headers';
 import request from 'supertest';
-import { connectIoredis, flushRedis } from '../../../test/harness/redis';
+import { flushRedis } from '../../../test/harness/redis';
 import { freePort } from '../../../test/harness/redis-server';
-import { serveExpress } from '../../express/test/server';
-import { serveKoa } from '../../koa/test/server';
-import { type Serve, useTestApp } from './http-driver';
+import { useTestApp } from './http-driver';
+import {
+  httpStores,
+  NEWEST_FRAMEWORKS,
+  useTestRedisConnection,
+  withoutFastify,
+} from './http-tables';
 
 // Aligned to a minute, so a fixed window of 1m has exactly 45s left at T0.
 const WINDOW_START = 1_700_000_040_000;
 const T0 = WINDOW_START + 15_000;
 
-const frameworks: [string, Serve][] = [
-  ['express', serveExpress],
-  ['koa', serveKoa],
-];
-
-let redis: Redis;
-beforeAll(() => {
-  redis = connectIoredis();
-});
-afterAll(async () => {
-  await redis.quit();
-});
-
-const stores: [string, (clock: () => number) => Store][] = [
-  ['memory', (clock) => memoryStore({ clock })],
-  ['redis', (clock) => redisStore({ client: redis, clock })],
-];
+const frameworks = withoutFastify(NEWEST_FRAMEWORKS);
+const redis = useTestRedisConnection();
+const stores = httpStores(redis);
 
 /** A real ioredis client for a port nothing listens on: every command fails at once. */
 async function deadRedis(): Promise<IORedis> {
@@ -107,7 +97,7 @@ describe.each(frameworks)('%s', (_framework, serve) => {
     let store: Store;
     beforeEach(async () => {
       now = T0;
-      if (storeName === 'redis') await flushRedis(redis);
+      if (storeName === 'redis') await flushRedis(redis());
       store = makeStore(clock);
     });
 

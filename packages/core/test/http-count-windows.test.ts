@@ -5,34 +5,19 @@
  * slow successes would get extra failures). The fixed-window case is in http-count.test.ts.
  */
 import { memoryStore, type Policy, redisStore, slidingLog, slidingWindow } from '@floodgate/core';
-import type { Redis } from 'ioredis';
 import request from 'supertest';
-import { connectIoredis, flushRedis } from '../../../test/harness/redis';
-import { serveExpress } from '../../express/test/server';
-import { serveFastify } from '../../fastify/test/server';
-import { serveKoa } from '../../koa/test/server';
-import { type Serve, useTestApp } from './http-driver';
+import { flushRedis } from '../../../test/harness/redis';
+import { useTestApp } from './http-driver';
+import { NEWEST_FRAMEWORKS, useTestRedisConnection } from './http-tables';
 
-const frameworks: [string, Serve][] = [
-  ['express', serveExpress],
-  ['koa', serveKoa],
-  ['fastify', serveFastify],
-];
+const redis = useTestRedisConnection();
 
-let redis: Redis;
-beforeAll(() => {
-  redis = connectIoredis();
-});
-afterAll(async () => {
-  await redis.quit();
-});
-
-describe.each(frameworks)('%s', (_framework, serve) => {
+describe.each(NEWEST_FRAMEWORKS)('%s', (_framework, serve) => {
   const { start } = useTestApp(serve);
 
   describe.each(['memory', 'redis'])('on the %s store', (storeName) => {
     beforeEach(async () => {
-      if (storeName === 'redis') await flushRedis(redis);
+      if (storeName === 'redis') await flushRedis(redis());
     });
     const get = (url: string, status: number) => request(url).get(`/?status=${status}`);
 
@@ -45,7 +30,7 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       let now = 1_700_000_155_000; // 5 s before the end of a minute (and of a 10 s bucket)
       const store =
         storeName === 'redis'
-          ? redisStore({ client: redis, clock: () => now })
+          ? redisStore({ client: redis(), clock: () => now })
           : memoryStore({ clock: () => now });
       let finish!: () => void;
       let reached!: () => void;

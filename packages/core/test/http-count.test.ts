@@ -6,39 +6,19 @@
 import http from 'node:http';
 import { fixedWindow, memoryStore, redisStore, type Store } from '@floodgate/core';
 import { rateLimit } from '@floodgate/express';
-import type { Redis } from 'ioredis';
 import request from 'supertest';
-import { connectIoredis, flushRedis } from '../../../test/harness/redis';
-import { serveExpress, serveExpress4 } from '../../express/test/server';
-import { serveFastify } from '../../fastify/test/server';
-import { serveKoa, serveKoa2 } from '../../koa/test/server';
+import { flushRedis } from '../../../test/harness/redis';
 import { configErrorOf } from './config-error';
-import { type Serve, useTestApp } from './http-driver';
+import { useTestApp } from './http-driver';
+import { FRAMEWORKS, storesOn, useTestRedisConnection } from './http-tables';
 
 type Req = { get(name: string): string | undefined };
 
-const frameworks: [string, Serve][] = [
-  ['express 5', serveExpress],
-  ['express 4', serveExpress4],
-  ['koa 3', serveKoa],
-  ['koa 2', serveKoa2],
-  ['fastify', serveFastify],
-];
-
-let redis: Redis;
-beforeAll(() => {
-  redis = connectIoredis();
-});
-afterAll(async () => {
-  await redis.quit();
-});
+const redis = useTestRedisConnection();
 
 // A fixed clock, 45 s before the end of a minute: headers are exact.
 const clock = () => 1_700_000_055_000;
-const stores: [string, () => Store][] = [
-  ['memory', () => memoryStore({ clock })],
-  ['redis', () => redisStore({ client: redis, clock })],
-];
+const stores = storesOn(clock, redis);
 
 /** `store` whose refunds fail (everything else is the store's own). */
 function failingRefunds(store: Store): Store {
@@ -73,13 +53,13 @@ const statusOf = (res: unknown) =>
 const perMinute = (limit: number, name = 'per-minute') =>
   fixedWindow({ limit, window: '1m', name });
 
-describe.each(frameworks)('%s', (_framework, serve) => {
+describe.each(FRAMEWORKS)('%s', (_framework, serve) => {
   const { start } = useTestApp(serve);
 
   describe.each(stores)('on the %s store', (storeName, makeStore) => {
     let store: Store;
     beforeEach(async () => {
-      if (storeName === 'redis') await flushRedis(redis);
+      if (storeName === 'redis') await flushRedis(redis());
       store = makeStore();
     });
     const get = (url: string, status?: number) =>
@@ -192,7 +172,7 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       let now = 1_700_000_155_000; // 5 s before the end of a minute
       const moving =
         storeName === 'redis'
-          ? redisStore({ client: redis, clock: () => now })
+          ? redisStore({ client: redis(), clock: () => now })
           : memoryStore({ clock: () => now });
       let finish!: () => void;
       let reached!: () => void;

@@ -12,29 +12,15 @@ import {
   redisStore,
   type Store,
 } from '@floodgate/core';
-import type { Redis } from 'ioredis';
 import request from 'supertest';
-import { connectIoredis, flushRedis } from '../../../test/harness/redis';
-import { serveExpress, serveExpress4 } from '../../express/test/server';
-import { serveKoa, serveKoa2 } from '../../koa/test/server';
-import { type Serve, type TestApp, type TestAppOptions, useTestApp } from './http-driver';
+import { flushRedis } from '../../../test/harness/redis';
+import { type TestApp, type TestAppOptions, useTestApp } from './http-driver';
+import { FRAMEWORKS, useTestRedisConnection, withoutFastify } from './http-tables';
 
 type Req = { path: string; get(name: string): string | undefined };
 
-const frameworks: [string, Serve][] = [
-  ['express 5', serveExpress],
-  ['express 4', serveExpress4],
-  ['koa 3', serveKoa],
-  ['koa 2', serveKoa2],
-];
-
-let redis: Redis;
-beforeAll(() => {
-  redis = connectIoredis();
-});
-afterAll(async () => {
-  await redis.quit();
-});
+const frameworks = withoutFastify(FRAMEWORKS);
+const redis = useTestRedisConnection();
 
 const clock = () => 1_700_000_010_000;
 
@@ -183,10 +169,10 @@ describe.each(frameworks)('%s', (_framework, serve) => {
 
   describe.each<[string, () => Store]>([
     ['memory', () => memoryStore({ clock })],
-    ['redis', () => redisStore({ client: redis, clock })],
+    ['redis', () => redisStore({ client: redis(), clock })],
   ])('on the %s store', (storeName, makeStore) => {
     beforeEach(async () => {
-      if (storeName === 'redis') await flushRedis(redis);
+      if (storeName === 'redis') await flushRedis(redis());
     });
 
     it('FLOODGATE_SHARED_BUDGET: two middlewares on one store, prefix and policies, once', async () => {

@@ -6,16 +6,8 @@
  */
 import { fixedWindow, memoryStore, type Store } from '@floodgate/core';
 import request from 'supertest';
-import { serveExpress } from '../../express/test/server';
-import { serveFastify } from '../../fastify/test/server';
-import { serveKoa } from '../../koa/test/server';
-import { type Serve, useTestApp } from './http-driver';
-
-const frameworks: [string, Serve][] = [
-  ['express', serveExpress],
-  ['koa', serveKoa],
-  ['fastify', serveFastify],
-];
+import { useTestApp } from './http-driver';
+import { NEWEST_FRAMEWORKS } from './http-tables';
 
 /** A memory store whose refunds and lease releases never answer once `stall.on` is set. */
 function stallingStore(stall: { on: boolean }, started: string[]): Store {
@@ -53,7 +45,7 @@ function stallingStore(stall: { on: boolean }, started: string[]): Store {
   });
 }
 
-describe.each(frameworks)('%s', (_framework, serve) => {
+describe.each(NEWEST_FRAMEWORKS)('%s', (_framework, serve) => {
   const { start } = useTestApp(serve);
 
   it('stacked count refunds and a lease release wait together: one timeout, not one each', async () => {

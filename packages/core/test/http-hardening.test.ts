@@ -10,39 +10,21 @@ import {
   ConcurrencyLimiter,
   fixedWindow,
   memoryStore,
-  redisStore,
   type Store,
 } from '@floodgate/core';
-import { Redis } from 'ioredis';
 import request from 'supertest';
-import { connectIoredis, flushRedis } from '../../../test/harness/redis';
-import { serveExpress, serveExpress4 } from '../../express/test/server';
-import { serveKoa, serveKoa2 } from '../../koa/test/server';
-import { type Serve, type TestAppOptions, useTestApp } from './http-driver';
+import { flushRedis } from '../../../test/harness/redis';
+import { type TestAppOptions, useTestApp } from './http-driver';
+import { FRAMEWORKS, storesOn, useTestRedisConnection, withoutFastify } from './http-tables';
 
 type Req = { get(name: string): string | undefined };
 
-const frameworks: [string, Serve][] = [
-  ['express 5', serveExpress],
-  ['express 4', serveExpress4],
-  ['koa 3', serveKoa],
-  ['koa 2', serveKoa2],
-];
-
-let redis: Redis;
-beforeAll(() => {
-  redis = connectIoredis();
-});
-afterAll(async () => {
-  await redis.quit();
-});
+const frameworks = withoutFastify(FRAMEWORKS);
+const redis = useTestRedisConnection();
 
 // A clock that stands still: no window ends during a test.
 const clock = () => 1_700_000_010_000;
-const stores: [string, () => Store][] = [
-  ['memory', () => memoryStore({ clock })],
-  ['redis', () => redisStore({ client: redis, clock })],
-];
+const stores = storesOn(clock, redis);
 
 /** Polls `probe` (bounded: about 2 s) until it answers `expected`; returns the last answer. */
 async function eventually<T>(probe: () => Promise<T>, expected: T): Promise<T> {
@@ -75,7 +57,7 @@ describe.each(frameworks)('%s', (_framework, serve) => {
   describe.each(stores)('on the %s store', (storeName, makeStore) => {
     let store: Store;
     beforeEach(async () => {
-      if (storeName === 'redis') await flushRedis(redis);
+      if (storeName === 'redis') await flushRedis(redis());
       store = makeStore();
     });
     const policies = fixedWindow({ limit: 5, window: '1m', name: 'per-minute' });

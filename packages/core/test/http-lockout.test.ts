@@ -3,49 +3,29 @@
  * `blockDuration` lockout (plain and progressive) and `limiter.block` answer 429 with
  * `Retry-After` = the block's time left (none for 'forever') and a problem body that says so.
  */
-import { fixedWindow, memoryStore, RateLimiter, redisStore, type Store } from '@floodgate/core';
+import { fixedWindow, RateLimiter, type Store } from '@floodgate/core';
 import { QUOTA_EXCEEDED_TYPE } from '@floodgate/core/http';
-import type { Redis } from 'ioredis';
 import request from 'supertest';
-import { connectIoredis, flushRedis } from '../../../test/harness/redis';
-import { serveExpress, serveExpress4 } from '../../express/test/server';
-import { serveFastify } from '../../fastify/test/server';
-import { serveKoa, serveKoa2 } from '../../koa/test/server';
-import { type Serve, useTestApp } from './http-driver';
+import { flushRedis } from '../../../test/harness/redis';
+import { useTestApp } from './http-driver';
+import { FRAMEWORKS, storesOn, useTestRedisConnection } from './http-tables';
 
-const frameworks: [string, Serve][] = [
-  ['express 5', serveExpress],
-  ['express 4', serveExpress4],
-  ['koa 3', serveKoa],
-  ['koa 2', serveKoa2],
-  ['fastify', serveFastify],
-];
-
-let redis: Redis;
-beforeAll(() => {
-  redis = connectIoredis();
-});
-afterAll(async () => {
-  await redis.quit();
-});
+const redis = useTestRedisConnection();
 
 // Aligned to a minute, so a fixed window of 1m has exactly 45s left at T0.
 const T0 = 1_700_000_040_000 + 15_000;
 let now = T0;
 const clock = () => now;
-const stores: [string, () => Store][] = [
-  ['memory', () => memoryStore({ clock })],
-  ['redis', () => redisStore({ client: redis, clock })],
-];
+const stores = storesOn(clock, redis);
 
-describe.each(frameworks)('%s', (_framework, serve) => {
+describe.each(FRAMEWORKS)('%s', (_framework, serve) => {
   const { start } = useTestApp(serve);
 
   describe.each(stores)('on the %s store', (storeName, makeStore) => {
     let store: Store;
     beforeEach(async () => {
       now = T0;
-      if (storeName === 'redis') await flushRedis(redis);
+      if (storeName === 'redis') await flushRedis(redis());
       store = makeStore();
     });
 

@@ -16,13 +16,10 @@ import {
   type Store,
 } from '@floodgate/core';
 import { POLICY_SET_CACHE_SIZE, parseHttpRateLimitOptions } from '@floodgate/core/http';
-import type { Redis } from 'ioredis';
 import request from 'supertest';
-import { connectIoredis, flushRedis, testRedisUrl, workerDb } from '../../../test/harness/redis';
-import { serveExpress, serveExpress4 } from '../../express/test/server';
-import { serveFastify } from '../../fastify/test/server';
-import { serveKoa, serveKoa2 } from '../../koa/test/server';
-import { type MountedLimiter, type Serve, useTestApp } from './http-driver';
+import { flushRedis, testRedisUrl, workerDb } from '../../../test/harness/redis';
+import { type MountedLimiter, useTestApp } from './http-driver';
+import { FRAMEWORKS, httpStores, useTestRedisConnection } from './http-tables';
 
 type Req = { get(name: string): string | undefined };
 
@@ -30,26 +27,8 @@ type Req = { get(name: string): string | undefined };
 const WINDOW_START = 1_700_000_040_000;
 const T0 = WINDOW_START + 15_000;
 
-const frameworks: [string, Serve][] = [
-  ['express 5', serveExpress],
-  ['express 4', serveExpress4],
-  ['koa 3', serveKoa],
-  ['koa 2', serveKoa2],
-  ['fastify', serveFastify],
-];
-
-let redis: Redis;
-beforeAll(() => {
-  redis = connectIoredis();
-});
-afterAll(async () => {
-  await redis.quit();
-});
-
-const stores: [string, (clock: () => number) => Store][] = [
-  ['memory', (clock) => memoryStore({ clock })],
-  ['redis', (clock) => redisStore({ client: redis, clock })],
-];
+const redis = useTestRedisConnection();
+const stores = httpStores(redis);
 
 /** A plan's policies, built anew on every call (as a database lookup would). */
 const plans: Record<string, () => Policy[]> = {
@@ -74,7 +53,7 @@ function useWarnings(): () => string[] {
       .filter((code) => code.startsWith('FLOODGATE_'));
 }
 
-describe.each(frameworks)('%s', (framework, serve) => {
+describe.each(FRAMEWORKS)('%s', (framework, serve) => {
   const { start } = useTestApp(serve);
   const warnings = useWarnings();
 
@@ -87,7 +66,7 @@ describe.each(frameworks)('%s', (framework, serve) => {
     const prefix = `${framework}-${storeName}`.replace(/\s/g, '');
     beforeEach(async () => {
       now = T0;
-      if (storeName === 'redis') await flushRedis(redis);
+      if (storeName === 'redis') await flushRedis(redis());
       store = makeStore(clock);
     });
 
@@ -454,7 +433,7 @@ describe('the shared-budget diagnostic with many policy sets', () => {
   });
 });
 
-describe.each(frameworks)('%s: resetKey across two processes sharing Redis', (_name, serve) => {
+describe.each(FRAMEWORKS)('%s: resetKey across two processes sharing Redis', (_name, serve) => {
   const { start } = useTestApp(serve);
   let child: ChildProcess;
   let childUrl: string;
@@ -462,7 +441,7 @@ describe.each(frameworks)('%s: resetKey across two processes sharing Redis', (_n
 
   beforeEach(async () => {
     now = T0;
-    await flushRedis(redis);
+    await flushRedis(redis());
     child = fork(join(__dirname, '../../express/test/fixtures/reset-key-child.ts'), [], {
       execArgv: [join(__dirname, 'resilience/run-ts.cjs')],
       env: {
@@ -491,7 +470,7 @@ describe.each(frameworks)('%s: resetKey across two processes sharing Redis', (_n
     const url = await start({
       limiters: [
         {
-          store: redisStore({ client: redis, clock: () => now }),
+          store: redisStore({ client: redis(), clock: () => now }),
           policies: fixedWindow({ limit: 2, window: '1m', name: 'per-minute' }),
         },
       ],
