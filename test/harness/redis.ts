@@ -56,3 +56,23 @@ export function useTestRedis(options: RedisOptions = {}): () => Redis {
     return client;
   };
 }
+
+/**
+ * One ioredis connection for a test file, opened before all its tests and closed after them.
+ * Unlike `useTestRedis` it flushes nothing: each file flushes where its Redis tests start.
+ * Call at the top level of a file; use the returned getter inside tests.
+ */
+export function useTestRedisConnection(options: RedisOptions = {}): () => Redis {
+  let client: Redis | undefined;
+  beforeAll(() => {
+    client = connectIoredis(options);
+  });
+  afterAll(async () => {
+    await client?.quit();
+  });
+  return () => {
+    if (!client)
+      throw new Error('useTestRedisConnection(): the connection exists only inside tests');
+    return client;
+  };
+}
