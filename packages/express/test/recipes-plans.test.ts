@@ -3,64 +3,32 @@
  * a file in test/recipes/ (checked here), and each app is exercised with supertest on the memory
  * store and on Redis.
  */
-import { readFileSync } from 'node:fs';
-import type { Server } from 'node:http';
-import { join } from 'node:path';
-import {
-  type CallContext,
-  type Decision,
-  memoryStore,
-  redisStore,
-  type Store,
-} from '@floodgate/core';
-import type { Redis } from 'ioredis';
+import type { CallContext, Decision, Store } from '@floodgate/core';
 import request from 'supertest';
-import { connectIoredis, flushRedis } from '../../../test/harness/redis';
+import { flushRedis, useTestRedisConnection } from '../../../test/harness/redis';
+import { storesOn } from '../../../test/harness/stores';
 import { type Account, createPlanApp } from './recipes/per-plan';
 import { createApiApp } from './recipes/shadow-rollout';
+import { itShowsRecipesExactly, useRecipeServer } from './recipes-table';
 
-it.each(['per-plan.ts', 'shadow-rollout.ts'])(
-  'docs/recipes.md shows test/recipes/%s exactly',
-  (file) => {
-    const page = readFileSync(join(__dirname, '../../../docs/recipes.md'), 'utf8');
-    const source = readFileSync(join(__dirname, 'recipes', file), 'utf8');
-    expect(page).toContain(`\`\`\`ts\n${source}\`\`\`\n`);
-  },
-);
+itShowsRecipesExactly(['per-plan.ts', 'shadow-rollout.ts']);
 
-let redis: Redis;
-beforeAll(() => {
-  redis = connectIoredis();
-});
-afterAll(async () => {
-  await redis.quit();
-});
+const redis = useTestRedisConnection();
 
 // Midnight UTC: minute and day windows start now.
 const T0 = Date.UTC(2026, 0, 1);
 let now = T0;
 const clock = () => now;
-const stores: [string, () => Store][] = [
-  ['memory', () => memoryStore({ clock })],
-  ['redis', () => redisStore({ client: redis, clock })],
-];
+const stores = storesOn(clock, redis);
 
 describe.each(stores)('recipes on the %s store', (storeName, makeStore) => {
   let store: Store;
-  let server: Server | undefined;
   beforeEach(async () => {
     now = T0;
-    if (storeName === 'redis') await flushRedis(redis);
+    if (storeName === 'redis') await flushRedis(redis());
     store = makeStore();
   });
-  afterEach(() => {
-    server?.close();
-    server = undefined;
-  });
-  const serve = (app: { listen(port: number, host: string): Server }) => {
-    server = app.listen(0, '127.0.0.1');
-    return server;
-  };
+  const serve = useRecipeServer();
 
   it('per-plan limits: each plan its own limits; an upgrade applies to the next request', async () => {
     const accounts = new Map<string, Account>([['key-a', { id: 'acct-a', plan: 'free' }]]);

@@ -3,60 +3,38 @@
  * here, so the page cannot drift from the tested code), and each file's app is exercised with
  * supertest on the memory store and on Redis.
  */
-import { readFileSync } from 'node:fs';
 import http, { type Server } from 'node:http';
-import { join } from 'node:path';
-import { memoryStore, redisStore, type Store } from '@floodgate/core';
+import type { Store } from '@floodgate/core';
 import type { RequestHandler } from 'express';
-import type { Redis } from 'ioredis';
 import request from 'supertest';
-import { connectIoredis, flushRedis } from '../../../test/harness/redis';
+import { flushRedis, useTestRedisConnection } from '../../../test/harness/redis';
+import { storesOn } from '../../../test/harness/stores';
 import { createPublicApp } from './recipes/allowlist';
 import { createBanApp } from './recipes/banned-keys';
 import { type CompletionModel, createLlmApp } from './recipes/llm-tokens';
 import { createLoginApp } from './recipes/login';
+import { itShowsRecipesExactly, useRecipeServer } from './recipes-table';
 
 const RECIPES = ['login.ts', 'banned-keys.ts', 'llm-tokens.ts', 'allowlist.ts'];
 
-it.each(RECIPES)('docs/recipes.md shows test/recipes/%s exactly', (file) => {
-  const page = readFileSync(join(__dirname, '../../../docs/recipes.md'), 'utf8');
-  const source = readFileSync(join(__dirname, 'recipes', file), 'utf8');
-  expect(page).toContain(`\`\`\`ts\n${source}\`\`\`\n`);
-});
+itShowsRecipesExactly(RECIPES);
 
-let redis: Redis;
-beforeAll(() => {
-  redis = connectIoredis();
-});
-afterAll(async () => {
-  await redis.quit();
-});
+const redis = useTestRedisConnection();
 
 // Midnight UTC: day and hour windows start now.
 const T0 = Date.UTC(2026, 0, 1);
 let now = T0;
 const clock = () => now;
-const stores: [string, () => Store][] = [
-  ['memory', () => memoryStore({ clock })],
-  ['redis', () => redisStore({ client: redis, clock })],
-];
+const stores = storesOn(clock, redis);
 
 describe.each(stores)('recipes on the %s store', (storeName, makeStore) => {
   let store: Store;
-  let server: Server | undefined;
   beforeEach(async () => {
     now = T0;
-    if (storeName === 'redis') await flushRedis(redis);
+    if (storeName === 'redis') await flushRedis(redis());
     store = makeStore();
   });
-  afterEach(() => {
-    server?.close();
-    server = undefined;
-  });
-  const serve = (app: { listen(port: number, host: string): Server }) => {
-    server = app.listen(0, '127.0.0.1');
-    return server;
-  };
+  const serve = useRecipeServer();
 
   describe('login brute force', () => {
     const verify = async (username: string, password: string) =>
