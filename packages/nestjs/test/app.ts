@@ -9,6 +9,7 @@ import {
   RateLimitDecision,
   RateLimitException,
   RateLimitGuard,
+  RateLimitModule,
   SkipRateLimit,
 } from '@floodgate/nestjs';
 import {
@@ -99,6 +100,27 @@ export const STORES: readonly StoreKind[] = [
     },
   },
 ];
+
+/** Every platform with every store: the table the e2e files run over. */
+export const CASES: readonly { platform: Platform; store: StoreKind }[] = PLATFORMS.flatMap(
+  (platform) => STORES.map((store) => ({ platform, store })),
+);
+
+/**
+ * `boot(controllers, options, providers)` for a describe block: boots `platform` with
+ * RateLimitModule global on the store `store()` answers when called (the test's current store).
+ */
+export function globalModuleBoot(
+  platform: Platform,
+  store: () => Store,
+): (controllers: unknown[], options?: object, providers?: unknown[]) => Promise<INestApplication> {
+  return (controllers, options = {}, providers = []) =>
+    platform.boot({
+      imports: [RateLimitModule.forRoot({ store: store(), global: true, ...options })],
+      controllers: controllers as never[],
+      providers: providers as never[],
+    });
+}
 
 /** All keys in the test Redis database (empty for the memory store). */
 export async function redisKeys(): Promise<string[]> {

@@ -33,18 +33,15 @@ import { APP_FILTER, APP_GUARD, HttpAdapterHost } from '@nestjs/core';
 import request from 'supertest';
 import {
   BearerAuthGuard,
+  CASES,
   closeApps,
   DevicesController,
   FirmwareController,
-  PLATFORMS,
   PlainController,
   RateLimitExceptionSpy,
   RenamedDevicesController,
   redisKeys,
-  STORES,
 } from './app.js';
-
-const CASES = PLATFORMS.flatMap((platform) => STORES.map((store) => ({ platform, store })));
 
 const bearer = (clientId: string) => ({ Authorization: `Bearer ${clientId}` });
 

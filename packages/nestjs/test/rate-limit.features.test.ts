@@ -26,9 +26,8 @@ import {
 } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import request from 'supertest';
-import { BearerAuthGuard, closeApps, PLATFORMS, redisKeys, STORES } from './app.js';
+import { BearerAuthGuard, CASES, closeApps, redisKeys } from './app.js';
 
-const CASES = PLATFORMS.flatMap((platform) => STORES.map((store) => ({ platform, store })));
 const bearer = (clientId: string) => ({ Authorization: `Bearer ${clientId}` });
 
 /** 100 a minute per client across the whole API (here 3, to stay short). */

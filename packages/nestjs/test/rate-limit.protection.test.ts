@@ -33,9 +33,7 @@ import {
 import { APP_GUARD } from '@nestjs/core';
 import request from 'supertest';
 import { BoundedCache } from '../src/rate-limit.cache.js';
-import { closeApps, NOW, PLATFORMS, redisKeys, STORES } from './app.js';
-
-const CASES = PLATFORMS.flatMap((platform) => STORES.map((store) => ({ platform, store })));
+import { CASES, closeApps, globalModuleBoot, NOW, redisKeys } from './app.js';
 
 /** 401 for `x-result: fail`, 500 for `crash`, else 201. */
 function answer(result: string | undefined) {
@@ -323,12 +321,7 @@ describe.each(CASES)(
     afterEach(closeApps);
     afterAll(() => store.close());
 
-    const boot = (controllers: unknown[], options: object = {}, providers: unknown[] = []) =>
-      platform.boot({
-        imports: [RateLimitModule.forRoot({ store: s, global: true, ...options })],
-        controllers: controllers as never[],
-        providers: providers as never[],
-      });
+    const boot = globalModuleBoot(platform, () => s);
 
     describe('count by outcome', () => {
       it("'failed' refunds successes and counts errors, Nest's mapped exceptions included", async () => {

@@ -10,9 +10,7 @@ import { fixedWindow, type Store, slidingLog, slidingWindow } from '@floodgate/c
 import { RateLimit, RateLimitModule } from '@floodgate/nestjs';
 import { Controller, Headers, Post, UnauthorizedException } from '@nestjs/common';
 import request from 'supertest';
-import { closeApps, PLATFORMS, STORES } from './app.js';
-
-const CASES = PLATFORMS.flatMap((platform) => STORES.map((store) => ({ platform, store })));
+import { CASES, closeApps } from './app.js';
 
 /** Holds a request sent with `x-hold: 1` until `release` is called. */
 const hold = { arrived: (): void => {}, release: (): void => {} };

@@ -26,9 +26,7 @@ import {
 } from '@nestjs/common';
 import { APP_FILTER, HttpAdapterHost } from '@nestjs/core';
 import request from 'supertest';
-import { closeApps, PLATFORMS, STORES } from './app.js';
-
-const CASES = PLATFORMS.flatMap((platform) => STORES.map((store) => ({ platform, store })));
+import { CASES, closeApps, globalModuleBoot, PLATFORMS, STORES } from './app.js';
 
 @Controller('plain')
 class PlainController {
@@ -172,12 +170,7 @@ describe.each(CASES)(
     afterEach(closeApps);
     afterAll(() => store.close());
 
-    const boot = (controllers: unknown[], options: object = {}, providers: unknown[] = []) =>
-      platform.boot({
-        imports: [RateLimitModule.forRoot({ store: s, global: true, ...options })],
-        controllers: controllers as never[],
-        providers: providers as never[],
-      });
+    const boot = globalModuleBoot(platform, () => s);
 
     it('shadow mode with headers sends no Retry-After on a would-be denial', async () => {
       const server = (
