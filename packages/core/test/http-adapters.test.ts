@@ -11,7 +11,7 @@ import { QUOTA_EXCEEDED_TYPE, STORE_UNAVAILABLE_TYPE } from '@floodgate/core/htt
 import { Redis as IORedis, type Redis } from 'ioredis';
 import request from 'supertest';
 import { flushRedis } from '../../../test/harness/redis';
-import { useTestApp } from './http-driver';
+import { holdRequests, useTestApp } from './http-driver';
 import { FRAMEWORKS, httpStores, useTestRedisConnection } from './http-tables';
 
 type Req = { get(name: string): string | undefined; path: string };
@@ -321,22 +321,15 @@ describe.each(FRAMEWORKS)('%s', (_framework, serve) => {
       expect(reachedAt - sent).toBeGreaterThanOrEqual(99);
     });
     it('concurrency: a slot is held while the response is in flight, freed when it finishes', async () => {
-      let finish: (() => void) | undefined;
-      let reached!: () => void;
-      const inHandler = new Promise<void>((resolve) => {
-        reached = resolve;
-      });
+      const hold = holdRequests();
       const url = await start({
-        onHold: (done) => {
-          finish = done;
-          reached();
-        },
+        onHold: hold.onHold,
         limiters: [{ store, policies: perMinute(100), concurrency: { limit: 1 } }],
       });
       const held = request(url)
         .get('/hold')
         .then((res) => res);
-      await inHandler;
+      await hold.reached;
       const busy = await request(url).get('/');
       expect(busy.status).toBe(429);
       expect(JSON.parse(busy.text)['violated-policies']).toEqual(['concurrency-1']);
@@ -345,7 +338,7 @@ describe.each(FRAMEWORKS)('%s', (_framework, serve) => {
       );
       expect(busy.headers.ratelimit).toMatch(/^"per-minute";r=99;t=45, "concurrency-1";r=0;t=\d+$/);
       expect(Number(busy.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-      finish!();
+      hold.finish();
       expect((await held).status).toBe(200);
       expect(await eventually(async () => (await request(url).get('/')).status, 200)).toBe(200);
     });

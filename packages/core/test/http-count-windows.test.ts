@@ -7,7 +7,7 @@
 import { memoryStore, type Policy, redisStore, slidingLog, slidingWindow } from '@floodgate/core';
 import request from 'supertest';
 import { flushRedis } from '../../../test/harness/redis';
-import { useTestApp } from './http-driver';
+import { holdRequests, useTestApp } from './http-driver';
 import { NEWEST_FRAMEWORKS, useTestRedisConnection } from './http-tables';
 
 const redis = useTestRedisConnection();
@@ -32,25 +32,18 @@ describe.each(NEWEST_FRAMEWORKS)('%s', (_framework, serve) => {
         storeName === 'redis'
           ? redisStore({ client: redis(), clock: () => now })
           : memoryStore({ clock: () => now });
-      let finish!: () => void;
-      let reached!: () => void;
-      const inHandler = new Promise<void>((resolve) => {
-        reached = resolve;
-      });
+      const hold = holdRequests();
       const url = await start({
-        onHold: (done) => {
-          finish = done;
-          reached();
-        },
+        onHold: hold.onHold,
         limiters: [{ store, policies, count: 'failed' }],
       });
       const held = request(url)
         .get('/hold')
         .then((res) => res.status);
-      await inHandler;
+      await hold.reached;
       now += during;
       expect((await get(url, 401)).status).toBe(401);
-      finish();
+      hold.finish();
       expect(await held).toBe(200);
       now += after;
       return [(await get(url, 401)).status, (await get(url, 401)).status];

@@ -9,7 +9,7 @@ import { rateLimit } from '@floodgate/express';
 import request from 'supertest';
 import { flushRedis } from '../../../test/harness/redis';
 import { configErrorOf } from './config-error';
-import { useTestApp } from './http-driver';
+import { holdRequests, useTestApp } from './http-driver';
 import { FRAMEWORKS, storesOn, useTestRedisConnection } from './http-tables';
 
 type Req = { get(name: string): string | undefined };
@@ -174,26 +174,19 @@ describe.each(FRAMEWORKS)('%s', (_framework, serve) => {
         storeName === 'redis'
           ? redisStore({ client: redis(), clock: () => now })
           : memoryStore({ clock: () => now });
-      let finish!: () => void;
-      let reached!: () => void;
-      const inHandler = new Promise<void>((resolve) => {
-        reached = resolve;
-      });
+      const hold = holdRequests();
       const url = await start({
-        onHold: (done) => {
-          finish = done;
-          reached();
-        },
+        onHold: hold.onHold,
         limiters: [{ store: moving, policies: perMinute(2), count: 'failed' }],
       });
       const held = request(url)
         .get('/hold')
         .then((res) => res.status);
-      await inHandler;
+      await hold.reached;
       now += 10_000; // the next minute
       expect((await get(url, 401)).status).toBe(401);
       expect((await get(url, 401)).status).toBe(401);
-      finish();
+      hold.finish();
       expect(await held).toBe(200);
       expect((await get(url, 401)).status).toBe(429);
     });
@@ -274,16 +267,9 @@ describe.each(FRAMEWORKS)('%s', (_framework, serve) => {
     });
 
     it('a request refused for concurrency charged nothing, so nothing is refunded', async () => {
-      let finish!: () => void;
-      let reached!: () => void;
-      const inHandler = new Promise<void>((resolve) => {
-        reached = resolve;
-      });
+      const hold = holdRequests();
       const url = await start({
-        onHold: (done) => {
-          finish = done;
-          reached();
-        },
+        onHold: hold.onHold,
         limiters: [
           { store, policies: perMinute(2), concurrency: { limit: 1 }, count: 'succeeded' },
         ],
@@ -291,35 +277,28 @@ describe.each(FRAMEWORKS)('%s', (_framework, serve) => {
       const held = request(url)
         .get('/hold')
         .then((res) => res);
-      await inHandler;
+      await hold.reached;
       const busy = await get(url);
       expect(busy.status).toBe(429);
       expect(busy.headers.ratelimit).toMatch(/^"per-minute";r=1;t=45, /);
-      finish();
+      hold.finish();
       expect((await held).status).toBe(200);
       // Had the 429 been refunded, the held request's unit would be back (r=1 after this one).
       expect((await get(url)).headers.ratelimit).toMatch(/^"per-minute";r=0;t=45, /);
     });
 
     it('a refund reaches past the denied cache: a key denied while a request was in flight', async () => {
-      let finish!: () => void;
-      let reached!: () => void;
-      const inHandler = new Promise<void>((resolve) => {
-        reached = resolve;
-      });
+      const hold = holdRequests();
       const url = await start({
-        onHold: (done) => {
-          finish = done;
-          reached();
-        },
+        onHold: hold.onHold,
         limiters: [{ store, policies: perMinute(1), count: 'failed' }],
       });
       const held = request(url)
         .get('/hold')
         .then((res) => res);
-      await inHandler;
+      await hold.reached;
       expect((await get(url)).status).toBe(429);
-      finish();
+      hold.finish();
       expect((await held).status).toBe(200);
       // The 200 was refunded: the key is admitted again at once, whatever was cached.
       expect((await get(url, 401)).status).toBe(401);

@@ -68,3 +68,30 @@ export function useTestApp(serve: Serve): {
     close,
   };
 }
+
+/**
+ * The test's side of the `/hold` route: pass `onHold` to `start`; `reached` resolves when the
+ * first held request is in its handler, and `finish()` then answers the latest one held.
+ */
+export function holdRequests(): {
+  onHold: (finish: () => void) => void;
+  reached: Promise<void>;
+  finish: () => void;
+} {
+  let held: (() => void) | undefined;
+  let reach!: () => void;
+  const reached = new Promise<void>((resolve) => {
+    reach = resolve;
+  });
+  return {
+    onHold: (finish) => {
+      held = finish;
+      reach();
+    },
+    reached,
+    finish: () => {
+      if (!held) throw new Error('holdRequests(): no request is held');
+      held();
+    },
+  };
+}

@@ -14,7 +14,7 @@ import {
 } from '@floodgate/core';
 import request from 'supertest';
 import { flushRedis } from '../../../test/harness/redis';
-import { type TestAppOptions, useTestApp } from './http-driver';
+import { holdRequests, type TestAppOptions, useTestApp } from './http-driver';
 import { FRAMEWORKS, storesOn, useTestRedisConnection, withoutFastify } from './http-tables';
 
 type Req = { get(name: string): string | undefined };
@@ -221,24 +221,17 @@ describe.each(frameworks)('%s', (_framework, serve) => {
 
     describe('a concurrency refusal is not charged to the rate policies (11.5)', () => {
       const holdOne = async (limiters: TestAppOptions['limiters']) => {
-        let finish: (() => void) | undefined;
-        let reached!: () => void;
-        const inHandler = new Promise<void>((resolve) => {
-          reached = resolve;
-        });
+        const hold = holdRequests();
         const url = await start({
-          onHold: (done) => {
-            finish = done;
-            reached();
-          },
+          onHold: hold.onHold,
           limiters,
         });
         const held = request(url)
           .get('/hold')
           .then((res) => res);
-        await inHandler;
+        await hold.reached;
         const release = async () => {
-          finish!();
+          hold.finish();
           return held;
         };
         return { url, release };

@@ -18,7 +18,7 @@ import {
 import { POLICY_SET_CACHE_SIZE, parseHttpRateLimitOptions } from '@floodgate/core/http';
 import request from 'supertest';
 import { flushRedis, testRedisUrl, workerDb } from '../../../test/harness/redis';
-import { type MountedLimiter, useTestApp } from './http-driver';
+import { holdRequests, type MountedLimiter, useTestApp } from './http-driver';
 import { FRAMEWORKS, httpStores, useTestRedisConnection } from './http-tables';
 
 type Req = { get(name: string): string | undefined };
@@ -250,16 +250,9 @@ describe.each(FRAMEWORKS)('%s', (framework, serve) => {
     });
 
     it('shadow with concurrency: a would-be refusal runs without a slot and costs no rate budget', async () => {
-      let finish: (() => void) | undefined;
-      let reached!: () => void;
-      const inHandler = new Promise<void>((resolve) => {
-        reached = resolve;
-      });
+      const hold = holdRequests();
       const url = await start({
-        onHold: (done) => {
-          finish = done;
-          reached();
-        },
+        onHold: hold.onHold,
         limiters: [
           {
             store,
@@ -272,7 +265,7 @@ describe.each(FRAMEWORKS)('%s', (framework, serve) => {
       const held = request(url)
         .get('/hold')
         .then((res) => res);
-      await inHandler;
+      await hold.reached;
       const busy = await request(url).get('/');
       expect(busy.status).toBe(200);
       expect(busy.body.rateLimit).toMatchObject({
@@ -280,7 +273,7 @@ describe.each(FRAMEWORKS)('%s', (framework, serve) => {
         shadow: true,
         policy: 'concurrency-1',
       });
-      finish!();
+      hold.finish();
       expect((await held).status).toBe(200);
       // Only the held request was charged to the rate policy.
       const after = await request(url).get('/');
