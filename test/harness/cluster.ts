@@ -4,7 +4,7 @@
  * Every node is a child of this process, ended by its PID on `stop()`.
  */
 import { spawn } from 'node:child_process';
-import { Redis } from 'ioredis';
+import { withNode } from './redis';
 import { type RedisServerHandle, startRedisServer } from './redis-server';
 
 /** Milliseconds a node may be unreachable before the cluster fails it over. */
@@ -56,25 +56,6 @@ function redisCli(args: string[], timeoutMs: number): Promise<string> {
       else reject(new Error(`redis-cli ${args.join(' ')} failed (${code}): ${output}`));
     });
   });
-}
-
-async function withNode<T>(port: number, fn: (client: Redis) => Promise<T>): Promise<T> {
-  const client = new Redis({
-    host: '127.0.0.1',
-    port,
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-    connectTimeout: 1000,
-  });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    return await fn(client);
-  } finally {
-    client.disconnect();
-  }
 }
 
 interface NodesLine {

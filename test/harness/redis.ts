@@ -76,3 +76,26 @@ export function useTestRedisConnection(options: RedisOptions = {}): () => Redis 
     return client;
   };
 }
+
+/**
+ * One short-lived connection to the node on `port` (127.0.0.1) for the cluster and sentinel
+ * harnesses: no offline queue, no retries, so a dead node fails at once instead of hanging.
+ */
+export async function withNode<T>(port: number, fn: (client: Redis) => Promise<T>): Promise<T> {
+  const client = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1000,
+  });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return await fn(client);
+  } finally {
+    client.disconnect();
+  }
+}

@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import { withNode } from './redis';
 import { type RedisServerHandle, startRedisServer } from './redis-server';
 
 /** The name the sentinels monitor the master under (`new Redis({ sentinels, name })`). */
@@ -41,25 +41,6 @@ export interface RedisSentinelHandle {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function withNode<T>(port: number, fn: (client: Redis) => Promise<T>): Promise<T> {
-  const client = new Redis({
-    host: '127.0.0.1',
-    port,
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-    connectTimeout: 1000,
-  });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    return await fn(client);
-  } finally {
-    client.disconnect();
-  }
-}
 
 export async function startRedisSentinel(): Promise<RedisSentinelHandle> {
   const servers: RedisServerHandle[] = [];
