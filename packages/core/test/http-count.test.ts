@@ -185,6 +185,39 @@ describe.each(frameworks)('%s', (_framework, serve) => {
       expect(seen).toEqual([]);
     });
 
+    it('a refund whose fixed window has ended is dropped: the next window never gets it', async () => {
+      // As express-rate-limit (no decrement once resetTime passed): a success charged in one
+      // window and answered in the next would otherwise give the next window a unit it never
+      // charged, and an attacker holding slow successes across the edge doubles its failures.
+      let now = 1_700_000_155_000; // 5 s before the end of a minute
+      const moving =
+        storeName === 'redis'
+          ? redisStore({ client: redis, clock: () => now })
+          : memoryStore({ clock: () => now });
+      let finish!: () => void;
+      let reached!: () => void;
+      const inHandler = new Promise<void>((resolve) => {
+        reached = resolve;
+      });
+      const url = await start({
+        onHold: (done) => {
+          finish = done;
+          reached();
+        },
+        limiters: [{ store: moving, policies: perMinute(2), count: 'failed' }],
+      });
+      const held = request(url)
+        .get('/hold')
+        .then((res) => res.status);
+      await inHandler;
+      now += 10_000; // the next minute
+      expect((await get(url, 401)).status).toBe(401);
+      expect((await get(url, 401)).status).toBe(401);
+      finish();
+      expect(await held).toBe(200);
+      expect((await get(url, 401)).status).toBe(429);
+    });
+
     it('an async predicate sees the final status; false refunds', async () => {
       const seen: number[] = [];
       const url = await start({

@@ -5,6 +5,8 @@
  * brute-force protection is `count: 'failed'`: only wrong passwords use up the budget.
  */
 import type { ServerResponse } from 'node:http';
+import type { Clock } from '../clock.js';
+import type { Decision } from '../decision.js';
 import { emitWarning } from '../errors.js';
 import { configError } from '../options.js';
 import type { RateLimiter } from '../rate-limiter.js';
@@ -45,6 +47,34 @@ export interface Charge {
   readonly limiter: RateLimiter;
   readonly key: string;
   readonly cost: number;
+  /**
+   * When the first fixed window this charge went to ends, on `clock` (see `chargedWindowEnd`);
+   * undefined when the limiter has no fixed window. A refund after it is dropped.
+   */
+  readonly windowEndsAt?: number | undefined;
+  /** The store's clock (an injected one, else the process clock). */
+  readonly clock?: Clock | undefined;
+}
+
+/**
+ * When the first fixed window a charge went to ends (`decision` is the charging one), on
+ * `clock`. A fixed window gives a refund back to the *current* window: once the charged one has
+ * ended, a refund would hand the next window a unit it never held (an attacker holding slow
+ * successes across the edge would double its failures), so it is dropped, as express-rate-limit
+ * never decrements once a key's resetTime has passed.
+ */
+export function chargedWindowEnd(
+  limiter: RateLimiter,
+  decision: Decision,
+  clock: Clock,
+): number | undefined {
+  let left: number | undefined;
+  limiter.policies.forEach((policy, i) => {
+    const after = decision.policies[i]?.resetAfter;
+    if (policy.kind !== 'fixed-window' || after === undefined) return;
+    if (left === undefined || after < left) left = after;
+  });
+  return left === undefined ? undefined : clock() + left;
 }
 
 /** How a response ended, for `count`. */
@@ -125,8 +155,13 @@ async function counts<Req, Res>(
   return count === 'failed' ? failed : !failed;
 }
 
-/** Gives the charge back; a failure is the limiter's to answer, never the response's. */
+/**
+ * Gives the charge back, unless its fixed window has ended; a failure is the limiter's to
+ * answer, never the response's.
+ */
 function refund(charge: Charge): Promise<unknown> {
+  const { windowEndsAt, clock = Date.now } = charge;
+  if (windowEndsAt !== undefined && clock() >= windowEndsAt) return Promise.resolve();
   return charge.limiter.refund(charge.key, { cost: charge.cost }).catch(() => undefined);
 }
 
@@ -155,9 +190,11 @@ export function refundByOutcome<Req, Res>(
   const { rate, decision, limiter } = check;
   if (count === 'all' || limiter === undefined || rate === undefined) return;
   if (!decision.allowed || !rate.allowed || !storeDecided(rate)) return;
+  const clock = (limiter.store as { clock?: Clock }).clock ?? Date.now;
+  const windowEndsAt = chargedWindowEnd(limiter, rate, clock);
   refundUncounted(
     count,
-    { limiter, key: check.key, cost: check.cost },
+    { limiter, key: check.key, cost: check.cost, windowEndsAt, clock },
     response,
     req,
     res,

@@ -63,6 +63,7 @@ export {
   type CountConfig,
   type CountOption,
   CountWarning,
+  chargedWindowEnd,
   DEFAULT_COUNT,
   parseCountOption,
   refundByOutcome,

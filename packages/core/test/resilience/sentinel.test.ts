@@ -137,10 +137,20 @@ async function startCutProxy(port: number) {
         upstream.destroy();
       });
     }
-    downstream.on('data', (chunk) => upstream.write(chunk));
-    upstream.on('data', (chunk) => {
-      if (armed) {
+    // Only the connection that carries the next script call is cut: the store's one-off
+    // CONFIG GET (sent off the decision's path after the first call) may travel on another
+    // connection of the client's pool, and cutting its reply instead made this test flaky.
+    let cutThis = false;
+    downstream.on('data', (chunk: Buffer) => {
+      if (armed && /EVAL/i.test(chunk.toString('latin1'))) {
         armed = false;
+        cutThis = true;
+      }
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk) => {
+      if (cutThis) {
+        cutThis = false;
         cuts++;
         downstream.destroy();
         upstream.destroy();
