@@ -69,8 +69,12 @@ export function noteBudget(
   );
 }
 
-/** Budgets each request was charged to (keyed by Node's request object). */
-const charged = new WeakMap<object, Set<string>>();
+/**
+ * The budgets a request was charged to, on Node's request object itself: the first as a string,
+ * a Set once there are two. A WeakMap keyed by every request (and a Set each) cost the server
+ * measurable time per request, most of it in garbage collection.
+ */
+const CHARGED = Symbol('floodgate.charged');
 
 /** Records that `request` was charged to `budget`; reports FLOODGATE_DOUBLE_COUNT the second time. */
 export function noteCharge(
@@ -79,13 +83,15 @@ export function noteCharge(
   budget: string,
 ): void {
   if (request === undefined) return;
-  let seen = charged.get(request);
+  const holder = request as { [CHARGED]?: string | Set<string> };
+  const seen = holder[CHARGED];
   if (seen === undefined) {
-    seen = new Set();
-    charged.set(request, seen);
+    holder[CHARGED] = budget;
+    return;
   }
-  if (!seen.has(budget)) {
-    seen.add(budget);
+  if (typeof seen === 'string' ? seen !== budget : !seen.has(budget)) {
+    if (typeof seen === 'string') holder[CHARGED] = new Set([seen, budget]);
+    else seen.add(budget);
     return;
   }
   diagnostics.warn(
