@@ -51,19 +51,23 @@ export type RateLimitOptions = HttpRateLimitOptions<Request, OnLimited, Response
 export type RateLimitMiddleware = RequestHandler & RateLimitControl<Request>;
 
 /**
- * The client as Express sees it: `req.ip` honours the app's `trust proxy` setting. Read on
- * demand (and `ip` once): Express computes `req.ip` from X-Forwarded-For on every read, and a
- * key function needs neither it nor the query string; a class keeps the getters off the request
- * path (an object literal with getters made two closures per request).
+ * The client as Express sees it: `req.ip` honours the app's `trust proxy` setting. Every field
+ * is read on demand (and `ip` once): Express gives each request object a map of its own, so
+ * every property read on `req` is a slow lookup, Express computes `req.ip` from X-Forwarded-For
+ * on every read, and a key function needs none of them. A class keeps the getters off the
+ * request path (an object literal with getters made closures per request).
  */
 class ExpressRequestView implements HttpRequestView {
-  readonly headers: Request['headers'];
-  readonly user: unknown;
   private address: string | undefined | null = null;
 
-  constructor(private readonly req: Request) {
-    this.headers = req.headers;
-    this.user = (req as { user?: unknown }).user;
+  constructor(private readonly req: Request) {}
+
+  get headers(): Request['headers'] {
+    return this.req.headers;
+  }
+
+  get user(): unknown {
+    return (this.req as { user?: unknown }).user;
   }
 
   get ip(): string | undefined {
@@ -108,9 +112,11 @@ class ResponseHeaders {
  */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const config = parseHttpRateLimitOptions<Request, OnLimited, Response>(options, 'rateLimit');
+  // Returns nothing: a returned promise costs Express 5 a `then` per request, and every error,
+  // `next`'s own included, is handed to `next(err)` here.
   const middleware: RequestHandler = function rateLimit(req, res, next) {
-    return checkHttpRequest(config, requestView(req), req, req).then(
-      (check) => (check === undefined ? skipped(res, next) : answer(check, req, res, next)),
+    checkHttpRequest(config, requestView(req), req, req).then(
+      (check) => (check === undefined ? goOn(res, next) : answer(check, req, res, next)),
       (error: unknown) => fail(error, res, next),
     );
   };
@@ -147,13 +153,15 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     } catch (error) {
       return fail(error, res, next);
     }
-    if (decision.delay > 0 && !decision.shadow) return waitForDelay(decision).then(() => next());
-    next();
+    if (decision.delay > 0 && !decision.shadow) {
+      return waitForDelay(decision).then(() => goOn(res, next));
+    }
+    goOn(res, next);
   }
 }
 
-/** A request no limit applies to (allowed, skipped) goes on; `next` failing goes to `fail`. */
-function skipped(res: Response, next: NextFunction): void {
+/** The request goes on to the next handler; `next` itself failing goes to `fail`. */
+function goOn(res: Response, next: NextFunction): void {
   try {
     next();
   } catch (error) {
