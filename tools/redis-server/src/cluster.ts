@@ -131,9 +131,14 @@ export async function startRedisCluster(): Promise<RedisClusterHandle> {
     throw error;
   }
   const nodes: ClusterNode[] = [];
-  for (const server of servers) {
-    const id = await redisText(server.port, ['CLUSTER', 'MYID']);
-    nodes.push({ id, port: server.port, server });
+  try {
+    for (const server of servers) {
+      const id = await redisText(server.port, ['CLUSTER', 'MYID']);
+      nodes.push({ id, port: server.port, server });
+    }
+  } catch (error) {
+    await Promise.all(servers.map((s) => s.stop()));
+    throw error;
   }
   const live = () => nodes.filter((n) => n.server.pid > 0);
 
