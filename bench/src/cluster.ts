@@ -5,8 +5,12 @@
  * optional: `BENCH_CLUSTER=0` skips it, and a cluster that does not start leaves the section
  * "not measured" with the reason while the rest of the bench runs.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { type RedisClusterHandle, startRedisCluster } from '@floodgate/redis-server';
 import type { BatchSizeRow, ClusterArgs, ClusterRow } from './cluster-load.js';
+import { median, SCALE } from './measure.js';
+import { clusterTarget, renderCluster } from './report-cluster.js';
 
 /** The section's results, as bench/results.json keeps them. */
 export interface ClusterResults {
@@ -76,4 +80,35 @@ export async function measureCluster(
   } finally {
     await cluster.stop();
   }
+}
+
+/**
+ * `BENCH_ONLY=cluster`: the section alone, its target row and tables printed and written to
+ * `dir` (results-cluster.md and .json); bench/results.* are left as they are.
+ */
+export async function clusterOnly(
+  worker: Worker,
+  log: (line: string) => void,
+  reps: number,
+  dir: string,
+  machine: string,
+): Promise<void> {
+  const cluster = await measureCluster(worker, log, reps);
+  const target = clusterTarget(cluster, median);
+  const verdict = target.hit === undefined ? 'not measured' : target.hit ? 'hit' : '**missed**';
+  const lines = [
+    '| target | measured | |',
+    '|---|---|---|',
+    `| ${target.what} | ${target.figure} | ${verdict} |`,
+    '',
+    ...renderCluster(cluster, median),
+  ];
+  const date = new Date().toISOString();
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'results-cluster.json'),
+    `${JSON.stringify({ date, machine, scale: SCALE, reps, cluster }, null, 2)}\n`,
+  );
+  writeFileSync(join(dir, 'results-cluster.md'), `${lines.join('\n')}\n`);
+  process.stdout.write(`${lines.join('\n')}\n`);
 }

@@ -5,7 +5,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,14 +15,13 @@ import { startRedisServer } from '@floodgate/redis-server';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { callgrindAvailable, instructionsPerCall } from './callgrind.js';
-import { measureCluster } from './cluster.js';
+import { clusterOnly, measureCluster } from './cluster.js';
 import { batchCommand, scriptCommand } from './commands.js';
 import { procCpuUs } from './core-worker-cpu.js';
 import { ENGINE_SCRIPT } from './engine-scripts.js';
 import { floodgateExpress, HTTP_MODES } from './http-server.js';
 import { median, rotate, SCALE } from './measure.js';
 import { type BenchResults, renderMarkdown, renderSvg } from './report.js';
-import { clusterTarget, renderCluster } from './report-cluster.js';
 import { NEVER_DENY, onePolicy, threePolicies } from './subjects.js';
 
 const run = promisify(execFile);
@@ -329,33 +328,11 @@ async function versions() {
   return out;
 }
 
-/**
- * `BENCH_ONLY=cluster`: the Redis Cluster section alone, written to bench/.work/ (results-cluster.md
- * and .json) and printed; bench/results.* are left as they are.
- */
-async function clusterOnly() {
-  log(`Redis Cluster only; BENCH_SCALE=${SCALE}, ${REPS} repetitions`);
-  const cluster = await measureCluster(worker, log, REPS);
-  const target = clusterTarget(cluster, median);
-  const lines = [
-    '| target | measured | |',
-    '|---|---|---|',
-    `| ${target.what} | ${target.figure} | ${target.hit === undefined ? 'not measured' : target.hit ? 'hit' : '**missed**'} |`,
-    '',
-    ...renderCluster(cluster, median),
-  ];
-  const dir = join(benchDir, '.work');
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(
-    join(dir, 'results-cluster.json'),
-    `${JSON.stringify({ date: new Date().toISOString(), machine: await machine(), scale: SCALE, reps: REPS, cluster }, null, 2)}\n`,
-  );
-  writeFileSync(join(dir, 'results-cluster.md'), `${lines.join('\n')}\n`);
-  process.stdout.write(`${lines.join('\n')}\n`);
-}
-
 async function main() {
-  if (process.env.BENCH_ONLY === 'cluster') return clusterOnly();
+  if (process.env.BENCH_ONLY === 'cluster') {
+    log(`Redis Cluster only; BENCH_SCALE=${SCALE}, ${REPS} repetitions`);
+    return clusterOnly(worker, log, REPS, join(benchDir, '.work'), await machine());
+  }
   if (process.env.BENCH_ONLY)
     throw new Error(`BENCH_ONLY=${process.env.BENCH_ONLY}: only "cluster" is known`);
   const started = Date.now();
