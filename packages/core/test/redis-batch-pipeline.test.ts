@@ -4,7 +4,7 @@
  * that what is in flight, and what waits, does not depend on the machine's speed.
  */
 import { fixedWindow, RateLimiter, redisStore } from '../src/index';
-import { MAX_IN_FLIGHT, SPLIT_AT } from '../src/stores/redis-batch-channel';
+import { MAX_IN_FLIGHT, SECOND_AT, SPLIT_AT } from '../src/stores/redis-batch-channel';
 import { nextTurn, ownRedis } from './redis-batch-recording';
 
 const { recording, pause, testRedis } = ownRedis();
@@ -22,8 +22,8 @@ const warm = async (limiter: RateLimiter): Promise<void> => {
   await Promise.all([limiter.consume('warm'), limiter.consume('warm')]);
 };
 
-test('the rule: two round trips in flight at most, and halves from 8 calls on', () => {
-  expect([MAX_IN_FLIGHT, SPLIT_AT]).toEqual([2, 8]);
+test('the rule: two round trips in flight at most, the second from 4 calls, halves from 8', () => {
+  expect([MAX_IN_FLIGHT, SECOND_AT, SPLIT_AT]).toEqual([2, 4, 8]);
 });
 
 test('calls made while two round trips are in flight wait for a reply, then go together', async () => {
@@ -53,7 +53,7 @@ test('calls made while two round trips are in flight wait for a reply, then go t
   expect(Math.max(...sent.map((s) => s.inFlight))).toBeLessThan(MAX_IN_FLIGHT);
 });
 
-test('a call made while one batch is in flight goes at once, as a batch of one', async () => {
+test('beside one batch in flight, a second goes once SECOND_AT (4) calls wait', async () => {
   const { wrapper, sent } = recording();
   const limiter = limiterOn(wrapper, 'pipe2');
   await warm(limiter);
@@ -61,17 +61,22 @@ test('a call made while one batch is in flight goes at once, as a batch of one',
   await pause(150);
   const four = Array.from({ length: 4 }, (_, i) => limiter.consume(`a${i}`));
   await nextTurn();
-  const lone = limiter.consume('b');
+  const three = Array.from({ length: 3 }, (_, i) => limiter.consume(`b${i}`));
   await nextTurn();
-  const waiting = limiter.consume('c');
+  // Three wait (a round trip of their own would cost Redis an EVALSHA and a TIME for three).
+  expect(sent.map((s) => [s.script, s.keys, s.inFlight])).toEqual([['fixed-window-batch', 8, 0]]);
+  const fourth = limiter.consume('c');
   await nextTurn();
+  const waiting = limiter.consume('d');
+  await nextTurn();
+  // The fourth made it a batch of four beside the first; then two are in flight and `d` waits.
   // Never the single-call script beside its batch variant (one may be cached, the other not).
   expect(sent.map((s) => [s.script, s.keys, s.inFlight])).toEqual([
     ['fixed-window-batch', 8, 0],
-    ['fixed-window-batch', 2, 1],
+    ['fixed-window-batch', 8, 1],
   ]);
-  await Promise.all([...four, lone, waiting]);
-  expect(sent.map((s) => s.keys)).toEqual([8, 2, 2]);
+  await Promise.all([...four, ...three, fourth, waiting]);
+  expect(sent.map((s) => s.keys)).toEqual([8, 8, 2]);
 });
 
 test('a single call in flight holds every later call until its reply', async () => {
@@ -116,10 +121,10 @@ test('an idle queue splits again only after splits that overlapped; else 1, 3, 7
   await pause(100);
   const four = Array.from({ length: 4 }, (_, i) => limiter.consume(`a${i}`));
   await nextTurn();
-  await Promise.all([...four, limiter.consume('b')]);
+  await Promise.all([...four, ...Array.from({ length: 4 }, (_, i) => limiter.consume(`b${i}`))]);
   expect(sent.map((s) => [s.keys / 2, s.inFlight])).toEqual([
     [4, 0],
-    [1, 1],
+    [4, 1],
   ]);
   expect(await waves(3)).toEqual([split, whole, split]);
 });

@@ -3,8 +3,8 @@
  * together as one EVALSHA of the script's batch variant (lua/include/batch.lua), which decides
  * them in order exactly as single calls would, with one Redis TIME for all. There is no timer:
  * a call is sent at the end of the tick it was made in (a lone call as the single-call script)
- * unless MAX_IN_FLIGHT round trips are already in flight; then it waits for a reply and goes
- * with the calls made meanwhile. Every call keeps its own promise (timeout, breaker and failure
+ * unless a round trip is in flight (a second goes once a few calls wait: redis-batch-channel.ts);
+ * then it waits for a reply and goes with the calls made meanwhile. Every call keeps its own promise (timeout, breaker and failure
  * policy apply per decision), and a call whose script fails in Redis fails alone.
  */
 import type { GeneratedScript } from '../generated/scripts.js';
