@@ -191,5 +191,5 @@ test('batching options are validated at construction, naming the field', () => {
   ]);
   expect(codeOf({ size: 3 })).toEqual(['FLOODGATE_UNKNOWN_OPTION', 'redisStore.batch.size']);
   expect(redisStore({ client, batch: false }).batch).toBeUndefined();
-  expect(redisStore({ client }).batch).toEqual({ maxDecisions: 64, maxBytes: 65536 });
+  expect(redisStore({ client }).batch).toEqual({ maxDecisions: 128, maxBytes: 65536 });
 });

@@ -18,13 +18,13 @@ export interface RedisStoreOptions {
    */
   clock?: Clock;
   /**
-   * Decisions issued while an earlier round trip to the same Redis node (cluster: the same slot)
-   * is in flight go out together as one script call that decides them in order, exactly as
-   * single calls would (one Redis TIME for all). A lone decision is never delayed. `false` sends
+   * Decisions bound for the same Redis node (cluster: the same slot) go out together as one
+   * script call that decides them in order, exactly as single calls would (one Redis TIME for
+   * all), up to two such calls in flight. A lone decision is never delayed. `false` sends
    * one EVALSHA per decision; an object bounds a batch (`maxDecisions` calls, `maxBytes`
    * characters of keys and arguments). Works the same on every client: the store sends its
    * commands itself, never through ioredis auto-pipelining.
-   * @default true (64 decisions, 64 KiB)
+   * @default true (128 decisions, 64 KiB)
    */
   batch?: boolean | { maxDecisions?: number; maxBytes?: number };
 }
