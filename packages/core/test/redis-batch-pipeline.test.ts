@@ -31,7 +31,7 @@ test('calls made while two round trips are in flight wait for a reply, then go t
   const limiter = limiterOn(wrapper, 'pipe1');
   await warm(limiter);
   sent.length = 0;
-  await pause(150);
+  await pause(300);
   const first = Array.from({ length: 10 }, (_, i) => limiter.consume(`a${i}`));
   await nextTurn();
   const second = Array.from({ length: 3 }, (_, i) => limiter.consume(`b${i}`));
@@ -58,7 +58,7 @@ test('beside one batch in flight, a second goes once SECOND_AT (4) calls wait', 
   const limiter = limiterOn(wrapper, 'pipe2');
   await warm(limiter);
   sent.length = 0;
-  await pause(150);
+  await pause(300);
   const four = Array.from({ length: 4 }, (_, i) => limiter.consume(`a${i}`));
   await nextTurn();
   const three = Array.from({ length: 3 }, (_, i) => limiter.consume(`b${i}`));
@@ -84,7 +84,7 @@ test('a single call in flight holds every later call until its reply', async () 
   const limiter = limiterOn(wrapper, 'pipe3');
   await warm(limiter);
   sent.length = 0;
-  await pause(150);
+  await pause(300);
   const lone = limiter.consume('a');
   await nextTurn();
   const later = Array.from({ length: 3 }, (_, i) => limiter.consume(`b${i}`));
@@ -118,7 +118,7 @@ test('an idle queue splits again only after splits that overlapped; else 1, 3, 7
   ]);
   // A flush that finds a round trip in flight (the halves overlapped) resets the wait.
   sent.length = 0;
-  await pause(100);
+  await pause(300);
   const four = Array.from({ length: 4 }, (_, i) => limiter.consume(`a${i}`));
   await nextTurn();
   await Promise.all([...four, ...Array.from({ length: 4 }, (_, i) => limiter.consume(`b${i}`))]);
