@@ -305,6 +305,37 @@ describe.each(FRAMEWORKS)('%s', (framework, serve) => {
       });
     });
 
+    it.each([
+      ['key', { key: () => Promise.reject(new Error('no session')) }],
+      ['cost', { cost: () => Promise.reject(new Error('pricing down')) }],
+      ['policies', { policies: () => Promise.reject(new Error('plans database down')) }],
+      ['skip', { skip: () => Promise.reject(new Error('skip list down')) }],
+    ])(
+      'shadow: a %s function that fails lets the request through uncounted (FLOODGATE_SHADOW_ERROR once); enforcing, it is a 500',
+      async (_what, failing) => {
+        const options = { store, policies: plans.free!(), ...failing };
+        const url = await start({ limiters: [{ ...options, shadow: true }] });
+        const statuses = [];
+        for (let i = 0; i < 3; i++) {
+          const res = await request(url).get('/');
+          statuses.push(res.status);
+          expect(res.body.rateLimit).toBeNull();
+        }
+        expect(statuses).toEqual([200, 200, 200]);
+        expect(warnings().filter((c) => c === 'FLOODGATE_SHADOW_ERROR')).toHaveLength(1);
+        const enforcing = await start({ limiters: [options] });
+        expect((await request(enforcing).get('/')).status).toBe(500);
+      },
+    );
+
+    it('shadow: a deny list still answers 403 (lists are enforced in shadow mode)', async () => {
+      const url = await start({
+        limiters: [{ store, policies: plans.free!(), shadow: true, deny: () => true }],
+      });
+      expect((await request(url).get('/')).status).toBe(403);
+      expect(warnings()).not.toContain('FLOODGATE_SHADOW_ERROR');
+    });
+
     it('shadow with headers given: the limit headers, but never Retry-After on a 200', async () => {
       const url = await start({
         limiters: [

@@ -68,6 +68,34 @@ export function checkHttpRequest<Req, Res = unknown>(
   req: Req,
   message?: object,
 ): Promise<HttpCheck | undefined> {
+  const check = checkEnforcing(config, view, req, message);
+  return config.shadow ? check.catch((error) => letThroughInShadow(config, error)) : check;
+}
+
+/**
+ * Shadow mode never refuses, and an error answered as a 500 is a refusal: a request whose key,
+ * cost, skip or policies function fails goes on uncounted, reported once per middleware
+ * (FLOODGATE_SHADOW_ERROR). A `deny` list is enforced in shadow mode too, so its 403 stands.
+ */
+function letThroughInShadow<Req, Res>(
+  config: HttpRateLimitConfig<Req, unknown, Res>,
+  error: unknown,
+): undefined {
+  if (error instanceof AccessDeniedError) throw error;
+  config.diagnostics.warn(
+    'FLOODGATE_SHADOW_ERROR',
+    `a request was let through uncounted in shadow mode after it failed: ${(error as Error)?.message ?? String(error)}; the same request would fail when enforcing`,
+  );
+  return undefined;
+}
+
+/** checkHttpRequest without shadow mode's leniency. */
+function checkEnforcing<Req, Res>(
+  config: HttpRateLimitConfig<Req, unknown, Res>,
+  view: HttpRequestView,
+  req: Req,
+  message: object | undefined,
+): Promise<HttpCheck | undefined> {
   try {
     config.firstRequest.check(config.diagnostics);
     const limiter = config.limiter;

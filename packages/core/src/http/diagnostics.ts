@@ -26,6 +26,8 @@ export const DIAGNOSTIC_CODES = [
   'FLOODGATE_SHARED_BUDGET',
   /** Middlewares are being created per request (once per process). */
   'FLOODGATE_LIMITER_PER_REQUEST',
+  /** Shadow mode let a request through uncounted after its key, cost, skip or policies function failed. */
+  'FLOODGATE_SHADOW_ERROR',
 ] as const;
 
 /** One diagnostic code. */
