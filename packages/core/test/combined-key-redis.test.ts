@@ -113,7 +113,10 @@ test('after a refund the TTL follows the states left; with none left the key is 
 test('a lockout clears the locked-out policy: the TTL is the other states', async () => {
   const time = { now: T0 + 100 };
   const { redis } = limiters(
-    [fixedWindow({ limit: 10, window: '1s' }), gcra({ limit: 1, window: '1h', blockDuration: '1m' })],
+    [
+      fixedWindow({ limit: 10, window: '1s' }),
+      gcra({ limit: 1, window: '1h', blockDuration: '1m' }),
+    ],
     time,
   );
   const [key, blockKey] = redis.storageKeys('u');
