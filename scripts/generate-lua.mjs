@@ -41,7 +41,11 @@ const BATCH_ENGINE = `local function decide()\n${engine}\nend`;
 // state key, and the engine passes policy i the number i as its key. Each rewrite must apply, so
 // a change to the engine that the rewrite no longer fits fails here, not in Redis.
 const combinedPart = read('include/combined.lua');
-const toCall = (text) => text.replaceAll('redis.call(', 'CALL(');
+// Integer states go to the entry as numbers (no string.format to write them, no tonumber() to
+// read them back: include/combined.lua stores numbers as numbers).
+const INTEGER_SET = /CALL\('SET', (\w+), string\.format\('%d', (\w+(?: \+ \w+)?)\), 'PX'/g;
+const toCall = (text) =>
+  text.replaceAll('redis.call(', 'CALL(').replace(INTEGER_SET, "CALL('SETN', $1, $2, 'PX'");
 const rewrite = (text, pairs, where) =>
   pairs.reduce((t, [from, to]) => {
     if (!t.includes(from))
@@ -59,7 +63,7 @@ else
   local g = FIRST_ARG
   while ALG[ARGV[g]] do n, g = n + 1, g + 1 + ALG[ARGV[g]][5] end
 end
-POLICIES = n
+if POLICIES ~= n then POLICIES, FORMAT = n, string.rep('<dds', n) end
 local block_key = KEYS[2]`;
 // The engine's header documents the per-policy KEYS: the combined variant says what it changes.
 const ENGINE_HEADER = /^(?:--.*\n)+/;

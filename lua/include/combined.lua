@@ -5,50 +5,65 @@
 -- algorithms' `redis.call(` becomes `CALL(` and the engine hands policy i the number i as its
 -- key, so every algorithm's GET, SET … PX, DEL, INCRBY and DECRBY lands on policy i's entry here.
 --
--- KEYS[1]  the caller's state, '<expiry ms>=<state>;' per policy in order ('=;' for a policy with
---          none; entries after the last state are left out). <state> is the string the policy's
---          own key would hold, <expiry ms> when that key would expire: the script's clock in
---          whole ms plus the TTL its algorithm set, as Redis dates a key's expiry. PX: until the
---          latest expiry, so the key lives as long as its longest-lived state needs and no
---          longer (to the ms); with no state left it is deleted.
+-- KEYS[1]  the caller's state: per policy in order, its entry packed with Redis's struct
+--          library as '<dds' (little-endian): expiry (ms), a number, a zero-terminated string.
+--          The entry holds what the policy's own key would hold: an integer state (a fixedWindow
+--          count, a gcra TAT) as the number with an empty string, any other as the string (the
+--          number 0), and when that key would expire: the script's clock in whole ms plus the
+--          TTL its algorithm set, as Redis dates a key's expiry (0: the policy has no state).
+--          Numbers, not text: a tonumber() of a long string or a string.format() costs Redis
+--          about as much as a GET (docs/benchmarks.md), and this way a decision reads and writes
+--          every policy's state with one struct call each way. PX: until the latest expiry, so
+--          the key lives as long as its longest-lived state needs and no longer (to the ms); with
+--          no state left it is deleted.
 -- KEYS[2]  the block state, as in include/engine.lua.
 --
 -- An entry past its expiry reads as missing, as the key would (Redis keeps a key through the
--- millisecond of its expiry); it is dropped at the next write. (Every algorithm dates its own state, so an entry read a little later or earlier than
--- its key would have expired decides the same: see INJECTED_CLOCK_TTL_SLACK_MS in redis.ts.)
+-- millisecond of its expiry), and is dropped at the next write. The generator turns an
+-- algorithm's `redis.call('SET', key, string.format('%d', x), 'PX', …)` into
+-- `CALL('SETN', key, x, 'PX', …)`: the integer is kept as a number, and GET answers it as one,
+-- which the algorithms read with tonumber() as they read a key's string. SET takes a string.
 
--- STATE[i], EXPIRY[i]: policy i's entry, read on the first CALL of a decision; NOW_MS: the
--- clock in whole ms then; WRITTEN: a CALL changed one; POLICIES: the limiter's number of
--- policies (set by the engine).
-local STATE, EXPIRY, NOW_MS, READ, WRITTEN, POLICIES
+-- ENTRIES: the entries as struct.unpack gives them, three values per policy (expiry, number,
+-- string), read on the first CALL of a decision; NOW_MS: the clock in whole ms then; WRITTEN: a
+-- CALL changed one; POLICIES, FORMAT: the limiter's number of policies and its struct format
+-- (set by the engine).
+local ENTRIES, NOW_MS, READ, WRITTEN, POLICIES, FORMAT
 
 local function CALL(command, i, value, _, ms)
   if not READ then
-    READ, STATE, EXPIRY, NOW_MS = true, {}, {}, math.floor(now / 1000)
+    READ, NOW_MS = true, math.floor(now / 1000)
     local stored = redis.call('GET', KEYS[1])
     if stored then
-      local j = 0
-      for e, s in string.gmatch(stored, '(%d*)=([^;]*);') do
-        j = j + 1
-        if e ~= '' then STATE[j], EXPIRY[j] = s, tonumber(e) end
-      end
+      ENTRIES = { struct.unpack(FORMAT, stored) }
+    else
+      ENTRIES = {}
+      for j = 1, POLICIES * 3, 3 do ENTRIES[j], ENTRIES[j + 1], ENTRIES[j + 2] = 0, 0, '' end
     end
   end
+  local b = i * 3 - 2
   if command == 'GET' then
-    if STATE[i] and EXPIRY[i] >= NOW_MS then return STATE[i] end
-    return false
+    if ENTRIES[b] < NOW_MS then return false end
+    if ENTRIES[b + 2] == '' then return ENTRIES[b + 1] end
+    return ENTRIES[b + 2]
   end
   WRITTEN = true
-  if command == 'SET' then
-    -- Every algorithm writes SET key state 'PX' ms, its state already a string.
-    STATE[i], EXPIRY[i] = value, NOW_MS + ms
+  if command == 'SETN' then
+    ENTRIES[b], ENTRIES[b + 1], ENTRIES[b + 2] = NOW_MS + ms, value, ''
+  elseif command == 'SET' then
+    ENTRIES[b], ENTRIES[b + 1], ENTRIES[b + 2] = NOW_MS + ms, 0, value
   elseif command == 'DEL' then
-    STATE[i] = nil
+    ENTRIES[b], ENTRIES[b + 1], ENTRIES[b + 2] = 0, 0, ''
   else
     -- INCRBY or DECRBY of a count this decision read (its expiry stays, as a key's TTL would).
     if command == 'DECRBY' then value = -value end
-    local count = tonumber(STATE[i]) + value
-    STATE[i] = string.format('%d', count)
+    local count = value
+    if ENTRIES[b + 2] == '' then
+      count = count + ENTRIES[b + 1]
+    else
+      count = count + tonumber(ENTRIES[b + 2])
+    end
+    ENTRIES[b + 1], ENTRIES[b + 2] = count, ''
     return count
   end
 end
@@ -56,18 +71,19 @@ end
 -- Writes the entries back when a CALL changed one: one SET … PX, or DEL with none left.
 local function write_state()
   if not WRITTEN then return end
-  local parts, last, latest = {}, 0, nil
-  for i = 1, POLICIES do
-    local e = EXPIRY[i]
-    if STATE[i] and e >= NOW_MS then
-      parts[i], last = string.format('%d=', e) .. STATE[i] .. ';', i
-      if not latest or e > latest then latest = e end
-    else
-      parts[i] = '=;'
+  local latest = 0
+  for b = 1, POLICIES * 3, 3 do
+    local e = ENTRIES[b]
+    if e < NOW_MS then
+      ENTRIES[b], ENTRIES[b + 1], ENTRIES[b + 2] = 0, 0, ''
+    elseif e > latest then
+      latest = e
     end
   end
-  if latest then
-    redis.call('SET', KEYS[1], table.concat(parts, '', 1, last), 'PX', math.max(latest - NOW_MS, 1))
+  if latest > 0 then
+    local packed = struct.pack(FORMAT, unpack(ENTRIES, 1, POLICIES * 3))
+    if latest == NOW_MS then latest = NOW_MS + 1 end
+    redis.call('SET', KEYS[1], packed, 'PX', latest - NOW_MS)
   else
     redis.call('DEL', KEYS[1])
   end

@@ -16,6 +16,7 @@ import {
   RateLimiter,
   redisStore,
   slidingLog,
+  slidingWindow,
   tokenBucket,
 } from '../src/index';
 import { INJECTED_CLOCK_TTL_SLACK_MS as PAD } from '../src/stores/redis';
@@ -46,10 +47,22 @@ async function stored(): Promise<Record<string, [string | null, number]>> {
   return out;
 }
 
-/** The state key's entries, '<expiry ms>=<state>' each ('=' for a policy with none). */
-async function entries(key: string): Promise<string[]> {
-  const value = (await testRedis().get(key)) ?? '';
-  return value.split(';').slice(0, -1);
+/**
+ * The state key's entries (lua/include/combined.lua: struct '<dds' per policy): [expiry ms, the
+ * number or the string], or null for a policy with no state.
+ */
+async function entries(key: string): Promise<Array<[number, number | string] | null>> {
+  const value = (await testRedis().getBuffer(key)) ?? Buffer.alloc(0);
+  const out: Array<[number, number | string] | null> = [];
+  for (let pos = 0; pos < value.length; ) {
+    const expiry = value.readDoubleLE(pos);
+    const number = value.readDoubleLE(pos + 8);
+    const end = value.indexOf(0, pos + 16);
+    const text = value.toString('utf8', pos + 16, end);
+    out.push(expiry === 0 ? null : [expiry, text === '' ? number : text]);
+    pos = end + 1;
+  }
+  return out;
 }
 
 /** Asserts a PTTL read right after a write of `px` ms (a few ms may have passed). */
@@ -74,7 +87,7 @@ test('three policies: one state key and the block key; one entry per policy, TTL
   expect((await redis.consume('u', { cost: 2 })).allowed).toBe(true);
   const all = await stored();
   expect(Object.keys(all)).toEqual([keys[0]]);
-  // Each entry: its expiry (the clock in ms plus the TTL its own key would get) and the value
+  // Each entry: its expiry (the clock in ms plus the TTL its own key would get) and the integer
   // that key would hold: fixedWindow index · (limit + 1) + used, gcra its TAT (µs).
   const nowMs = T0 + 100;
   const minute = Math.floor(nowMs / 60_000);
@@ -82,11 +95,27 @@ test('three policies: one state key and the block key; one entry per policy, TTL
   const minuteTtl = (minute + 1) * 60_000 - nowMs + PAD;
   const hourTtl = (hour + 1) * 3_600_000 - nowMs + PAD;
   expect(await entries(keys[0]!)).toEqual([
-    `${nowMs + minuteTtl}=${minute * 4 + 2}`,
-    `${nowMs + hourTtl}=${hour * 6 + 2}`,
-    `${nowMs + 200 + PAD}=${(nowMs + 200) * 1000}`,
+    [nowMs + minuteTtl, minute * 4 + 2],
+    [nowMs + hourTtl, hour * 6 + 2],
+    [nowMs + 200 + PAD, (nowMs + 200) * 1000],
   ]);
   expectPttl(all[keys[0]!]![1], hourTtl);
+});
+
+test('states that are not one integer are kept as the strings their keys would hold', async () => {
+  const time = { now: T0 + 100 };
+  const { redis } = limiters(
+    [tokenBucket({ limit: 4, window: '4s' }), slidingWindow({ limit: 10, window: '10s' })],
+    time,
+  );
+  await redis.consume('u', { cost: 2 });
+  // tokenBucket: '<units>:<since µs>' (one token = 1 s = 1e6 units here), refilled in 2 s;
+  // slidingWindow: '<sub-window>:<counts>', until the newest count leaves the window.
+  const now = (T0 + 100) * 1000;
+  expect(await entries(redis.storageKeys('u')[0]!)).toEqual([
+    [T0 + 100 + 2000 + PAD, `${2 * 1_000_000}:${now}`],
+    [T0 + 10_000 + PAD, `${Math.floor(now / 1_000_000)}:2`],
+  ]);
 });
 
 test('after a refund the TTL follows the states left; with none left the key is gone', async () => {
@@ -103,7 +132,7 @@ test('after a refund the TTL follows the states left; with none left the key is 
   // window's TTL, as DECRBY keeps a key's.
   const refunded = await redis.refund('u', { cost: 3 });
   expect(refunded.policies.map((p) => p.remaining)).toEqual([5, 10]);
-  expect(await entries(key!)).toEqual([`${T0 + 1000 + PAD}=${Math.floor(T0 / 1000) * 6}`]);
+  expect(await entries(key!)).toEqual([[T0 + 1000 + PAD, Math.floor(T0 / 1000) * 6], null]);
   expectPttl(await testRedis().pttl(key!), 900 + PAD);
   // A reset leaves nothing.
   await redis.reset('u');
@@ -125,7 +154,7 @@ test('a lockout clears the locked-out policy: the TTL is the other states', asyn
   const denied = await redis.consume('u');
   expect(denied).toMatchObject({ allowed: false, reason: 'blocked', retryAfter: 60_000 });
   // gcra's entry is gone; fixedWindow's count of 1 stays, with its own 900 ms.
-  expect(await entries(key!)).toEqual([`${T0 + 1000 + PAD}=${Math.floor(T0 / 1000) * 11 + 1}`]);
+  expect(await entries(key!)).toEqual([[T0 + 1000 + PAD, Math.floor(T0 / 1000) * 11 + 1], null]);
   expectPttl(await testRedis().pttl(key!), 900 + PAD);
   expect(await testRedis().pttl(blockKey!)).toBeGreaterThan(60_000);
 });
@@ -150,7 +179,7 @@ test.each([false, true])(
     expect(await both((l) => l.peek('u', { cost: 2 }))).toMatchObject({ allowed: true });
     // A write that changes only fixedWindow drops the aged-out entry.
     await both((l) => l.refund('u', { cost: 1 }));
-    expect(await entries(key!)).toEqual(['=', expect.stringMatching(/^\d+=\d+$/)]);
+    expect(await entries(key!)).toEqual([null, [expect.any(Number), expect.any(Number)]]);
     await both((l) => l.consume('u', { cost: 2 }));
     expect(await both((l) => l.consume('u'))).toMatchObject({ allowed: false });
   },
