@@ -5,9 +5,12 @@
  *           CPU time per decision of this process and of redis-server (/proc/<pid>/stat)
  *   memory  { reps }                  — in-process stores
  *   flood   { port, reps }            — one key denied over and over, denied cache off / on
+ *   cluster, cluster-batches { ports, masterPids, nodeSlots, inFlight, reps } — the Redis Cluster
+ *           section (cluster-load.ts): decisions/s, and decisions per EVALSHA
  */
 import { fixedWindow, RateLimiter, redisStore } from '@floodgate/core';
 import { Redis } from 'ioredis';
+import { batchSizes, type ClusterArgs, clusterSection } from './cluster-load.js';
 import { procCpuUs } from './core-worker-cpu.js';
 import { closedLoop, keySet, rotate, type Sample, SCALE, tightLoop } from './measure.js';
 import { memorySubjects, redisSubjects } from './subjects.js';
@@ -156,6 +159,10 @@ const result =
       ? await memorySection(args.reps)
       : section === 'flood'
         ? await floodSection(args.port, args.reps)
-        : undefined;
+        : section === 'cluster'
+          ? await clusterSection(args as unknown as ClusterArgs)
+          : section === 'cluster-batches'
+            ? await batchSizes(args as unknown as ClusterArgs)
+            : undefined;
 if (result === undefined) throw new Error(`unknown section ${section}`);
 process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -1,3 +1,6 @@
+import type { ClusterResults } from './cluster.js';
+import { clusterTarget, renderCluster } from './report-cluster.js';
+
 /**
  * Turns a run's raw rows into bench/results.md (tables of medians and same-run ratios, and the
  * issue's targets with hit / missed) and bench/results.svg (the chart docs/benchmarks.md shows).
@@ -53,6 +56,8 @@ export interface BenchResults {
     }[];
     notMeasured: string[];
   };
+  /** The Redis Cluster section (absent in runs made before it existed). */
+  cluster?: ClusterResults;
 }
 
 type Median = (values: readonly number[]) => number;
@@ -258,6 +263,7 @@ export function batchingTargets(r: BenchResults, median: Median): Target[] {
       `${fmt(ours)} µs vs ${fmt(theirs)} µs (${ratio(ours, theirs)}; no limiter ${fmt(none)} µs)`,
     );
   }
+  t.push(clusterTarget(r.cluster, median));
   return t;
 }
 
@@ -328,6 +334,7 @@ export function renderMarkdown(r: BenchResults, median: Median): string {
     );
   }
   p();
+  for (const line of renderCluster(r.cluster, median)) p(line);
   p('## Earlier targets (issue 7)');
   p();
   p('| target | measured | |');

@@ -15,6 +15,7 @@ import { startRedisServer } from '@floodgate/redis-server';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { callgrindAvailable, instructionsPerCall } from './callgrind.js';
+import { clusterOnly, measureCluster } from './cluster.js';
 import { batchCommand, scriptCommand } from './commands.js';
 import { procCpuUs } from './core-worker-cpu.js';
 import { ENGINE_SCRIPT } from './engine-scripts.js';
@@ -328,6 +329,12 @@ async function versions() {
 }
 
 async function main() {
+  if (process.env.BENCH_ONLY === 'cluster') {
+    log(`Redis Cluster only; BENCH_SCALE=${SCALE}, ${REPS} repetitions`);
+    return clusterOnly(worker, log, REPS, join(benchDir, '.work'), await machine());
+  }
+  if (process.env.BENCH_ONLY)
+    throw new Error(`BENCH_ONLY=${process.env.BENCH_ONLY}: only "cluster" is known`);
   const started = Date.now();
   const redis = await startRedisServer();
   log(
@@ -361,6 +368,8 @@ async function main() {
     const perKey = await memoryPerKey(client);
     log('HTTP (autocannon)');
     const httpResult = await http(redis.port);
+    log('Redis Cluster (local 6 nodes)');
+    const cluster = await measureCluster(worker, log, REPS);
     const results: BenchResults = {
       date: new Date().toISOString(),
       seconds: Math.round((Date.now() - started) / 1000),
@@ -377,6 +386,7 @@ async function main() {
       memory: memory as BenchResults['memory'],
       perKey,
       http: httpResult,
+      cluster,
     };
     writeFileSync(join(benchDir, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
     writeFileSync(join(benchDir, 'results.md'), renderMarkdown(results, median));

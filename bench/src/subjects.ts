@@ -12,7 +12,7 @@ import {
 } from '@floodgate/core';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { MemoryStore as ErlMemoryStore } from 'express-rate-limit';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
 import rlf from 'rate-limiter-flexible';
 import type { Operation } from './measure.js';
@@ -35,16 +35,19 @@ export const threePolicies = (): Policy[] => [
   gcra({ limit: NEVER_DENY, window: '1h' }),
 ];
 
-/** Our three limiters on one store: 1 fixedWindow, 1 gcra, 3 policies. */
-function floodgateSubjects(client: Redis, batch: boolean): Subject[] {
+/**
+ * Our three limiters on one store: 1 fixedWindow, 1 gcra, 3 policies (`tag` keeps the keys of
+ * two sets of them apart on one Redis).
+ */
+export function floodgateSubjects(client: Redis | Cluster, batch: boolean, tag = ''): Subject[] {
   const store = redisStore({ client, batch });
-  const fg1 = new RateLimiter({ store, policies: onePolicy(), prefix: 'fg1' });
+  const fg1 = new RateLimiter({ store, policies: onePolicy(), prefix: `fg1${tag}` });
   const fgGcra = new RateLimiter({
     store,
     policies: gcra({ limit: NEVER_DENY, window: '1h' }),
-    prefix: 'fgg',
+    prefix: `fgg${tag}`,
   });
-  const fg3 = new RateLimiter({ store, policies: threePolicies(), prefix: 'fg3' });
+  const fg3 = new RateLimiter({ store, policies: threePolicies(), prefix: `fg3${tag}` });
   const suffix = batch ? '' : ' (batch: false)';
   return [
     { name: `floodgate fixedWindow${suffix}`, op: (key) => fg1.consume(key) },

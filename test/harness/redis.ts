@@ -78,8 +78,8 @@ export function useTestRedisConnection(options: RedisOptions = {}): () => Redis 
 }
 
 /**
- * One short-lived connection to the node on `port` (127.0.0.1) for the cluster and sentinel
- * harnesses: no offline queue, no retries, so a dead node fails at once instead of hanging.
+ * One short-lived connection to the node on `port` (127.0.0.1) for the sentinel harness: no
+ * offline queue, no retries, so a dead node fails at once instead of hanging.
  */
 export async function withNode<T>(port: number, fn: (client: Redis) => Promise<T>): Promise<T> {
   const client = new Redis({
