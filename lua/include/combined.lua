@@ -43,7 +43,8 @@ local function CALL(command, i, value, _, ms)
   end
   local b = i * 3 - 2
   if command == 'GET' then
-    if ENTRIES[b] < NOW_MS then return false end
+    -- Expiry 0: no state (the clock's first millisecond would otherwise read it as present).
+    if ENTRIES[b] < NOW_MS or ENTRIES[b] == 0 then return false end
     if ENTRIES[b + 2] == '' then return ENTRIES[b + 1] end
     return ENTRIES[b + 2]
   end

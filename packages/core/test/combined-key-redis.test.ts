@@ -185,6 +185,20 @@ test.each([false, true])(
   },
 );
 
+test('a clock in its first millisecond: a policy with no state reads as missing', async () => {
+  // Entries with no state have expiry 0, which the clock's first ms must not read as current.
+  const time = { now: 0.5 };
+  const { redis, memory } = limiters(
+    [slidingWindow({ limit: 3, window: '1s' }), gcra({ limit: 5, window: '1s' })],
+    time,
+  );
+  for (let i = 0; i < 4; i++) {
+    const d = await redis.consume('u');
+    expect(d.reason).toBeUndefined();
+    expect(d).toEqual(await memory.consume('u'));
+  }
+});
+
 test('slidingLog, fixedWindow with limits too large for one integer, and one policy keep a key per policy', async () => {
   const time = { now: T0 + 100 };
   const cases: Policy[][] = [
