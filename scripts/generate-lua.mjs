@@ -5,11 +5,15 @@
 // algorithms include (`--- @include "<name>"`) + algorithm file(s) + include/blocks.lua +
 // include/engine.lua, so shared parts exist once. Each also gets a batch variant (BATCH_SCRIPTS)
 // that decides several calls in one EVALSHA: the same parts, the engine wrapped in a function,
-// and include/batch.lua, which runs it once per call. `--check` fails when the file is stale.
+// and include/batch.lua, which runs it once per call. Scripts of several algorithms whose states
+// are strings also get a combined variant (COMBINED_SCRIPTS, and its batch variant), which keeps
+// every policy's state in one key per caller (scripts/lua-combined.mjs, include/combined.lua).
+// `--check` fails when the file is stale.
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { combinedVariant } from './lua-combined.mjs';
 import { expandInline, takeInline } from './lua-inline.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -36,79 +40,12 @@ const BATCH_HEADER =
   '-- Floodgate batch script (include/batch.lua says how it runs).\nlocal BATCH_KEYS, BATCH_ARGV = KEYS, ARGV\nlocal KEYS, ARGV, NUMS';
 // include/batch.lua runs read_call() once per shape of calls, before decide().
 const BATCH_ENGINE = `local function decide()\n${engine}\nend`;
-// The combined variant of a multi-policy script (lua/include/combined.lua): its algorithms' and
-// block steps' `redis.call(` on a policy's key becomes `CALL(` on the policy's entry in the one
-// state key, and the engine passes policy i the number i as its key. Each rewrite must apply, so
-// a change to the engine that the rewrite no longer fits fails here, not in Redis.
+// The combined variant of multi-policy scripts (one key per caller): scripts/lua-combined.mjs.
 const combinedPart = read('include/combined.lua');
-// Integer states go to the entry as numbers (no string.format to write them, no tonumber() to
-// read them back: include/combined.lua stores numbers as numbers).
-const INTEGER_SET = /CALL\('SET', (\w+), string\.format\('%d', (\w+(?: \+ \w+)?)\), 'PX'/g;
-const toCall = (text) =>
-  text.replaceAll('redis.call(', 'CALL(').replace(INTEGER_SET, "CALL('SETN', $1, $2, 'PX'");
-const rewrite = (text, pairs, where) =>
-  pairs.reduce((t, [from, to]) => {
-    if (!t.includes(from))
-      throw new Error(`${where} no longer holds \`${from}\` (combined variant)`);
-    return t.replaceAll(from, to);
-  }, text);
-// KEYS are the state key and the block key; ARGV holds n groups of 1 + nargs values, then n
-// lockouts, so n follows from ARGV (a one-algorithm script: its NARGS; mixed: walk the groups).
-const COMBINED_COUNT = `-- The combined layout (include/combined.lua): KEYS are the caller's state and its block state;
--- ARGV's n groups (a name and its nargs values) and n lockouts give n.
-local n = 0
-if CHECK then
-  n = (#ARGV - FIRST_ARG + 1) / (NARGS + 2)
-else
-  local g = FIRST_ARG
-  while ALG[ARGV[g]] do n, g = n + 1, g + 1 + ALG[ARGV[g]][5] end
-end
-if POLICIES ~= n then POLICIES, FORMAT = n, string.rep('<dds', n) end
-local block_key = KEYS[2]`;
-// The engine's header documents the per-policy KEYS: the combined variant says what it changes.
-const ENGINE_HEADER = /^(?:--.*\n)+/;
-const combinedEngineBody = rewrite(
-  engine.replace(
-    ENGINE_HEADER,
-    "-- include/engine.lua with policy i's key replaced by i, its entry in KEYS[1] (include/combined.lua).\n",
-  ),
-  [
-    ['local n = #KEYS - 1\nlocal block_key = KEYS[n + 1]', COMBINED_COUNT],
-    ["redis.call('DEL', KEYS[i])", "CALL('DEL', i)"],
-    ['KEYS[i]', 'i'],
-    ['KEYS[1]', '1'],
-  ],
-  'lua/include/engine.lua',
-);
-const combinedBlocks = rewrite(
+const { toCall, combinedBlocks, COMBINED_DECIDE, COMBINED_ENGINE, NOT_COMBINED } = combinedVariant(
+  engine,
   blocks,
-  [
-    ["redis.call('DEL', KEYS[i])", "CALL('DEL', i)"],
-    ['KEYS[i]', 'i'],
-  ],
-  'lua/include/blocks.lua',
 );
-for (const [where, text] of [
-  ['engine', combinedEngineBody],
-  ['blocks', combinedBlocks],
-]) {
-  if (/KEYS\[(?!2\])/.test(text)) throw new Error(`combined ${where} still reads a policy's KEYS`);
-}
-// The engine runs in decide(), whose state is written back once the decision is made (an error
-// writes nothing); a batch script calls decide() per call (include/batch.lua).
-const COMBINED_DECIDE = `local function decide_policies()
-${combinedEngineBody}
-end
-
-local function decide()
-  READ, WRITTEN = false, false
-  local reply = decide_policies()
-  write_state()
-  return reply
-end`;
-const COMBINED_ENGINE = `${COMBINED_DECIDE}\n\nreturn decide()`;
-// Algorithms whose state is not a string keep a key of their own: never combined.
-const NOT_COMBINED = new Set(['sliding-log']);
 // In a batch script the algorithms read their numbers from NUMS, parsed once per shape of calls
 // (include/batch.lua), where a single script parses each one on every call (a tonumber() costs
 // Redis about as much as a GET).

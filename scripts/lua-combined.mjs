@@ -1,0 +1,81 @@
+// The combined variant of a multi-policy script for scripts/generate-lua.mjs (DESIGN §5, one key
+// per caller; lua/include/combined.lua says how it stores the states). It is made from the same
+// sources as the ordinary script: the algorithms' and block steps' `redis.call(` on a policy's key
+// becomes `CALL(` on that policy's entry in the one state key, and the engine passes policy i the
+// number i as its key. Each rewrite must apply, so a change to the engine or an algorithm that a
+// rewrite no longer fits fails in the generator, not in Redis.
+
+// Integer states go to the entry as numbers (no string.format to write them, no tonumber() to
+// read them back: include/combined.lua stores numbers as numbers).
+const INTEGER_SET = /CALL\('SET', (\w+), string\.format\('%d', (\w+(?: \+ \w+)?)\), 'PX'/g;
+const toCall = (text) =>
+  text.replaceAll('redis.call(', 'CALL(').replace(INTEGER_SET, "CALL('SETN', $1, $2, 'PX'");
+const rewrite = (text, pairs, where) =>
+  pairs.reduce((t, [from, to]) => {
+    if (!t.includes(from))
+      throw new Error(`${where} no longer holds \`${from}\` (combined variant)`);
+    return t.replaceAll(from, to);
+  }, text);
+// KEYS are the state key and the block key; ARGV holds n groups of 1 + nargs values, then n
+// lockouts, so n follows from ARGV (a one-algorithm script: its NARGS; mixed: walk the groups).
+const COMBINED_COUNT = `-- The combined layout (include/combined.lua): KEYS are the caller's state and its block state;
+-- ARGV's n groups (a name and its nargs values) and n lockouts give n.
+local n = 0
+if CHECK then
+  n = (#ARGV - FIRST_ARG + 1) / (NARGS + 2)
+else
+  local g = FIRST_ARG
+  while ALG[ARGV[g]] do n, g = n + 1, g + 1 + ALG[ARGV[g]][5] end
+end
+if POLICIES ~= n then POLICIES, FORMAT = n, string.rep('<dds', n) end
+local block_key = KEYS[2]`;
+// The engine's header documents the per-policy KEYS: the combined variant says what it changes.
+const ENGINE_HEADER = /^(?:--.*\n)+/;
+// Algorithms whose state is not a string keep a key of their own: never combined.
+const NOT_COMBINED = new Set(['sliding-log']);
+
+/** The rewrites and parts of the combined variant, made from include/engine.lua and blocks.lua. */
+export function combinedVariant(engine, blocks) {
+  const combinedEngineBody = rewrite(
+    engine.replace(
+      ENGINE_HEADER,
+      "-- include/engine.lua with policy i's key replaced by i, its entry in KEYS[1] (include/combined.lua).\n",
+    ),
+    [
+      ['local n = #KEYS - 1\nlocal block_key = KEYS[n + 1]', COMBINED_COUNT],
+      ["redis.call('DEL', KEYS[i])", "CALL('DEL', i)"],
+      ['KEYS[i]', 'i'],
+      ['KEYS[1]', '1'],
+    ],
+    'lua/include/engine.lua',
+  );
+  const combinedBlocks = rewrite(
+    blocks,
+    [
+      ["redis.call('DEL', KEYS[i])", "CALL('DEL', i)"],
+      ['KEYS[i]', 'i'],
+    ],
+    'lua/include/blocks.lua',
+  );
+  for (const [where, text] of [
+    ['engine', combinedEngineBody],
+    ['blocks', combinedBlocks],
+  ]) {
+    if (/KEYS\[(?!2\])/.test(text))
+      throw new Error(`combined ${where} still reads a policy's KEYS`);
+  }
+  // The engine runs in decide(), whose state is written back once the decision is made (an error
+  // writes nothing); a batch script calls decide() per call (include/batch.lua).
+  const COMBINED_DECIDE = `local function decide_policies()
+${combinedEngineBody}
+end
+
+local function decide()
+  READ, WRITTEN = false, false
+  local reply = decide_policies()
+  write_state()
+  return reply
+end`;
+  const COMBINED_ENGINE = `${COMBINED_DECIDE}\n\nreturn decide()`;
+  return { toCall, combinedBlocks, COMBINED_DECIDE, COMBINED_ENGINE, NOT_COMBINED };
+}
