@@ -34,8 +34,11 @@ const ENGINE_HEADER = /^(?:--.*\n)+/;
 // Algorithms whose state is not a string keep a key of their own: never combined.
 const NOT_COMBINED = new Set(['sliding-log']);
 
-/** The rewrites and parts of the combined variant, made from include/engine.lua and blocks.lua. */
-export function combinedVariant(engine, blocks) {
+/**
+ * The combined variant's parts, made from include/engine.lua, blocks.lua and combined.lua: its
+ * scripts (`scripts`) and the parts stores/scripts.ts composes mixed ones from (`partsText`).
+ */
+export function combinedVariant(engine, blocks, part) {
   const combinedEngineBody = rewrite(
     engine.replace(
       ENGINE_HEADER,
@@ -77,5 +80,76 @@ local function decide()
   return reply
 end`;
   const COMBINED_ENGINE = `${COMBINED_DECIDE}\n\nreturn decide()`;
-  return { toCall, combinedBlocks, COMBINED_DECIDE, COMBINED_ENGINE, NOT_COMBINED };
+
+  /**
+   * One combined script per one-algorithm body whose state is a string (for limiters of several
+   * policies of that algorithm), and its batch variant, made as the generator makes the others.
+   */
+  function scripts(bodies, { join2, prelude, batchPrelude, batchHeader, batch, forBatch }) {
+    const combinedBodies = bodies
+      .filter((b) => b.name !== 'engine' && !NOT_COMBINED.has(b.name))
+      .map((b) => ({ ...b, name: `${b.name}-combined`, parts: b.parts.map(toCall) }));
+    const single = combinedBodies.map((b) => ({
+      name: b.name,
+      algorithms: b.algorithms,
+      combined: true,
+      source: join2([prelude, part, ...b.parts, combinedBlocks, COMBINED_ENGINE]),
+    }));
+    const batched = combinedBodies.map((b) => ({
+      name: `${b.name}-batch`,
+      algorithms: b.algorithms,
+      combined: true,
+      source: join2([
+        batchHeader,
+        batchPrelude,
+        part,
+        ...b.parts.map(forBatch),
+        combinedBlocks,
+        COMBINED_DECIDE,
+        batch,
+      ]),
+    }));
+    return { bodies: combinedBodies, scripts: [...single, ...batched] };
+  }
+
+  /** SCRIPT_PARTS.combined in the generated file: what a mixed combined script is made of. */
+  function partsText(algorithms, includes, forBatch) {
+    const kept = algorithms.filter((a) => !NOT_COMBINED.has(a.name));
+    const entries = (list, indent) =>
+      list.map(([k, v]) => `${indent}${JSON.stringify(k)}: ${JSON.stringify(v)},`).join('\n');
+    return `  /**
+   * A mixed combined script (lua/include/combined.lua): prelude, part, the steps and algorithms
+   * of \`combined\` between mixedHeader and mixedFooter, blocks, engine; its batch variant:
+   * batchHeader, batchPrelude, part, the steps, mixedHeader, batchAlgorithms, mixedFooter,
+   * blocks, batchEngine, batch.
+   */
+  combined: {
+    part: ${JSON.stringify(part)},
+    blocks: ${JSON.stringify(combinedBlocks)},
+    engine: ${JSON.stringify(COMBINED_ENGINE)},
+    batchEngine: ${JSON.stringify(COMBINED_DECIDE)},
+    algorithms: {
+${entries(
+  kept.map((a) => [a.name, toCall(a.mixed)]),
+  '      ',
+)}
+    } as Readonly<Record<string, string>>,
+    batchAlgorithms: {
+${entries(
+  kept.map((a) => [a.name, forBatch(toCall(a.mixed))]),
+  '      ',
+)}
+    } as Readonly<Record<string, string>>,
+    steps: {
+${entries(
+  Object.keys(includes)
+    .sort()
+    .map((i) => [i, toCall(includes[i])]),
+  '      ',
+)}
+    } as Readonly<Record<string, string>>,
+  },`;
+  }
+
+  return { scripts, partsText };
 }
