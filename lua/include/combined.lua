@@ -1,9 +1,11 @@
 -- Floodgate combined layout (DESIGN §5, one key per caller): a limiter of several policies whose
 -- states are all strings keeps them in one key, read with one GET and written with one SET … PX
--- per decision instead of one of each per policy. scripts/generate-lua.mjs makes the combined
+-- per decision instead of one of each per policy. scripts/lua-combined.mjs makes the combined
 -- variant of a script from the same sources: this part comes right after the prelude, the
 -- algorithms' `redis.call(` becomes `CALL(` and the engine hands policy i the number i as its
 -- key, so every algorithm's GET, SET … PX, DEL, INCRBY and DECRBY lands on policy i's entry here.
+-- The entries are written once the decision is made (write_state): a decision that fails in the
+-- script writes nothing, where a key per policy kept the writes made before the error.
 --
 -- KEYS[1]  the caller's state: per policy in order, its entry packed with Redis's struct
 --          library as '<dds' (little-endian): expiry (ms), a number, a zero-terminated string.
