@@ -56,6 +56,14 @@ describe.each(frameworks)('%s', (_framework, serve) => {
     expect(codes).toEqual(['FLOODGATE_DOUBLE_COUNT']);
   });
 
+  it('FLOODGATE_DOUBLE_COUNT: a third limiter repeating the first, not two distinct ones', async () => {
+    const a = new RateLimiter({ store: memoryStore({ clock }), policies: perMinute(10, 'a') });
+    const b = new RateLimiter({ store: memoryStore({ clock }), policies: perMinute(10, 'b') });
+    expect(await diagnose({ limiters: [{ limiter: a }, { limiter: b }] })).toEqual([]);
+    const codes = await diagnose({ limiters: [{ limiter: a }, { limiter: b }, { limiter: a }] });
+    expect(codes).toEqual(['FLOODGATE_DOUBLE_COUNT']);
+  });
+
   it('FLOODGATE_PROXY_HOPS: trust every proxy hop, once', async () => {
     const codes = await diagnose({ trustProxy: true, limiters: [{ policies: perMinute(10) }] });
     expect(codes).toEqual(['FLOODGATE_PROXY_HOPS']);

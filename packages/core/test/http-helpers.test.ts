@@ -145,6 +145,17 @@ describe('structured-field serialisation', () => {
     );
   });
 
+  it('one name with another quota or window gets its own item (items are remembered by name)', () => {
+    const items = [
+      [5, 1000],
+      [5, 2000],
+      [7, 2000],
+    ].map(([limit, window]) =>
+      formatRateLimitPolicy(decision({ policies: [policy({ name: 'plan', limit, window })] })),
+    );
+    expect(items).toEqual(['"plan";q=5;w=1', '"plan";q=5;w=2', '"plan";q=7;w=2']);
+  });
+
   it('a quota unit replaces the window (concurrent requests)', () => {
     const d = decision({ policies: [policy({ name: 'concurrency-5', limit: 5 })] });
     expect(formatRateLimitPolicy(d, 'concurrent-requests')).toBe(

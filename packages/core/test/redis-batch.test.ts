@@ -4,68 +4,14 @@
  * failures and NOSCRIPT recovery. Exactness in batched mode is the differential, conformance,
  * multi-process and cluster suites' job (each runs batched too).
  */
-import { Redis } from 'ioredis';
-import { type RedisServerHandle, startRedisServer } from '../../../test/harness/redis-server';
-import { BATCH_SCRIPTS, SCRIPTS } from '../src/generated/scripts';
 import { fixedWindow, gcra, RateLimitConfigError, RateLimiter, redisStore } from '../src/index';
+import { ownRedis, type Sent } from './redis-batch-recording';
 
-// The script cache is server-wide and other jest workers share the suite's server (a worker's
-// SCRIPT FLUSH or LOAD would change which calls meet NOSCRIPT): these tests get their own.
-let server: RedisServerHandle;
-let client: Redis;
-beforeAll(async () => {
-  server = await startRedisServer();
-  client = new Redis(server.port);
-});
-afterAll(async () => {
-  client.disconnect();
-  await server.stop();
-});
-beforeEach(async () => {
-  await client.flushdb();
-  await client.script('FLUSH');
-});
-const testRedis = (): Redis => client;
-
-interface Sent {
-  command: 'evalsha' | 'eval';
-  script: string;
-  keys: number;
-}
-
-/**
- * A real ioredis client of its own whose every command is recorded as it is handed to the
- * connection (the store sends its scripts through `sendCommand`).
- */
-function recording() {
-  const sent: Sent[] = [];
-  const scripts = [...Object.values(SCRIPTS), ...Object.values(BATCH_SCRIPTS)];
-  const nameOf = (sha1OrSource: string): string =>
-    scripts.find((s) => s.sha1 === sha1OrSource || s.source === sha1OrSource)?.name ?? 'other';
-  const wrapper = new Redis(server.port);
-  opened.push(wrapper);
-  const send = wrapper.sendCommand.bind(wrapper);
-  // ioredis hands a command to sendCommand again when it leaves the offline queue: count once.
-  const seen = new WeakSet<object>();
-  wrapper.sendCommand = (command, stream) => {
-    const name = command.name.toLowerCase();
-    if ((name === 'evalsha' || name === 'eval') && !seen.has(command)) {
-      seen.add(command);
-      const [script, keys] = command.args as [string, number];
-      sent.push({ command: name, script: nameOf(String(script)), keys: Number(keys) });
-    }
-    return send(command, stream);
-  };
-  return { wrapper, sent };
-}
-const opened: Redis[] = [];
-afterEach(() => {
-  for (const c of opened.splice(0)) c.disconnect();
-});
+const { testRedis, recording } = ownRedis();
 
 const evalshas = (sent: Sent[]) => sent.filter((s) => s.command === 'evalsha');
 
-test('decisions made while a round trip is in flight go out as one batch script call', async () => {
+test('decisions made in one tick go out as batch script calls, in halves from 8 on', async () => {
   const { wrapper, sent } = recording();
   const limiter = new RateLimiter({
     store: redisStore({ client: wrapper }),
@@ -76,13 +22,24 @@ test('decisions made while a round trip is in flight go out as one batch script 
   const rest = Array.from({ length: 20 }, (_, i) => limiter.consume(`k${i % 5}`));
   const decisions = await Promise.all([first, ...rest]);
   expect(decisions.every((d) => d.allowed && d.reason === undefined)).toBe(true);
-  // All 21 were made in one tick: one EVALSHA of the batch script (after the flush, NOSCRIPT,
-  // then EVAL of the same batch), with each call's policy key and block key.
-  expect(evalshas(sent).map((s) => [s.script, s.keys])).toEqual([['fixed-window-batch', 42]]);
-  expect(sent.map((s) => s.command)).toEqual(['evalsha', 'eval']);
+  // All 21 were made in one tick with nothing in flight: two EVALSHAs of the batch script, 11
+  // and 10 calls in call order (Redis decides the first while the second is written), each
+  // call with its policy key and block key; after the flush both met NOSCRIPT and were re-sent
+  // with EVAL, in order.
+  expect(evalshas(sent).map((s) => [s.script, s.keys, s.inFlight])).toEqual([
+    ['fixed-window-batch', 22, 0],
+    ['fixed-window-batch', 20, 1],
+  ]);
+  expect(sent.map((s) => `${s.command}:${s.keys}`)).toEqual([
+    ...['evalsha:22', 'evalsha:20', 'eval:22', 'eval:20'],
+  ]);
   // Counts are exact: key k0 was charged 5 times.
   const d = await limiter.peek('k0');
   expect(d.remaining).toBe(95);
+  // Below SPLIT_AT (8) calls, one piece.
+  sent.length = 0;
+  await Promise.all(Array.from({ length: 7 }, (_, i) => limiter.consume(`k${i}`)));
+  expect(sent.map((s) => `${s.command}:${s.keys}`)).toEqual(['evalsha:14']);
 });
 
 test('a lone decision goes out at once, as a single script call', async () => {
@@ -234,5 +191,5 @@ test('batching options are validated at construction, naming the field', () => {
   ]);
   expect(codeOf({ size: 3 })).toEqual(['FLOODGATE_UNKNOWN_OPTION', 'redisStore.batch.size']);
   expect(redisStore({ client, batch: false }).batch).toBeUndefined();
-  expect(redisStore({ client }).batch).toEqual({ maxDecisions: 64, maxBytes: 65536 });
+  expect(redisStore({ client }).batch).toEqual({ maxDecisions: 128, maxBytes: 65536 });
 });

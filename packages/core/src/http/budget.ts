@@ -69,8 +69,13 @@ export function noteBudget(
   );
 }
 
-/** Budgets each request was charged to (keyed by Node's request object). */
-const charged = new WeakMap<object, Set<string>>();
+/**
+ * The budgets each request was charged to (keyed by Node's request object): the first as a
+ * string, a Set only once there are two, as nearly every request is charged once. (A symbol
+ * property on the request instead turned Node's request object into a dictionary-mode object:
+ * more garbage per request, and slower property reads after it.)
+ */
+const charged = new WeakMap<object, string | Set<string>>();
 
 /** Records that `request` was charged to `budget`; reports FLOODGATE_DOUBLE_COUNT the second time. */
 export function noteCharge(
@@ -79,13 +84,14 @@ export function noteCharge(
   budget: string,
 ): void {
   if (request === undefined) return;
-  let seen = charged.get(request);
+  const seen = charged.get(request);
   if (seen === undefined) {
-    seen = new Set();
-    charged.set(request, seen);
+    charged.set(request, budget);
+    return;
   }
-  if (!seen.has(budget)) {
-    seen.add(budget);
+  if (typeof seen === 'string' ? seen !== budget : !seen.has(budget)) {
+    if (typeof seen === 'string') charged.set(request, new Set([seen, budget]));
+    else seen.add(budget);
     return;
   }
   diagnostics.warn(

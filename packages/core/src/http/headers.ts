@@ -100,13 +100,17 @@ export function formatRateLimitPolicy(
   key?: string,
 ): string {
   const pk = key === undefined ? '' : `;pk=${partitionKey(key)}`;
-  return decision.policies
-    .map((p) => {
-      const head = `${serializeSfString(p.name)};q=${sfInteger(p.quota)}`;
-      if (quotaUnit !== undefined) return `${head};qu=${serializeSfString(quotaUnit)}${pk}`;
-      return `${head};w=${windowSeconds(p)}${pk}`;
-    })
-    .join(', ');
+  const policies = decision.policies;
+  let out = '';
+  for (let i = 0; i < policies.length; i++) {
+    const p = policies[i]!;
+    const item =
+      quotaUnit === undefined
+        ? `${policyItem(p)}${pk}`
+        : `${sfName(p.name)};q=${sfInteger(p.quota)};qu=${serializeSfString(quotaUnit)}${pk}`;
+    out = i === 0 ? item : `${out}, ${item}`;
+  }
+  return out;
 }
 
 /** `w`: a non-zero Integer of seconds (a sub-second window is advertised as 1 s). */
@@ -116,12 +120,48 @@ function windowSeconds(p: PolicyDecision): string {
 
 /** `RateLimit` items: `"name";r=<remaining>;t=<seconds>`, one per policy. */
 export function formatRateLimit(decision: Decision): string {
-  return decision.policies
-    .map(
-      (p) =>
-        `${serializeSfString(p.name)};r=${sfInteger(p.remaining)};t=${sfInteger(policyResetSeconds(p))}`,
-    )
-    .join(', ');
+  const policies = decision.policies;
+  let out = '';
+  for (let i = 0; i < policies.length; i++) {
+    const p = policies[i]!;
+    const item = `${sfName(p.name)};r=${sfInteger(p.remaining)};t=${sfInteger(policyResetSeconds(p))}`;
+    out = i === 0 ? item : `${out}, ${item}`;
+  }
+  return out;
+}
+
+/**
+ * Per policy name, its serialised name and its last `RateLimit-Policy` item: a policy's name,
+ * quota and window change rarely, and rebuilding them cost a string per character per request.
+ * Names are the application's own, but a policies function may make many: the table is
+ * emptied when it holds MAX_CACHED_NAMES.
+ */
+const namesSeen = new Map<string, { sf: string; quota: number; window: number; item: string }>();
+const MAX_CACHED_NAMES = 1000;
+
+function nameEntry(name: string) {
+  let entry = namesSeen.get(name);
+  if (entry === undefined) {
+    if (namesSeen.size >= MAX_CACHED_NAMES) namesSeen.clear();
+    entry = { sf: serializeSfString(name), quota: Number.NaN, window: Number.NaN, item: '' };
+    namesSeen.set(name, entry);
+  }
+  return entry;
+}
+
+function sfName(name: string): string {
+  return nameEntry(name).sf;
+}
+
+/** `"name";q=<quota>;w=<window seconds>`, remembered while the quota and window stay. */
+function policyItem(p: PolicyDecision): string {
+  const entry = nameEntry(p.name);
+  if (entry.quota !== p.quota || entry.window !== p.window) {
+    entry.item = `${entry.sf};q=${sfInteger(p.quota)};w=${windowSeconds(p)}`;
+    entry.quota = p.quota;
+    entry.window = p.window;
+  }
+  return entry.item;
 }
 
 /** Drafts 6 and 7: `RateLimit-Policy` items without names, `<quota>;w=<window seconds>`. */

@@ -206,8 +206,18 @@ export async function resolveKey<Req>(
   view: HttpRequestView,
   req: Req,
 ): Promise<string> {
-  for (const source of config.sources) {
-    const key = await keyFrom(config, source, view, req);
+  return resolveKeyFrom(config, view, req, 0);
+}
+
+/** `resolveKey` from the `start`th source on (key-now.ts goes on here once it must await). */
+export async function resolveKeyFrom<Req>(
+  config: KeyConfig<Req>,
+  view: HttpRequestView,
+  req: Req,
+  start: number,
+): Promise<string> {
+  for (let i = start; i < config.sources.length; i++) {
+    const key = await keyFrom(config, config.sources[i]!, view, req);
     if (key !== undefined) return key;
   }
   return config.fallbackKey;
@@ -222,26 +232,8 @@ async function keyFrom<Req>(
   view: HttpRequestView,
   req: Req,
 ): Promise<string | undefined> {
-  if (typeof source === 'function') {
-    const value = await source(req);
-    if (value === undefined || value === null || value === '') return undefined;
-    if (typeof value !== 'string') {
-      throw new RateLimitArgumentError(
-        'key',
-        value,
-        `the key function returned ${describeValue(value)}; expected a string, undefined or null`,
-      );
-    }
-    // Request text can hold lone surrogates (JSON's "\ud800", a slice() through an emoji), which
-    // the limiter refuses: a crafted body would be a 500. U+FFFD for each, as UTF-8 has it.
-    return LONE_SURROGATE.test(value) ? value.replace(/\p{Cs}/gu, '\uFFFD') : value;
-  }
-  if (source === 'ip') {
-    const fromCdn = addressFromIpHeader(config.ipHeaders, view.ip, view.headers);
-    if (fromCdn === undefined) checkProxySetup(config.diagnostics, view);
-    const ip = normalizeIp(fromCdn ?? view.ip, config.ipv6Subnet);
-    return ip === undefined ? undefined : `ip:${ip}`;
-  }
+  if (typeof source === 'function') return keyOfValue(await source(req));
+  if (source === 'ip') return ipKey(config, view);
   if (source === 'appKey') {
     const value =
       first(view.headers[config.appKeyHeader]) ??
@@ -274,6 +266,32 @@ async function keyFrom<Req>(
     );
   }
   return `client:${id}`;
+}
+
+/**
+ * What a key function's result means: a key, or undefined (`undefined`, `null`, `''`) for the
+ * next source; anything else throws RateLimitArgumentError.
+ */
+export function keyOfValue(value: unknown): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value !== 'string') {
+    throw new RateLimitArgumentError(
+      'key',
+      value,
+      `the key function returned ${describeValue(value)}; expected a string, undefined or null`,
+    );
+  }
+  // Request text can hold lone surrogates (JSON's "\ud800", a slice() through an emoji), which
+  // the limiter refuses: a crafted body would be a 500. U+FFFD for each, as UTF-8 has it.
+  return LONE_SURROGATE.test(value) ? value.replace(/\p{Cs}/gu, '\uFFFD') : value;
+}
+
+/** The `'ip'` source's key (after `ipHeader` and the proxy checks), or undefined. */
+export function ipKey<Req>(config: KeyConfig<Req>, view: HttpRequestView): string | undefined {
+  const fromCdn = addressFromIpHeader(config.ipHeaders, view.ip, view.headers);
+  if (fromCdn === undefined) checkProxySetup(config.diagnostics, view);
+  const ip = normalizeIp(fromCdn ?? view.ip, config.ipv6Subnet);
+  return ip === undefined ? undefined : `ip:${ip}`;
 }
 
 function first(value: unknown): string | undefined {

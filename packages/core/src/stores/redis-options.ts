@@ -18,13 +18,16 @@ export interface RedisStoreOptions {
    */
   clock?: Clock;
   /**
-   * Decisions issued while an earlier round trip to the same Redis node (cluster: the same slot)
-   * is in flight go out together as one script call that decides them in order, exactly as
-   * single calls would (one Redis TIME for all). A lone decision is never delayed. `false` sends
+   * Decisions bound for the same Redis node (cluster: the same slot) go out together as one
+   * script call that decides them in order, exactly as single calls would (one Redis TIME for
+   * all), up to two such calls in flight. A lone decision is never delayed. `false` sends
    * one EVALSHA per decision; an object bounds a batch (`maxDecisions` calls, `maxBytes`
    * characters of keys and arguments). Works the same on every client: the store sends its
-   * commands itself, never through ioredis auto-pipelining.
-   * @default true (64 decisions, 64 KiB)
+   * commands itself, never through ioredis auto-pipelining. On a Redis Cluster client it is off
+   * unless given: a batch must stay within one slot, and with callers spread over 16 384 slots
+   * nearly every batch held one decision and the batcher cost more than it saved (measured:
+   * docs/benchmarks.md "Redis Cluster"); `true` turns it on there for a few hot keys.
+   * @default true (128 decisions, 64 KiB); false on a cluster client
    */
   batch?: boolean | { maxDecisions?: number; maxBytes?: number };
 }
@@ -42,9 +45,13 @@ const BATCH_OPTION_NAMES = optionNames<Exclude<RedisStoreOptions['batch'], boole
   maxBytes: true,
 });
 
-/** Reads `batch`: the batch bounds, or undefined with `batch: false`. */
-export function readBatch(value: unknown): BatchLimits | undefined {
-  if (value === undefined || value === true) return DEFAULT_BATCH_LIMITS;
+/**
+ * Reads `batch`: the batch bounds, or undefined with `batch: false` (and, on a cluster client,
+ * when `batch` is not given).
+ */
+export function readBatch(value: unknown, cluster = false): BatchLimits | undefined {
+  if (value === undefined) return cluster ? undefined : DEFAULT_BATCH_LIMITS;
+  if (value === true) return DEFAULT_BATCH_LIMITS;
   if (value === false) return undefined;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw configError('redisStore.batch', value, 'true, false or { maxDecisions?, maxBytes? }');

@@ -90,8 +90,8 @@ export class RedisStore implements Store {
     this.clock = readClockOption(o.clock, 'redisStore.clock');
     this.ttlSlack = this.clock ? String(INJECTED_CLOCK_TTL_SLACK_MS) : '0';
     // The shims send commands themselves (never through ioredis auto-pipelining), so batching
-    // works the same on every client; a cluster batches per slot.
-    this.batch = readBatch(o.batch);
+    // works the same on every client; a cluster batches per slot, and only when asked to.
+    this.batch = readBatch(o.batch, this.client.cluster === true);
     this.batcher =
       this.batch &&
       new Batcher(

@@ -79,6 +79,18 @@ describe.each(CLUSTER_KINDS)('%s', (kind) => {
     'at once',
   );
 
+  test('batching is off by default on a cluster client (batches stay within a slot), on when asked', () => {
+    expect(redisStore({ client: connected.client }).batch).toBeUndefined();
+    expect(redisStore({ client: connected.client, batch: true }).batch).toEqual({
+      maxDecisions: 128,
+      maxBytes: 64 * 1024,
+    });
+    expect(redisStore({ client: connected.client, batch: { maxDecisions: 8 } }).batch).toEqual({
+      maxDecisions: 8,
+      maxBytes: 64 * 1024,
+    });
+  });
+
   test('batches are made per slot: the store computes every key slot as the cluster does', async () => {
     const limiter = new RateLimiter({
       store: redisStore({ client: connected.client }),

@@ -1,0 +1,72 @@
+/**
+ * When the batcher (redis-batch.ts) sends: the state it keeps per Redis node (per slot, on a
+ * cluster), how many round trips it lets be in flight, and when it cuts a queue in two.
+ * docs/benchmarks.md ("Batching → When calls are sent") has the measurements behind each number.
+ */
+
+/**
+ * Round trips a channel keeps in flight before later calls wait for a reply. With one, Node and
+ * Redis take turns, each idle while the other reads and writes a batch; with two, each works
+ * while the other does. Two also keeps per-key order through NOSCRIPT (see Batcher.flush).
+ */
+export const MAX_IN_FLIGHT = 2;
+
+/**
+ * A queue at least this long, sent while nothing is in flight, may go in two halves: Redis
+ * decides the first while the second is written, and the callers of the first are answered (and
+ * make the next batch) while the second is decided. Below it a round trip's fixed cost (EVALSHA,
+ * TIME, the syscalls) would outweigh the overlap.
+ */
+export const SPLIT_AT = 8;
+
+/**
+ * Calls that must be waiting before a second round trip goes beside the one in flight: fewer
+ * wait for its reply, since each round trip costs Redis an EVALSHA and a TIME on top of its
+ * decisions (with calls arriving one per tick, as HTTP requests do, batches of one beside a
+ * batch cost redis-server 20 % more CPU per decision). Half of SPLIT_AT: a split's halves pass.
+ */
+export const SECOND_AT = SPLIT_AT / 2;
+
+/** Idle flushes a split waits at most after splits that did not overlap (1, 3, then 7). */
+const MAX_SPLIT_WAIT = 7;
+
+/** The calls bound for one node (or one cluster slot) and its round trips in flight. */
+export class Channel<Call> {
+  queue: Call[] = [];
+  inFlight = 0;
+  /** A single-call script is in flight: nothing else is sent beside it (see Batcher.flush). */
+  single = false;
+  scheduled = false;
+  /** Idle flushes to send whole before the next split, and what the next split sets it to. */
+  private unsplit = 0;
+  private splitWait = 0;
+
+  /** Whether a call queued now may go at the end of this tick rather than wait for a reply. */
+  get open(): boolean {
+    if (this.single || this.inFlight >= MAX_IN_FLIGHT) return false;
+    return this.inFlight === 0 || this.queue.length >= SECOND_AT;
+  }
+
+  /**
+   * Calls per piece for a flush of `length` calls, at most `maxDecisions`. A flush that finds a
+   * round trip still in flight shows the halves overlap, so the next idle queue splits again at
+   * once. A flush that finds the channel idle again shows both halves came back together: Node
+   * got no CPU between them (a saturated machine), where a split only adds a round trip, so
+   * splits then wait 1, 3, then 7 idle flushes.
+   */
+  pieceSize(length: number, maxDecisions: number): number {
+    if (this.inFlight > 0) {
+      this.unsplit = 0;
+      this.splitWait = 0;
+      return maxDecisions;
+    }
+    if (length < SPLIT_AT) return maxDecisions;
+    if (this.unsplit > 0) {
+      this.unsplit--;
+      return maxDecisions;
+    }
+    this.splitWait = Math.min(2 * this.splitWait + 1, MAX_SPLIT_WAIT);
+    this.unsplit = this.splitWait;
+    return Math.min(maxDecisions, Math.ceil(length / 2));
+  }
+}
