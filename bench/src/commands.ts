@@ -3,7 +3,13 @@
  * them by hand (the redis-benchmark ceiling and the callgrind instruction counts).
  */
 import type { Policy } from '@floodgate/core';
-import { batchScriptFor, type EngineScript, scriptFor } from './engine-scripts.js';
+import {
+  batchScriptFor,
+  combinedScriptFor,
+  type EngineScript,
+  scriptFor,
+  sharesOneKey,
+} from './engine-scripts.js';
 
 export interface ScriptCommand {
   script: EngineScript;
@@ -20,11 +26,21 @@ const callArgs = (policies: readonly Policy[]) => [
   ...policies.flatMap((p) => [p.kind, ...p.params.map(String)]),
   ...policies.map(() => ''),
 ];
-/** A single call's KEYS on a random caller: the policies' keys, then the caller's block state. */
+/**
+ * A single call's KEYS on a random caller, as redisStore sends them: the policies' keys (or their
+ * one state key, where the store keeps them in one), then the caller's block state.
+ */
 const callKeys = (policies: readonly Policy[]) => [
-  ...policies.map((p) => `bench:{__rand_int__}:${p.id}`),
+  ...(sharesOneKey(policies)
+    ? ['bench:{__rand_int__}:st']
+    : policies.map((p) => `bench:{__rand_int__}:${p.id}`)),
   'bench:{__rand_int__}:bk',
 ];
+/** The script redisStore runs for these policies. */
+const scriptOf = (policies: readonly Policy[]) => {
+  const kinds = policies.map((p) => p.kind);
+  return sharesOneKey(policies) ? combinedScriptFor(kinds) : scriptFor(kinds);
+};
 
 /**
  * One EVALSHA of the single-call script on a random key (`__rand_int__` is redis-benchmark's
@@ -32,7 +48,7 @@ const callKeys = (policies: readonly Policy[]) => [
  * name, which is what the cost per decision needs).
  */
 export function scriptCommand(policies: readonly Policy[]): ScriptCommand {
-  const script = scriptFor(policies.map((p) => p.kind));
+  const script = scriptOf(policies);
   const keys = callKeys(policies);
   return {
     script,
@@ -45,7 +61,7 @@ export function scriptCommand(policies: readonly Policy[]): ScriptCommand {
  * (lua/include/batch.lua): the call's ARGV once as a shape, then one shape number per call.
  */
 export function batchCommand(policies: readonly Policy[], size: number): ScriptCommand {
-  const script = batchScriptFor(scriptFor(policies.map((p) => p.kind)));
+  const script = batchScriptFor(scriptOf(policies));
   const argv = callArgs(policies);
   const keys = Array.from({ length: size }, () => callKeys(policies));
   return {
@@ -54,10 +70,10 @@ export function batchCommand(policies: readonly Policy[], size: number): ScriptC
     command: [
       'EVALSHA',
       script.sha1,
-      String(size * (policies.length + 1)),
+      String(size * keys[0]!.length),
       ...keys.flat(),
       '1',
-      String(policies.length + 1),
+      String(keys[0]!.length),
       String(argv.length),
       ...argv,
       ...new Array<string>(size).fill('1'),

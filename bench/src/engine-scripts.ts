@@ -6,6 +6,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { Policy } from '@floodgate/core';
 
 export interface EngineScript {
   readonly name: string;
@@ -16,7 +17,11 @@ export interface EngineScript {
 
 interface ScriptsModule {
   scriptFor(kinds: Iterable<string>): EngineScript;
+  combinedScriptFor(kinds: Iterable<string>): EngineScript;
   batchScriptFor(script: EngineScript): EngineScript;
+}
+interface KeysModule {
+  sharesOneKey(policies: readonly Policy[]): boolean;
 }
 interface GeneratedModule {
   ENGINE_SCRIPT: EngineScript;
@@ -27,6 +32,10 @@ const load = async <T>(file: string) => (await import(pathToFileURL(join(dist, f
 
 /** The script a limiter with these algorithm kinds runs (core's `scriptFor`). */
 /** Its batch variant (core's `batchScriptFor`), which decides many calls in one EVALSHA. */
-export const { scriptFor, batchScriptFor } = await load<ScriptsModule>('stores/scripts.js');
+/** The combined variant (core's `combinedScriptFor`): every policy's state in one key. */
+export const { scriptFor, combinedScriptFor, batchScriptFor } =
+  await load<ScriptsModule>('stores/scripts.js');
+/** Whether redisStore keeps these policies in one key per caller (core's `sharesOneKey`). */
+export const { sharesOneKey } = await load<KeysModule>('keys.js');
 /** The script that runs every algorithm. */
 export const { ENGINE_SCRIPT } = await load<GeneratedModule>('generated/scripts.js');

@@ -8,6 +8,7 @@
 import { type Decision, toDecision } from './decision.js';
 import { parseDuration } from './duration.js';
 import type { RateLimitStoreError } from './errors.js';
+import { keyTails } from './keys.js';
 import { configError, optionNames, positiveInteger, readOptions } from './options.js';
 import type { Policy } from './policy.js';
 import { type GuardedOutcome, withinTimeout } from './store-guard.js';
@@ -187,41 +188,53 @@ function readTimerDuration(value: unknown, field: string): number {
 export class FailureAnswer {
   private readonly fallbackStore: PreparedPolicies | undefined;
   private readonly fallbackLimiter: FallbackLimiter | undefined;
+  /** The fallback store's key layout, which may differ from the limiter's own store's. */
+  private readonly fallbackTails: readonly string[] = [];
 
   constructor(
     private readonly policies: readonly Policy[],
     private readonly onStoreError: OnStoreError,
     /** The fallback is bounded by the limiter's `timeout` too: one that never settles cannot hang a call. */
     private readonly timeoutMs = DEFAULT_STORE_TIMEOUT_MS,
+    /** `<prefix>:{<encoded key>`, the head of a caller's storage keys (rate-limiter.ts). */
+    private readonly tagOf: (key: string) => string = (key) => key,
   ) {
     if (typeof onStoreError === 'object' && 'prepare' in onStoreError) {
       this.fallbackStore = onStoreError.prepare(policies);
+      this.fallbackTails = keyTails(policies, this.fallbackStore.combined === true);
     } else if (typeof onStoreError === 'object') {
       this.fallbackLimiter = onStoreError;
     }
   }
 
-  /** Forgets `keys` in the fallback store too (a limiter's `reset`). */
-  async reset(keys: readonly string[]): Promise<void> {
-    if (this.fallbackStore) await this.fallbackStore.reset(keys);
+  /** `key`'s storage keys in the fallback store (built only when the fallback is used). */
+  private keysOf(key: string): string[] {
+    const tag = this.tagOf(key);
+    return this.fallbackTails.map((tail) => tag + tail);
+  }
+
+  /** Forgets `key` in the fallback store too (a limiter's `reset`). */
+  async reset(key: string): Promise<void> {
+    if (this.fallbackStore) await this.fallbackStore.reset(this.keysOf(key));
   }
 
   /** Refunds, blocks and unblocks reach the fallback store too (it may answer later calls). */
-  async refund(keys: readonly string[], cost: number): Promise<void> {
-    if (this.fallbackStore) await this.fallbackStore.refund(keys, cost).catch(() => undefined);
+  async refund(key: string, cost: number): Promise<void> {
+    if (this.fallbackStore) {
+      await this.fallbackStore.refund(this.keysOf(key), cost).catch(() => undefined);
+    }
   }
 
-  async block(keys: readonly string[], micros: number): Promise<void> {
-    if (this.fallbackStore) await this.fallbackStore.block(keys, micros);
+  async block(key: string, micros: number): Promise<void> {
+    if (this.fallbackStore) await this.fallbackStore.block(this.keysOf(key), micros);
   }
 
-  async unblock(keys: readonly string[]): Promise<void> {
-    if (this.fallbackStore) await this.fallbackStore.unblock(keys);
+  async unblock(key: string): Promise<void> {
+    if (this.fallbackStore) await this.fallbackStore.unblock(this.keysOf(key));
   }
 
   /** The decision for a call whose guarded store call did not succeed. */
   async answer(
-    keys: readonly string[],
     context: CallContext,
     outcome: Exclude<GuardedOutcome<unknown>, { ok: true }>,
   ): Promise<Decision> {
@@ -229,6 +242,7 @@ export class FailureAnswer {
     const store = this.fallbackStore;
     const limiter = this.fallbackLimiter;
     if (store !== undefined) {
+      const keys = this.keysOf(context.key);
       const answer = await withinTimeout(() => store.decide(keys, cost, peek), this.timeoutMs);
       if (answer.ok) return { ...toDecision(answer.value, this.policies), reason: 'fallback' };
     } else if (limiter !== undefined) {

@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { describeValue, RateLimitArgumentError } from './errors.js';
+import { blockId, type Policy, stateId } from './policy.js';
 
 /** Keys longer than this (UTF-16 code units) are replaced by a digest. */
 export const MAX_RAW_KEY_LENGTH = 256;
@@ -43,4 +44,29 @@ export function encodeKey(key: unknown): string {
   }
   if (!NEEDS_ESCAPE.test(key)) return key;
   return key.replace(/%/g, '%25').replace(/\}/g, '%7D');
+}
+
+/**
+ * Whether redisStore keeps these policies' states in one key per caller (DESIGN §5): two or more
+ * policies whose states are all strings. slidingLog (a sorted set) and fixedWindow's per-window
+ * keys (limits too large for one integer: layout 0) keep a key per policy.
+ */
+export function sharesOneKey(policies: readonly Policy[]): boolean {
+  return (
+    policies.length > 1 &&
+    policies.every(
+      (p) => p.kind !== 'sliding-log' && !(p.kind === 'fixed-window' && p.params[2] === 0),
+    )
+  );
+}
+
+/**
+ * What follows `<prefix>:{<encoded key>` in each of a limiter's storage keys: `}:<policy id>` per
+ * policy, or `}:<state id>` for all of them when the store keeps them in one key (`combined`),
+ * then `}:<block id>`, the key's block state.
+ */
+export function keyTails(policies: readonly Policy[], combined: boolean): string[] {
+  const block = `}:${blockId(policies)}`;
+  if (combined) return [`}:${stateId(policies)}`, block];
+  return [...policies.map((p) => `}:${p.id}`), block];
 }

@@ -80,10 +80,22 @@ export function readBlockDuration(value: unknown, field: string): Lockout | unde
 
 /** The block state's key suffix: one per set of policies, so limiters never share lockouts. */
 export function blockId(policies: readonly Policy[]): string {
+  return `bk${policiesDigest(policies)}`;
+}
+
+/**
+ * The key suffix of a caller's one state key, where the store keeps every policy's state in one
+ * key (redisStore, keys.ts `sharesOneKey`): one per set of policies, like the block state's.
+ */
+export function stateId(policies: readonly Policy[]): string {
+  return `st${policiesDigest(policies)}`;
+}
+
+function policiesDigest(policies: readonly Policy[]): string {
   const digest = createHash('sha1')
     .update(policies.map((p) => p.id).join(','))
     .digest('base64url');
-  return `bk${digest.slice(0, 8)}`;
+  return digest.slice(0, 8);
 }
 
 /** A lockout as lua/include/engine.lua reads it from ARGV: '' for none. */

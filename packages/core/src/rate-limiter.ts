@@ -10,9 +10,9 @@ import type { DeniedCache } from './denied-cache.js';
 import type { Duration } from './duration.js';
 import { type CallContext, FailureAnswer } from './failure-policy.js';
 import { KEY_MEMO_BYTES, KEY_MEMO_ENTRY_BYTES, KEY_MEMO_SIZE, type KeyMemo } from './key-memo.js';
-import { encodeKey } from './keys.js';
+import { encodeKey, keyTails } from './keys.js';
 import { fieldPathOf, readAs } from './options.js';
-import { blockId, type Policy } from './policy.js';
+import type { Policy } from './policy.js';
 import {
   type AcquireOptions,
   type ConsumeOptions,
@@ -76,7 +76,7 @@ export class RateLimiter {
     this.store = store;
     this.prepared = store.prepare(this.policies);
     this.head = `${prefix}:{`;
-    this.tails = [...this.policies.map((p) => `}:${p.id}`), `}:${blockId(this.policies)}`];
+    this.tails = keyTails(this.policies, this.prepared.combined === true);
     this.deniedCache = config.deniedCache;
     this.guard = new StoreGuard(
       config.failure,
@@ -87,6 +87,7 @@ export class RateLimiter {
       this.policies,
       config.failure.onStoreError,
       config.failure.timeoutMs,
+      (key) => this.head + encodeKey(key),
     );
   }
 
@@ -122,25 +123,25 @@ export class RateLimiter {
     const cost = readCost(options);
     const keys = this.forget(key);
     const context: CallContext = { key, cost: 0, peek: true };
-    await this.failure.refund(keys, cost);
+    await this.failure.refund(key, cost);
     const outcome = await this.guard.call(() => this.prepared.refund(keys, cost), context);
     return outcome.ok
       ? toDecision(outcome.value, this.policies)
-      : this.failure.answer(keys, context, outcome);
+      : this.failure.answer(context, outcome);
   }
 
   /** Blocks `key` for `duration` or `'forever'` (no TTL): denied with reason 'blocked'. */
   async block(key: string, duration: Duration | 'forever'): Promise<void> {
     const micros = readBlockArgument(duration);
     const keys = this.forget(key);
-    await this.failure.block(keys, micros);
+    await this.failure.block(key, micros);
     await this.guard.bounded(() => this.prepared.block(keys, micros));
   }
 
   /** Lifts a block on `key` (by hand or a lockout) and forgets its lockouts in a row. */
   async unblock(key: string): Promise<void> {
     const keys = this.forget(key);
-    await this.failure.unblock(keys);
+    await this.failure.unblock(key);
     await this.guard.bounded(() => this.prepared.unblock(keys));
   }
 
@@ -155,7 +156,7 @@ export class RateLimiter {
     const keys = this.storageKeys(key);
     this.deniedCache?.forget(key);
     // A reset must reach the store, so its failure is thrown (bounded by `timeout`).
-    await this.failure.reset(keys);
+    await this.failure.reset(key);
     await this.guard.bounded(() => this.prepared.reset(keys));
   }
 
@@ -181,14 +182,16 @@ export class RateLimiter {
     const outcome = await this.guard.call(() => this.prepared.reserve!(keys, cost, slack), context);
     const decision = outcome.ok
       ? toDecision(outcome.value, this.policies)
-      : await this.failure.answer(keys, context, outcome);
+      : await this.failure.answer(context, outcome);
     if (this.guard.config.hooks.onDecision) this.guard.notify('onDecision', decision, context);
     return decision;
   }
 
   /**
-   * Storage keys of `key`: one per policy, `<prefix>:{<key>}:<policy id>`, then the key's block
-   * state, `<prefix>:{<key>}:bk<digest of the policy ids>` (this limiter's lockouts and blocks).
+   * Storage keys of `key`: one per policy, `<prefix>:{<key>}:<policy id>`, or one for all of them,
+   * `<prefix>:{<key>}:st<digest of the policy ids>`, where the store keeps them in one key
+   * (redisStore, keys.ts `sharesOneKey`); then the key's block state,
+   * `<prefix>:{<key>}:bk<digest of the policy ids>` (this limiter's lockouts and blocks).
    */
   storageKeys(key: string): string[] {
     const tag = this.head + encodeKey(key);
@@ -286,7 +289,7 @@ export class RateLimiter {
     const outcome = await this.guard.call(() => this.prepared.decide(keys, cost, peek), context);
     const decision = outcome.ok
       ? toDecision(outcome.value, this.policies)
-      : await this.failure.answer(keys, context, outcome);
+      : await this.failure.answer(context, outcome);
     if (cache !== undefined && outcome.ok && !decision.allowed) {
       cache.remember(key, cost, decision, sentAt);
     }

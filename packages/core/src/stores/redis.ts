@@ -9,6 +9,7 @@ import { type Clock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision } from '../decision.js';
 import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
+import { sharesOneKey } from '../keys.js';
 import { configError, readOptions } from '../options.js';
 import { lockoutArg, type Policy } from '../policy.js';
 import { Batcher, type BatchLimits } from './redis-batch.js';
@@ -27,7 +28,7 @@ import {
   MODE_UNBLOCK,
   NO_DECISION,
 } from './redis-reply.js';
-import { batchScriptFor, scriptFor } from './scripts.js';
+import { batchScriptFor, combinedScriptFor, scriptFor } from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
 import type { PreparedPolicies, Store, StoreLeases } from './store.js';
 
@@ -106,8 +107,11 @@ export class RedisStore implements Store {
         throw configError(`policies[${i}].kind`, p.kind, 'an algorithm this version knows');
       }
     });
-    // Only the algorithms these policies use: one kind runs its own lean script.
-    const script = scriptFor(policies.map((p) => p.kind));
+    // Only the algorithms these policies use: one kind runs its own lean script. Several
+    // policies whose states are strings share one key per caller (lua/include/combined.lua).
+    const combined = sharesOneKey(policies);
+    const kinds = policies.map((p) => p.kind);
+    const script = combined ? combinedScriptFor(kinds) : scriptFor(kinds);
     // Everything after ARGV[4] never changes for this limiter: encode it once.
     const policyArgs: string[] = [];
     for (const p of policies) policyArgs.push(p.kind, ...p.params.map((v) => String(v)));
@@ -201,6 +205,7 @@ export class RedisStore implements Store {
       return send(keys, [...args, ...policyArgs], handlers, size(args) + policySize);
     };
     return {
+      combined,
       decide: (keys, cost, peek) => {
         if (cost === 1 && !this.clock) {
           return peek

@@ -51,9 +51,15 @@ export interface StoreLeases {
 
 /**
  * Every method takes `keys`: `keys[i]` is policy i's storage key and the last one, `keys[n]`,
- * the key's block state (lockouts and blocks by hand), all in one hash tag.
+ * the key's block state (lockouts and blocks by hand), all in one hash tag; with `combined`,
+ * `keys[0]` holds every policy's state and `keys[1]` is the block state.
  */
 export interface PreparedPolicies {
+  /**
+   * The store keeps every policy's state in one key per caller (redisStore, for the policies
+   * keys.ts `sharesOneKey` accepts), so the limiter passes two keys (keys.ts `keyTails`).
+   */
+  readonly combined?: boolean;
   /**
    * Decides a request of `cost` against every policy at once: all are charged or none. With
    * `peek`, nothing is written. A blocked key is denied without reading or charging anything;

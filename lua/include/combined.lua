@@ -1,0 +1,93 @@
+-- Floodgate combined layout (DESIGN §5, one key per caller): a limiter of several policies whose
+-- states are all strings keeps them in one key, read with one GET and written with one SET … PX
+-- per decision instead of one of each per policy. scripts/lua-combined.mjs makes the combined
+-- variant of a script from the same sources: this part comes right after the prelude, the
+-- algorithms' `redis.call(` becomes `CALL(` and the engine hands policy i the number i as its
+-- key, so every algorithm's GET, SET … PX, DEL, INCRBY and DECRBY lands on policy i's entry here.
+-- The entries are written once the decision is made (write_state): a decision that fails in the
+-- script writes nothing, where a key per policy kept the writes made before the error.
+--
+-- KEYS[1]  the caller's state: per policy in order, its entry packed with Redis's struct
+--          library as '<dds' (little-endian): expiry (ms), a number, a zero-terminated string.
+--          The entry holds what the policy's own key would hold: an integer state (a fixedWindow
+--          count, a gcra TAT) as the number with an empty string, any other as the string (the
+--          number 0), and when that key would expire: the script's clock in whole ms plus the
+--          TTL its algorithm set, as Redis dates a key's expiry (0: the policy has no state).
+--          Numbers, not text: a tonumber() of a long string or a string.format() costs Redis
+--          about as much as a GET (docs/benchmarks.md), and this way a decision reads and writes
+--          every policy's state with one struct call each way. PX: until the latest expiry, so
+--          the key lives as long as its longest-lived state needs and no longer (to the ms); with
+--          no state left it is deleted.
+-- KEYS[2]  the block state, as in include/engine.lua.
+--
+-- An entry past its expiry reads as missing, as the key would (Redis keeps a key through the
+-- millisecond of its expiry), and is dropped at the next write. The generator turns an
+-- algorithm's `redis.call('SET', key, string.format('%d', x), 'PX', …)` into
+-- `CALL('SETN', key, x, 'PX', …)`: the integer is kept as a number, and GET answers it as one,
+-- which the algorithms read with tonumber() as they read a key's string. SET takes a string.
+
+-- ENTRIES: the entries as struct.unpack gives them, three values per policy (expiry, number,
+-- string), read on the first CALL of a decision; NOW_MS: the clock in whole ms then; WRITTEN: a
+-- CALL changed one; POLICIES, FORMAT: the limiter's number of policies and its struct format
+-- (set by the engine).
+local ENTRIES, NOW_MS, READ, WRITTEN, POLICIES, FORMAT
+
+local function CALL(command, i, value, _, ms)
+  if not READ then
+    READ, NOW_MS = true, math.floor(now / 1000)
+    local stored = redis.call('GET', KEYS[1])
+    if stored then
+      ENTRIES = { struct.unpack(FORMAT, stored) }
+    else
+      ENTRIES = {}
+      for j = 1, POLICIES * 3, 3 do ENTRIES[j], ENTRIES[j + 1], ENTRIES[j + 2] = 0, 0, '' end
+    end
+  end
+  local b = i * 3 - 2
+  if command == 'GET' then
+    -- Expiry 0: no state (the clock's first millisecond would otherwise read it as present).
+    if ENTRIES[b] < NOW_MS or ENTRIES[b] == 0 then return false end
+    if ENTRIES[b + 2] == '' then return ENTRIES[b + 1] end
+    return ENTRIES[b + 2]
+  end
+  WRITTEN = true
+  if command == 'SETN' then
+    ENTRIES[b], ENTRIES[b + 1], ENTRIES[b + 2] = NOW_MS + ms, value, ''
+  elseif command == 'SET' then
+    ENTRIES[b], ENTRIES[b + 1], ENTRIES[b + 2] = NOW_MS + ms, 0, value
+  elseif command == 'DEL' then
+    ENTRIES[b], ENTRIES[b + 1], ENTRIES[b + 2] = 0, 0, ''
+  else
+    -- INCRBY or DECRBY of a count this decision read (its expiry stays, as a key's TTL would).
+    if command == 'DECRBY' then value = -value end
+    local count = value
+    if ENTRIES[b + 2] == '' then
+      count = count + ENTRIES[b + 1]
+    else
+      count = count + tonumber(ENTRIES[b + 2])
+    end
+    ENTRIES[b + 1], ENTRIES[b + 2] = count, ''
+    return count
+  end
+end
+
+-- Writes the entries back when a CALL changed one: one SET … PX, or DEL with none left.
+local function write_state()
+  if not WRITTEN then return end
+  local latest = 0
+  for b = 1, POLICIES * 3, 3 do
+    local e = ENTRIES[b]
+    if e < NOW_MS then
+      ENTRIES[b], ENTRIES[b + 1], ENTRIES[b + 2] = 0, 0, ''
+    elseif e > latest then
+      latest = e
+    end
+  end
+  if latest > 0 then
+    local packed = struct.pack(FORMAT, unpack(ENTRIES, 1, POLICIES * 3))
+    if latest == NOW_MS then latest = NOW_MS + 1 end
+    redis.call('SET', KEYS[1], packed, 'PX', latest - NOW_MS)
+  else
+    redis.call('DEL', KEYS[1])
+  end
+end

@@ -1,0 +1,168 @@
+// The combined variant of a multi-policy script for scripts/generate-lua.mjs (DESIGN §5, one key
+// per caller; lua/include/combined.lua says how it stores the states). It is made from the same
+// sources as the ordinary script: the algorithms' and block steps' `redis.call(` on a policy's key
+// becomes `CALL(` on that policy's entry in the one state key, and the engine passes policy i the
+// number i as its key. Each rewrite must apply, so a change to the engine or an algorithm that a
+// rewrite no longer fits fails in the generator, not in Redis.
+
+// Integer states go to the entry as numbers (no string.format to write them, no tonumber() to
+// read them back: include/combined.lua stores numbers as numbers).
+const INTEGER_SET = /CALL\('SET', (\w+), string\.format\('%d', (\w+(?: \+ \w+)?)\), 'PX'/g;
+const toCall = (text) =>
+  text.replaceAll('redis.call(', 'CALL(').replace(INTEGER_SET, "CALL('SETN', $1, $2, 'PX'");
+const rewrite = (text, pairs, where) =>
+  pairs.reduce((t, [from, to]) => {
+    if (!t.includes(from))
+      throw new Error(`${where} no longer holds \`${from}\` (combined variant)`);
+    return t.replaceAll(from, to);
+  }, text);
+// KEYS are the state key and the block key; ARGV holds n groups of 1 + nargs values, then n
+// lockouts, so n follows from ARGV (a one-algorithm script: its NARGS; mixed: walk the groups).
+const COMBINED_COUNT = `-- The combined layout (include/combined.lua): KEYS are the caller's state and its block state;
+-- ARGV's n groups (a name and its nargs values) and n lockouts give n.
+local n = 0
+if CHECK then
+  n = (#ARGV - FIRST_ARG + 1) / (NARGS + 2)
+else
+  local g = FIRST_ARG
+  while ALG[ARGV[g]] do n, g = n + 1, g + 1 + ALG[ARGV[g]][5] end
+end
+if POLICIES ~= n then POLICIES, FORMAT = n, string.rep('<dds', n) end
+local block_key = KEYS[2]`;
+const FOUR = '{ 0, 0, 0, 0 }';
+const REPLY = `local reply = { admitted, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+for j = 5 * n + 2, 16 do reply[j] = nil end`;
+// The engine's header documents the per-policy KEYS: the combined variant says what it changes.
+const ENGINE_HEADER = /^(?:--.*\n)+/;
+// Algorithms whose state is not a string keep a key of their own: never combined.
+const NOT_COMBINED = new Set(['sliding-log']);
+
+/**
+ * The combined variant's parts, made from include/engine.lua, blocks.lua and combined.lua: its
+ * scripts (`scripts`) and the parts stores/scripts.ts composes mixed ones from (`partsText`).
+ */
+export function combinedVariant(engine, blocks, part) {
+  const combinedEngineBody = rewrite(
+    engine.replace(
+      ENGINE_HEADER,
+      "-- include/engine.lua with policy i's key replaced by i, its entry in KEYS[1] (include/combined.lua).\n",
+    ),
+    [
+      ['local n = #KEYS - 1\nlocal block_key = KEYS[n + 1]', COMBINED_COUNT],
+      ["redis.call('DEL', KEYS[i])", "CALL('DEL', i)"],
+      ['KEYS[i]', 'i'],
+      ['KEYS[1]', '1'],
+      // The per-policy tables made at their size for up to 4 policies (a table that grows is
+      // reallocated at 1, 2 and 4 entries): measured −8 000 instructions per 3-policy decision.
+      [
+        'local checks, offsets, commits = {}, {}, {}',
+        `local checks, offsets, commits = ${FOUR}, ${FOUR}, ${FOUR}`,
+      ],
+      ['local checkers = {}', `local checkers = ${FOUR}`],
+      // The reply too (1 + 5 per policy, made for 3 and cut to n), filled by position: −6 000.
+      ['local reply = { admitted }', REPLY],
+      ['  local b = #reply', '  local b = 5 * i - 4'],
+    ],
+    'lua/include/engine.lua',
+  );
+  const combinedBlocks = rewrite(
+    blocks,
+    [
+      ["redis.call('DEL', KEYS[i])", "CALL('DEL', i)"],
+      ['KEYS[i]', 'i'],
+    ],
+    'lua/include/blocks.lua',
+  );
+  for (const [where, text] of [
+    ['engine', combinedEngineBody],
+    ['blocks', combinedBlocks],
+  ]) {
+    if (/KEYS\[(?!2\])/.test(text))
+      throw new Error(`combined ${where} still reads a policy's KEYS`);
+  }
+  // The engine runs in decide(), whose state is written back once the decision is made (an error
+  // writes nothing); a batch script calls decide() per call (include/batch.lua).
+  const COMBINED_DECIDE = `local function decide_policies()
+${combinedEngineBody}
+end
+
+local function decide()
+  READ, WRITTEN = false, false
+  local reply = decide_policies()
+  write_state()
+  return reply
+end`;
+  const COMBINED_ENGINE = `${COMBINED_DECIDE}\n\nreturn decide()`;
+
+  /**
+   * One combined script per one-algorithm body whose state is a string (for limiters of several
+   * policies of that algorithm), and its batch variant, made as the generator makes the others.
+   */
+  function scripts(bodies, { join2, prelude, batchPrelude, batchHeader, batch, forBatch }) {
+    const combinedBodies = bodies
+      .filter((b) => b.name !== 'engine' && !NOT_COMBINED.has(b.name))
+      .map((b) => ({ ...b, name: `${b.name}-combined`, parts: b.parts.map(toCall) }));
+    const single = combinedBodies.map((b) => ({
+      name: b.name,
+      algorithms: b.algorithms,
+      combined: true,
+      source: join2([prelude, part, ...b.parts, combinedBlocks, COMBINED_ENGINE]),
+    }));
+    const batched = combinedBodies.map((b) => ({
+      name: `${b.name}-batch`,
+      algorithms: b.algorithms,
+      combined: true,
+      source: join2([
+        batchHeader,
+        batchPrelude,
+        part,
+        ...b.parts.map(forBatch),
+        combinedBlocks,
+        COMBINED_DECIDE,
+        batch,
+      ]),
+    }));
+    return { bodies: combinedBodies, scripts: [...single, ...batched] };
+  }
+
+  /** SCRIPT_PARTS.combined in the generated file: what a mixed combined script is made of. */
+  function partsText(algorithms, includes, forBatch) {
+    const kept = algorithms.filter((a) => !NOT_COMBINED.has(a.name));
+    const entries = (list, indent) =>
+      list.map(([k, v]) => `${indent}${JSON.stringify(k)}: ${JSON.stringify(v)},`).join('\n');
+    return `  /**
+   * A mixed combined script (lua/include/combined.lua): prelude, part, the steps and algorithms
+   * of \`combined\` between mixedHeader and mixedFooter, blocks, engine; its batch variant:
+   * batchHeader, batchPrelude, part, the steps, mixedHeader, batchAlgorithms, mixedFooter,
+   * blocks, batchEngine, batch.
+   */
+  combined: {
+    part: ${JSON.stringify(part)},
+    blocks: ${JSON.stringify(combinedBlocks)},
+    engine: ${JSON.stringify(COMBINED_ENGINE)},
+    batchEngine: ${JSON.stringify(COMBINED_DECIDE)},
+    algorithms: {
+${entries(
+  kept.map((a) => [a.name, toCall(a.mixed)]),
+  '      ',
+)}
+    } as Readonly<Record<string, string>>,
+    batchAlgorithms: {
+${entries(
+  kept.map((a) => [a.name, forBatch(toCall(a.mixed))]),
+  '      ',
+)}
+    } as Readonly<Record<string, string>>,
+    steps: {
+${entries(
+  Object.keys(includes)
+    .sort()
+    .map((i) => [i, toCall(includes[i])]),
+  '      ',
+)}
+    } as Readonly<Record<string, string>>,
+  },`;
+  }
+
+  return { scripts, partsText };
+}
