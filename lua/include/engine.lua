@@ -16,7 +16,10 @@
 --            that would have admitted on its own keeps allowed = 1).
 --            With one policy whose check gives a packed value, the reply is that one integer
 --            instead: it holds the whole decision (the TypeScript twin's `unpack` reads it), and
---            a table reply costs Redis more than a GET (measured: docs/benchmarks.md).
+--            a table reply costs Redis more than a GET (measured: docs/benchmarks.md). With
+--            several policies that all give one: { admitted, packed_1 … packed_n } (packed_i
+--            as policy i's check gave it for the call's cost, or for cost 0 when it describes
+--            its key as it stands and admits that).
 --            Refund answers like a peek of cost 0 after the refund.
 --
 -- Every algorithm file defines, as local functions, and ends with
@@ -104,42 +107,70 @@ if n == 1 then
   return { allowed, allowed, remaining, reset, retry, delay }
 end
 
-local checks, offsets, commits = {}, {}, {}
+-- Several policies. Each check's values go into V, ten per policy (allowed, remaining,
+-- reset_after, retry_after, delay, packed, then the four for commit), and the algorithms and
+-- offsets are found again by walking ARGV: no table per policy. V and the reply are made at
+-- their size for up to four policies (a Lua table that grows is reallocated at 1, 2, 4, 8 …
+-- entries; measured in docs/benchmarks.md).
+local V = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 local admitted = 1
-local checkers = {}
 for i = 1, n do
-  local check, commit, _, _, nargs = algorithm(o)
-  local r = { check(KEYS[i], o + 1, COST) }
-  if r[1] == 0 then admitted = 0 end
-  checks[i], offsets[i], commits[i], checkers[i] = r, o + 1, commit, check
+  local check, _, _, _, nargs = algorithm(o)
+  local b = 10 * i - 10
+  V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5], V[b + 6], V[b + 7], V[b + 8], V[b + 9], V[b + 10] = check(KEYS[i], o + 1, COST)
+  if V[b + 1] == 0 then admitted = 0 end
   o = o + 1 + nargs
 end
 
 if admitted == 0 and MODE ~= '1' then
   local _, _, lockout_us, lock_out = block_steps()
   -- The longest lockout among the policies that denied a cost they could admit.
-  local by, longest, forget_by = nil, -1, 0
+  local by, longest, forget_by, by_o = nil, -1, 0, 0
+  o = FIRST_ARG
   for i = 1, n do
-    local r = checks[i]
-    if r[1] == 0 and r[4] >= 0 then
+    local b = 10 * i - 10
+    if V[b + 1] == 0 and V[b + 4] >= 0 then
       local d, forget = lockout_us(n, i, level)
-      if d and d > longest then by, longest, forget_by = i, d, forget end
+      if d and d > longest then by, longest, forget_by, by_o = i, d, forget, o + 1 end
     end
+    local _, _, _, _, nargs = algorithm(o)
+    o = o + 1 + nargs
   end
-  if by then return lock_out(block_key, by, offsets[by], longest, forget_by, level) end
+  if by then return lock_out(block_key, by, by_o, longest, forget_by, level) end
 end
 
-local reply = { admitted }
+-- packed: every policy gave a packed value that describes it (a policy described as it stands
+-- by a check of cost 0 that denies, which only a stale state can do, has none for this cost).
+local packed = true
+o = FIRST_ARG
 for i = 1, n do
-  local r = checks[i]
+  local check, commit, _, _, nargs = algorithm(o)
+  local b = 10 * i - 10
   if admitted == 1 then
-    -- r[7 …]: what check hands commit, as above.
-    if MODE ~= '1' and COST > 0 then commits[i](KEYS[i], offsets[i], COST, r[3], r[7], r[8], r[9], r[10]) end
-  elseif r[1] == 1 and COST > 0 then
+    -- V[b + 7 …]: what check hands commit, as above.
+    if MODE ~= '1' and COST > 0 then commit(KEYS[i], o + 1, COST, V[b + 3], V[b + 7], V[b + 8], V[b + 9], V[b + 10]) end
+  elseif V[b + 1] == 1 and COST > 0 then
     -- Another policy denied, so nothing was taken: describe this key as it stands.
-    r = { checkers[i](KEYS[i], offsets[i], 0) }
+    V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5], V[b + 6] = check(KEYS[i], o + 1, 0)
+    if V[b + 1] == 0 then packed = false end
   end
-  local b = #reply
-  reply[b + 1], reply[b + 2], reply[b + 3], reply[b + 4], reply[b + 5] = r[1], r[2], r[3], r[4], r[5]
+  if not V[b + 6] then packed = false end
+  o = o + 1 + nargs
+end
+
+-- { admitted, packed_1 … packed_n } where every policy has one (each read with its algorithm's
+-- `unpack` for the call's cost), else the fields: a table of integers costs Redis per element.
+if packed then
+  local reply = { admitted, V[6], V[16], V[26], V[36] }
+  for i = n + 2, 5 do reply[i] = nil end
+  for i = 5, n do reply[i + 1] = V[10 * i - 4] end
+  return reply
+end
+local reply = { admitted, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+for j = 5 * n + 2, 16 do reply[j] = nil end
+for i = 1, n do
+  local b, c = 10 * i - 10, 5 * i - 4
+  reply[c + 1], reply[c + 2], reply[c + 3], reply[c + 4], reply[c + 5] = V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5]
 end
 return reply

@@ -19,6 +19,7 @@ import { checkMemoryPolicy, isOutOfMemory } from './redis-memory.js';
 import { REDIS_STORE_OPTION_NAMES, type RedisStoreOptions, readBatch } from './redis-options.js';
 import {
   decodeDecision,
+  decodePacked,
   MODE_BLOCK,
   MODE_CONSUME,
   MODE_PEEK,
@@ -27,6 +28,7 @@ import {
   MODE_RESET,
   MODE_UNBLOCK,
   NO_DECISION,
+  packedUnpackers,
 } from './redis-reply.js';
 import { batchScriptFor, combinedScriptFor, scriptFor } from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
@@ -132,6 +134,8 @@ export class RedisStore implements Store {
     // One policy whose script packs its reply into one integer: read it with the twin's unpack.
     const unpack = n === 1 ? ALGORITHMS[policies[0]!.kind]?.unpack : undefined;
     const params = policies[0]!.params;
+    // Several policies that all pack: { admitted, packed_1 … packed_n }.
+    const unpackers = packedUnpackers(policies);
     const decodeFor =
       (cost: number) =>
       (reply: unknown): StoreDecision => {
@@ -139,7 +143,8 @@ export class RedisStore implements Store {
           const r = unpack(reply, cost, params);
           return { admitted: r.allowed, results: [r] };
         }
-        return decodeDecision(reply, n);
+        const packed = unpackers && decodePacked(reply, unpackers, cost);
+        return packed ?? decodeDecision(reply, n);
       };
     /**
      * A full Redis (maxmemory with noeviction) refuses every write but still runs reads: a
