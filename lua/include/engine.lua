@@ -17,9 +17,8 @@
 --            With one policy whose check gives a packed value, the reply is that one integer
 --            instead: it holds the whole decision (the TypeScript twin's `unpack` reads it), and
 --            a table reply costs Redis more than a GET (measured: docs/benchmarks.md). With
---            several policies that all give one: { admitted, packed_1 … packed_n } (packed_i
---            as policy i's check gave it for the call's cost, or for cost 0 when it describes
---            its key as it stands and admits that).
+--            several policies, each whose check gives one sends it instead of its five fields,
+--            and the first element says which: admitted + 4 · packed_mask (the engine's end).
 --            Refund answers like a peek of cost 0 after the refund.
 --
 -- Every algorithm file defines, as local functions, and ends with
@@ -107,18 +106,21 @@ if n == 1 then
   return { allowed, allowed, remaining, reset, retry, delay }
 end
 
--- Several policies. Each check's values go into V, ten per policy (allowed, remaining,
--- reset_after, retry_after, delay, packed, then the four for commit), and the algorithms and
--- offsets are found again by walking ARGV: no table per policy. V and the reply are made at
--- their size for up to four policies (a Lua table that grows is reallocated at 1, 2, 4, 8 …
--- entries; measured in docs/benchmarks.md).
-local V = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+-- Several policies. Each check's values go into V, 13 per policy (allowed, remaining,
+-- reset_after, retry_after, delay, packed, the four for commit, then the policy's ARGV offset,
+-- check and commit): no table per policy. V and the reply are made at their size for up to four
+-- policies (a Lua table that grows is reallocated at 1, 2, 4, 8 … entries; a run of nils is one
+-- instruction to make): docs/benchmarks.md.
+local V = { nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }
 local admitted = 1
 for i = 1, n do
-  local check, _, _, _, nargs = algorithm(o)
-  local b = 10 * i - 10
+  local check, commit, _, _, nargs = algorithm(o)
+  local b = 13 * i - 13
   V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5], V[b + 6], V[b + 7], V[b + 8], V[b + 9], V[b + 10] = check(KEYS[i], o + 1, COST)
+  V[b + 11], V[b + 12], V[b + 13] = o + 1, check, commit
   if V[b + 1] == 0 then admitted = 0 end
   o = o + 1 + nargs
 end
@@ -126,51 +128,42 @@ end
 if admitted == 0 and MODE ~= '1' then
   local _, _, lockout_us, lock_out = block_steps()
   -- The longest lockout among the policies that denied a cost they could admit.
-  local by, longest, forget_by, by_o = nil, -1, 0, 0
-  o = FIRST_ARG
+  local by, longest, forget_by = nil, -1, 0
   for i = 1, n do
-    local b = 10 * i - 10
+    local b = 13 * i - 13
     if V[b + 1] == 0 and V[b + 4] >= 0 then
       local d, forget = lockout_us(n, i, level)
-      if d and d > longest then by, longest, forget_by, by_o = i, d, forget, o + 1 end
+      if d and d > longest then by, longest, forget_by = i, d, forget end
     end
-    local _, _, _, _, nargs = algorithm(o)
-    o = o + 1 + nargs
   end
-  if by then return lock_out(block_key, by, by_o, longest, forget_by, level) end
+  if by then return lock_out(block_key, by, V[13 * by - 2], longest, forget_by, level) end
 end
 
--- packed: every policy gave a packed value that describes it (a policy described as it stands
--- by a check of cost 0 that denies, which only a stale state can do, has none for this cost).
-local packed = true
-o = FIRST_ARG
+-- The reply: { admitted + 4 · packed_mask, then per policy its packed value when bit i - 1 of
+-- packed_mask is set, else its five fields }. A packed value is as the policy's check gave it
+-- for the call's cost (for cost 0 when it describes its key as it stands), read by its
+-- algorithm's `unpack`: a table costs Redis per element. A check of cost 0 that denies (only a
+-- stale state can) sends its fields. Past 48 policies the mask would lose digits: fields.
+local reply = { admitted, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }
+local c, mask, bit = 1, 0, 4
 for i = 1, n do
-  local check, commit, _, _, nargs = algorithm(o)
-  local b = 10 * i - 10
+  local b = 13 * i - 13
   if admitted == 1 then
     -- V[b + 7 …]: what check hands commit, as above.
-    if MODE ~= '1' and COST > 0 then commit(KEYS[i], o + 1, COST, V[b + 3], V[b + 7], V[b + 8], V[b + 9], V[b + 10]) end
+    if MODE ~= '1' and COST > 0 then V[b + 13](KEYS[i], V[b + 11], COST, V[b + 3], V[b + 7], V[b + 8], V[b + 9], V[b + 10]) end
   elseif V[b + 1] == 1 and COST > 0 then
     -- Another policy denied, so nothing was taken: describe this key as it stands.
-    V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5], V[b + 6] = check(KEYS[i], o + 1, 0)
-    if V[b + 1] == 0 then packed = false end
+    V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5], V[b + 6] = V[b + 12](KEYS[i], V[b + 11], 0)
+    if V[b + 1] == 0 then V[b + 6] = nil end
   end
-  if not V[b + 6] then packed = false end
-  o = o + 1 + nargs
+  if V[b + 6] and i <= 48 then
+    reply[c + 1] = V[b + 6]
+    c, mask = c + 1, mask + bit
+  else
+    reply[c + 1], reply[c + 2], reply[c + 3], reply[c + 4], reply[c + 5] = V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5]
+    c = c + 5
+  end
+  bit = bit * 2
 end
-
--- { admitted, packed_1 … packed_n } where every policy has one (each read with its algorithm's
--- `unpack` for the call's cost), else the fields: a table of integers costs Redis per element.
-if packed then
-  local reply = { admitted, V[6], V[16], V[26], V[36] }
-  for i = n + 2, 5 do reply[i] = nil end
-  for i = 5, n do reply[i + 1] = V[10 * i - 4] end
-  return reply
-end
-local reply = { admitted, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
-for j = 5 * n + 2, 16 do reply[j] = nil end
-for i = 1, n do
-  local b, c = 10 * i - 10, 5 * i - 4
-  reply[c + 1], reply[c + 2], reply[c + 3], reply[c + 4], reply[c + 5] = V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5]
-end
+reply[1] = admitted + mask
 return reply

@@ -1,9 +1,9 @@
 /**
- * The packed reply of several policies (lua/include/engine.lua): when every policy's check gives
- * a packed value the script answers { admitted, packed_1 … packed_n }, which redisStore reads with
- * each algorithm's `unpack`; otherwise the fields per policy. The decisions themselves are
- * compared with the memory twin by the conformance and differential suites; this pins the shape,
- * so a change that falls back to the (costlier) fields for every call fails here.
+ * The reply of several policies (lua/include/engine.lua): { admitted + 4 · packed_mask, then per
+ * policy its packed value (bit set) or its five fields }, read by redisStore with each
+ * algorithm's `unpack`. The decisions themselves are compared with the memory twin by the
+ * conformance and differential suites; this pins the shape, so a change that falls back to the
+ * (costlier) fields for every call fails here.
  */
 import { useTestRedis } from '../../../test/harness/redis';
 import { fixedWindow, gcra, type Policy, tokenBucket } from '../src/index';
@@ -32,17 +32,24 @@ describe.each([true, false])('combined %s', (combined) => {
     const replies = [];
     for (let i = 0; i < 3; i++) replies.push(await consume(packing(), combined));
     // Admitted twice, then fixedWindow denies (negative) while gcra, described as it stands,
-    // still admits (≥ 0).
+    // still admits (≥ 0). Both packed: mask 0b11.
     expect(replies.map((r) => (r as number[]).length)).toEqual([3, 3, 3]);
-    expect(replies.map((r) => (r as number[])[0])).toEqual([1, 1, 0]);
+    expect(replies.map((r) => (r as number[])[0])).toEqual([1 + 12, 1 + 12, 12]);
     const [, fw, g] = replies[2] as number[];
     expect(fw).toBeLessThan(0);
     expect(g).toBeGreaterThanOrEqual(0);
   });
 
-  test('a policy without a packed value keeps the fields per policy', async () => {
-    const policies = [...packing(), tokenBucket({ limit: 5, window: '1s' })];
+  test('a policy without a packed value sends its five fields, the others one integer', async () => {
+    // fixedWindow 1h at 10 million: window · (limit + 1) ≥ 2^53, no packed value.
+    const policies = [
+      gcra({ limit: 5, window: '1s' }),
+      tokenBucket({ limit: 5, window: '1s' }),
+      fixedWindow({ limit: 10_000_000, window: '1h' }),
+      fixedWindow({ limit: 2, window: '1m' }),
+    ];
     const reply = (await consume(policies, combined)) as number[];
-    expect(reply).toHaveLength(1 + 5 * 3);
+    expect(reply[0]).toBe(1 + 4 * 0b1001);
+    expect(reply).toHaveLength(1 + 1 + 5 + 5 + 1);
   });
 });

@@ -27,17 +27,55 @@ function blockedReply(reply: unknown): StoreDecision | undefined {
 /** What `run` answers for a reset, whose reply is not a decision. */
 export const NO_DECISION: StoreDecision = Object.freeze({ admitted: true, results: [] });
 
-export function decodeDecision(reply: unknown, n: number): StoreDecision {
+/** One policy's packed value read for the call's cost (its algorithm's `unpack`). */
+export type Unpacker = (packed: number, cost: number) => StoreResult;
+
+/**
+ * Each policy's `unpack` bound to its params (undefined for an algorithm without one), for the
+ * packed values of a multi-policy reply (lua/include/engine.lua).
+ */
+export function unpackers(policies: readonly Policy[]): (Unpacker | undefined)[] {
+  return policies.map((p) => {
+    const unpack = ALGORITHMS[p.kind]?.unpack;
+    return unpack && ((packed: number, cost: number) => unpack(packed, cost, p.params));
+  });
+}
+
+function unexpected(reply: unknown): never {
+  if (reply === NOT_RUN_REPLY) throw new RateLimitStoreError(notRunError().message);
+  throw new RateLimitStoreError(
+    `unexpected reply from the rate-limit script: ${JSON.stringify(reply)}`,
+  );
+}
+
+/**
+ * A decision's table reply (lua/include/engine.lua): { admitted + 4 · packed_mask, then per
+ * policy i its packed value when bit i of packed_mask is set (read with `unpack[i]` for the
+ * call's `cost`), else its five fields }; a block's { 2, by, left }.
+ */
+export function decodeDecision(
+  reply: unknown,
+  unpack: readonly (Unpacker | undefined)[],
+  cost: number,
+): StoreDecision {
   const blocked = blockedReply(reply);
   if (blocked !== undefined) return blocked;
-  if (!Array.isArray(reply) || reply.length !== 1 + FIELDS_PER_POLICY * n) {
-    if (reply === NOT_RUN_REPLY) throw new RateLimitStoreError(notRunError().message);
-    throw new RateLimitStoreError(
-      `unexpected reply from the rate-limit script: ${JSON.stringify(reply)}`,
-    );
-  }
+  if (!Array.isArray(reply)) unexpected(reply);
+  const n = unpack.length;
+  const head = Number(reply[0]);
+  let mask = Math.floor(head / 4);
   const results: StoreResult[] = new Array(n);
-  for (let i = 0, j = 1; i < n; i++, j += FIELDS_PER_POLICY) {
+  let j = 1;
+  for (let i = 0; i < n; i++) {
+    const bit = mask % 2;
+    mask = (mask - bit) / 2;
+    const read = unpack[i];
+    if (bit === 1 && read !== undefined) {
+      results[i] = read(Number(reply[j]), cost);
+      j += 1;
+      continue;
+    }
+    if (bit === 1) unexpected(reply);
     results[i] = {
       allowed: reply[j] === 1,
       remaining: Number(reply[j + 1]),
@@ -45,41 +83,8 @@ export function decodeDecision(reply: unknown, n: number): StoreDecision {
       retryAfter: Number(reply[j + 3]),
       delay: Number(reply[j + 4]),
     };
+    j += FIELDS_PER_POLICY;
   }
-  return { admitted: reply[0] === 1, results };
-}
-
-/** One policy's packed value read for the call's cost (its algorithm's `unpack`). */
-export type Unpacker = (packed: number, cost: number) => StoreResult;
-
-/**
- * For a limiter of several policies that all have an `unpack`, each one's, bound to its params:
- * the script may then answer { admitted, packed_1 … packed_n } (lua/include/engine.lua).
- */
-export function packedUnpackers(policies: readonly Policy[]): Unpacker[] | undefined {
-  if (policies.length < 2) return undefined;
-  const unpackers: Unpacker[] = [];
-  for (const p of policies) {
-    const unpack = ALGORITHMS[p.kind]?.unpack;
-    if (unpack === undefined) return undefined;
-    unpackers.push((packed, cost) => unpack(packed, cost, p.params));
-  }
-  return unpackers;
-}
-
-/**
- * The decision of a packed reply of several policies, or undefined when the reply is another
- * kind (the fields per policy, a block, an error): its length, n + 1, tells it apart from the
- * fields (1 + 5n), and its first element (0 or 1) from a block's (2).
- */
-export function decodePacked(
-  reply: unknown,
-  unpackers: readonly Unpacker[],
-  cost: number,
-): StoreDecision | undefined {
-  const n = unpackers.length;
-  if (!Array.isArray(reply) || reply.length !== n + 1 || reply[0] === 2) return undefined;
-  const results: StoreResult[] = new Array(n);
-  for (let i = 0; i < n; i++) results[i] = unpackers[i]!(Number(reply[i + 1]), cost);
-  return { admitted: reply[0] === 1, results };
+  if (j !== reply.length || mask !== 0 || head % 4 > 1) unexpected(reply);
+  return { admitted: head % 4 === 1, results };
 }

@@ -19,7 +19,6 @@ import { checkMemoryPolicy, isOutOfMemory } from './redis-memory.js';
 import { REDIS_STORE_OPTION_NAMES, type RedisStoreOptions, readBatch } from './redis-options.js';
 import {
   decodeDecision,
-  decodePacked,
   MODE_BLOCK,
   MODE_CONSUME,
   MODE_PEEK,
@@ -28,7 +27,7 @@ import {
   MODE_RESET,
   MODE_UNBLOCK,
   NO_DECISION,
-  packedUnpackers,
+  unpackers,
 } from './redis-reply.js';
 import { batchScriptFor, combinedScriptFor, scriptFor } from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
@@ -134,8 +133,8 @@ export class RedisStore implements Store {
     // One policy whose script packs its reply into one integer: read it with the twin's unpack.
     const unpack = n === 1 ? ALGORITHMS[policies[0]!.kind]?.unpack : undefined;
     const params = policies[0]!.params;
-    // Several policies that all pack: { admitted, packed_1 … packed_n }.
-    const unpackers = packedUnpackers(policies);
+    // Several policies: each one's packed value, where it sends one, read with its unpack.
+    const unpackEach = unpackers(policies);
     const decodeFor =
       (cost: number) =>
       (reply: unknown): StoreDecision => {
@@ -143,8 +142,7 @@ export class RedisStore implements Store {
           const r = unpack(reply, cost, params);
           return { admitted: r.allowed, results: [r] };
         }
-        const packed = unpackers && decodePacked(reply, unpackers, cost);
-        return packed ?? decodeDecision(reply, n);
+        return decodeDecision(reply, unpackEach, cost);
       };
     /**
      * A full Redis (maxmemory with noeviction) refuses every write but still runs reads: a
