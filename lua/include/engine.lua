@@ -106,15 +106,14 @@ if n == 1 then
   return { allowed, allowed, remaining, reset, retry, delay }
 end
 
--- Several policies. Each check's values go into V, 13 per policy (allowed, remaining,
--- reset_after, retry_after, delay, packed, the four for commit, then the policy's ARGV offset,
--- check and commit): no table per policy. V and the reply are made at their size for up to four
--- policies (a Lua table that grows is reallocated at 1, 2, 4, 8 … entries; a run of nils is one
--- instruction to make): docs/benchmarks.md.
-local V = { nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+-- Several policies: each check's values go into V (VALUES, include/blocks.lua; a local is
+-- cheaper to index than an upvalue), no table per policy, made at its size for up to four policies (a Lua table that grows is reallocated at 1, 2, 4,
+-- 8 … entries; a run of nils is one instruction to make): docs/benchmarks.md.
+local V = VALUES or { nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
   nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
   nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
   nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }
+VALUES = V
 local admitted = 1
 for i = 1, n do
   local check, commit, _, _, nargs = algorithm(o)
