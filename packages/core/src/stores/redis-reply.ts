@@ -37,7 +37,9 @@ export type Unpacker = (packed: number, cost: number) => StoreResult;
 export function unpackers(policies: readonly Policy[]): (Unpacker | undefined)[] {
   return policies.map((p) => {
     const unpack = ALGORITHMS[p.kind]?.unpack;
-    return unpack && ((packed: number, cost: number) => unpack(packed, cost, p.params));
+    if (unpack === undefined) return undefined;
+    const params = p.params;
+    return (packed: number, cost: number) => unpack(packed, cost, params);
   });
 }
 
