@@ -5,19 +5,10 @@
  */
 import type { ClusterResults } from './cluster.js';
 import type { KeySpread } from './cluster-load.js';
+import { fmt, ms, ratio } from './format.js';
 
 type Median = (values: readonly number[]) => number;
 type Field = 'opsPerSec' | 'p50' | 'p99' | 'nodeCpuUs' | 'redisCpuUs';
-
-const fmt = (n: number) =>
-  !Number.isFinite(n)
-    ? 'n/a'
-    : n >= 100
-      ? Math.round(n).toLocaleString('en-US')
-      : n.toFixed(n >= 10 ? 1 : 2);
-const ms = (n: number) => (Number.isFinite(n) ? `${n.toFixed(n >= 10 ? 1 : 2)} ms` : 'n/a');
-const ratio = (a: number, b: number) =>
-  b > 0 && Number.isFinite(a) ? `${(a / b).toFixed(2)}×` : 'n/a';
 
 const OURS = ['floodgate fixedWindow', 'floodgate gcra', 'floodgate 3 policies'];
 const IN_FLIGHT = [16, 256];

@@ -1,4 +1,5 @@
 import type { ClusterResults } from './cluster.js';
+import { fmt, ms, ratio } from './format.js';
 import { clusterTarget, renderCluster } from './report-cluster.js';
 
 /**
@@ -61,16 +62,6 @@ export interface BenchResults {
 }
 
 type Median = (values: readonly number[]) => number;
-
-const fmt = (n: number) =>
-  !Number.isFinite(n)
-    ? 'n/a'
-    : n >= 100
-      ? Math.round(n).toLocaleString('en-US')
-      : n.toFixed(n >= 10 ? 1 : 2);
-const ms = (n: number) => (Number.isFinite(n) ? `${n.toFixed(n >= 10 ? 1 : 2)} ms` : 'n/a');
-const ratio = (a: number, b: number) =>
-  b > 0 && Number.isFinite(a) ? `${(a / b).toFixed(2)}×` : 'n/a';
 
 function unique<T>(values: T[]): T[] {
   return [...new Set(values)];

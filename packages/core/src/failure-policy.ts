@@ -198,9 +198,11 @@ export class FailureAnswer {
     private readonly timeoutMs = DEFAULT_STORE_TIMEOUT_MS,
     /** `<prefix>:{<encoded key>`, the head of a caller's storage keys (rate-limiter.ts). */
     private readonly tagOf: (key: string) => string = (key) => key,
+    /** The limiter's `stateKeys`, which a fallback store follows too. */
+    stateKeys: 'per-caller' | 'per-policy' = 'per-caller',
   ) {
     if (typeof onStoreError === 'object' && 'prepare' in onStoreError) {
-      this.fallbackStore = onStoreError.prepare(policies);
+      this.fallbackStore = onStoreError.prepare(policies, { stateKeys });
       this.fallbackTails = keyTails(policies, this.fallbackStore.combined === true);
     } else if (typeof onStoreError === 'object') {
       this.fallbackLimiter = onStoreError;

@@ -58,6 +58,7 @@ export type {
   AcquireOptions,
   ConsumeOptions,
   RateLimiterOptions,
+  StateKeys,
 } from './rate-limiter-options.js';
 export { type MemoryStoreOptions, memoryStore } from './stores/memory.js';
 export { redisStore } from './stores/redis.js';

@@ -47,7 +47,20 @@ export interface RateLimiterOptions {
    * @default false
    */
   deniedCache?: boolean | DeniedCacheOptions;
+  /**
+   * How redisStore lays out a caller's state when the limiter has several policies.
+   * `'per-caller'`: one key holds every policy's state (one GET and one SET per decision;
+   * slidingLog and very large fixedWindow limits keep their own keys). `'per-policy'`: one key
+   * per policy, `<prefix>:{<key>}:<policy id>`, so a policy is one budget for every limiter of
+   * this prefix that holds it (NestJS module policies beside route policies use this). The
+   * memory store keeps one entry per policy either way.
+   * @default 'per-caller'
+   */
+  stateKeys?: StateKeys;
 }
+
+/** A caller's state on redisStore: one key for all policies, or one key per policy. */
+export type StateKeys = 'per-caller' | 'per-policy';
 
 export interface ConsumeOptions {
   /** Units this request takes; 0 reads without writing. @default 1 */
@@ -72,6 +85,7 @@ export const RATE_LIMITER_OPTION_NAMES = optionNames<RateLimiterOptions>({
   circuitBreaker: true,
   hooks: true,
   deniedCache: true,
+  stateKeys: true,
 });
 
 /** A RateLimiter's options, read once into fully defined values. */
@@ -81,6 +95,7 @@ export interface RateLimiterConfig {
   readonly prefix: string;
   readonly deniedCache: DeniedCache | undefined;
   readonly failure: FailureConfig;
+  readonly stateKeys: StateKeys;
 }
 
 /**
@@ -95,7 +110,14 @@ export function readRateLimiterOptions(options: unknown, where: string): RateLim
     prefix: readPrefix(o.prefix, where),
     deniedCache: readDeniedCache(o.deniedCache, where),
     failure: readFailureOptions(o, where),
+    stateKeys: readStateKeys(o.stateKeys, where),
   };
+}
+
+function readStateKeys(value: unknown, where: string): StateKeys {
+  if (value === undefined) return 'per-caller';
+  if (value === 'per-caller' || value === 'per-policy') return value;
+  throw configError(`${where}.stateKeys`, value, "'per-caller' or 'per-policy'");
 }
 
 function readStore(value: unknown, where: string): Store {

@@ -74,7 +74,7 @@ export class RateLimiter {
     this.policies = config.policies;
     this.prefix = prefix;
     this.store = store;
-    this.prepared = store.prepare(this.policies);
+    this.prepared = store.prepare(this.policies, { stateKeys: config.stateKeys });
     this.head = `${prefix}:{`;
     this.tails = keyTails(this.policies, this.prepared.combined === true);
     this.deniedCache = config.deniedCache;
@@ -88,6 +88,7 @@ export class RateLimiter {
       config.failure.onStoreError,
       config.failure.timeoutMs,
       (key) => this.head + encodeKey(key),
+      config.stateKeys,
     );
   }
 

@@ -218,6 +218,39 @@ test('slidingLog, fixedWindow with limits too large for one integer, and one pol
   }
 });
 
+test("stateKeys: 'per-policy' keeps a key per policy, so limiters that hold one policy share its budget", async () => {
+  const time = { now: T0 + 100 };
+  const api = fixedWindow({ limit: 3, window: '1m', name: 'api' });
+  const make = (route: Policy) =>
+    new RateLimiter({
+      store: redisStore({ client: testRedis(), clock: () => time.now, batch: false }),
+      policies: [api, route],
+      prefix: 'ck',
+      stateKeys: 'per-policy',
+    });
+  const orders = make(gcra({ limit: 9, window: '1m', name: 'orders' }));
+  const search = make(tokenBucket({ limit: 9, window: '1m', name: 'search' }));
+  expect(orders.storageKeys('u').slice(0, -1)).toEqual(
+    orders.policies.map((p) => `ck:{u}:${p.id}`),
+  );
+  // The shared policy is one budget of 3 across both limiters.
+  const allowed = [];
+  for (const limiter of [orders, search, orders, search]) {
+    allowed.push((await limiter.consume('u')).allowed);
+  }
+  expect(allowed).toEqual([true, true, true, false]);
+  // The default ('per-caller') would give each limiter a state key of its own.
+  const perCaller = new RateLimiter({
+    store: redisStore({ client: testRedis(), batch: false }),
+    policies: [api, gcra({ limit: 9, window: '1m' })],
+    prefix: 'ck',
+  });
+  expect(perCaller.storageKeys('u')).toHaveLength(2);
+  expect(
+    () => new RateLimiter({ store: memoryStore(), policies: [api], stateKeys: 'one' as never }),
+  ).toThrow(/RateLimiter\.stateKeys.*'per-caller' or 'per-policy'/);
+});
+
 test('every combined script loads under its SHA1; mixed ones are made from the same parts', async () => {
   const kinds = Object.keys(SCRIPTS).filter((k) => k !== 'engine' && k !== 'sliding-log');
   expect(Object.keys(COMBINED_SCRIPTS).sort()).toEqual(kinds.sort());

@@ -59,6 +59,7 @@ const TYPES = [
   'SlidingWindowOptions',
   'SmoothBurstyOptions',
   'SmoothWarmingUpOptions',
+  'StateKeys',
   'Store',
   'StoreCallEvent',
   'StoreErrorEvent',

@@ -102,6 +102,7 @@ describe('option-name lists tied to their options types', () => {
       'onStoreError',
       'policies',
       'prefix',
+      'stateKeys',
       'store',
       'timeout',
     ]);

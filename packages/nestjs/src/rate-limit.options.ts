@@ -172,6 +172,14 @@ export function parseModuleOptions(
   const keyOptions: Record<string, unknown> = {};
   for (const name of Object.keys(o)) {
     if (o[name] === undefined || name === 'global' || name === 'mode') continue;
+    // Module policies are shared across routes by policy key (buildLimiter): never one key per set.
+    if (name === 'stateKeys' && o[name] !== 'per-policy') {
+      throw configError(
+        `${where}.stateKeys`,
+        o[name],
+        "'per-policy' (NestJS shares module policies across routes)",
+      );
+    }
     if (KEY_OPTION_NAMES.includes(name as never)) keyOptions[name] = o[name];
     else if (RATE_LIMITER_OPTION_NAMES.includes(name as keyof RateLimiterOptions)) {
       if (!own.includes(name)) limiterOptions[name] = o[name];
@@ -225,5 +233,11 @@ export function buildLimiter(
   limiterOptions: Readonly<Record<string, unknown>>,
   where: string,
 ): RateLimiter {
-  return createRateLimiter({ ...limiterOptions, store, policies } as RateLimiterOptions, where);
+  // One key per policy: a module policy is one budget across every route's limiter that holds
+  // it, and RateLimitService.reset(…, { policy }) resets just that policy (redisStore would
+  // otherwise keep each route's set of policies in one key of its own).
+  return createRateLimiter(
+    { ...limiterOptions, stateKeys: 'per-policy', store, policies } as RateLimiterOptions,
+    where,
+  );
 }

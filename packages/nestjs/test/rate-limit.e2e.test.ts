@@ -468,7 +468,9 @@ describe.each(CASES)(
         await request(app.getHttpServer()).get('/plain').expect(200);
         await request(app.getHttpServer()).get('/plain').expect(429);
         expect(app.get(RateLimitStore)).toBe(s);
-        expect(app.get(RATE_LIMIT_OPTIONS)).toMatchObject({ store: s });
+        // Identity, not toMatchObject: a deep walk of a store that has held many keys can
+        // overflow the stack (seen once in the full suite).
+        expect(app.get(RATE_LIMIT_OPTIONS).store).toBe(s);
       });
     });
   },

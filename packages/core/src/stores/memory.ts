@@ -18,7 +18,7 @@ import {
   type Plan,
   SWEEP_INTERVAL_MS,
 } from './memory-options.js';
-import type { PreparedPolicies, Store, StoreLeases } from './store.js';
+import type { PreparedPolicies, PrepareOptions, Store, StoreLeases } from './store.js';
 
 export type { MemoryStoreOptions } from './memory-options.js';
 
@@ -65,7 +65,8 @@ export class MemoryStore implements Store {
     return this.entries.size;
   }
 
-  prepare(policies: readonly Policy[]): PreparedPolicies {
+  /** One entry per policy whatever `stateKeys` asks: the twins keep each policy's state apart. */
+  prepare(policies: readonly Policy[], _options?: PrepareOptions): PreparedPolicies {
     const algorithms = policies.map((p, i) => {
       const algorithm = ALGORITHMS[p.kind];
       if (!algorithm)

@@ -31,7 +31,7 @@ import {
 } from './redis-reply.js';
 import { batchScriptFor, combinedScriptFor, scriptFor } from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
-import type { PreparedPolicies, Store, StoreLeases } from './store.js';
+import type { PreparedPolicies, PrepareOptions, Store, StoreLeases } from './store.js';
 
 /**
  * With an injected clock Redis still expires keys on its own clock, so TTLs get this much
@@ -102,7 +102,7 @@ export class RedisStore implements Store {
       );
   }
 
-  prepare(policies: readonly Policy[]): PreparedPolicies {
+  prepare(policies: readonly Policy[], options?: PrepareOptions): PreparedPolicies {
     policies.forEach((p, i) => {
       if (!ENGINE_SCRIPT.algorithms.includes(p.kind)) {
         throw configError(`policies[${i}].kind`, p.kind, 'an algorithm this version knows');
@@ -110,7 +110,7 @@ export class RedisStore implements Store {
     });
     // Only the algorithms these policies use: one kind runs its own lean script. Several
     // policies whose states are strings share one key per caller (lua/include/combined.lua).
-    const combined = sharesOneKey(policies);
+    const combined = options?.stateKeys !== 'per-policy' && sharesOneKey(policies);
     const kinds = policies.map((p) => p.kind);
     const script = combined ? combinedScriptFor(kinds) : scriptFor(kinds);
     // Everything after ARGV[4] never changes for this limiter: encode it once.

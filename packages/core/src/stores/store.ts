@@ -5,11 +5,20 @@
 import type { StoreDecision } from '../decision.js';
 import type { Policy } from '../policy.js';
 
+/** What a limiter asks of `Store.prepare` besides its policies. */
+export interface PrepareOptions {
+  /** `'per-policy'`: keep one key per policy, never one key for all (RateLimiterOptions). */
+  readonly stateKeys?: 'per-caller' | 'per-policy';
+}
+
 export interface Store {
   /** `memory` or `redis`; shown in errors and used by adapters. */
   readonly kind: string;
-  /** Validates and prepares a limiter's policies; called once per limiter. */
-  prepare(policies: readonly Policy[]): PreparedPolicies;
+  /**
+   * Validates and prepares a limiter's policies; called once per limiter. `options.stateKeys`
+   * is the limiter's `stateKeys` (stores with one layout ignore it).
+   */
+  prepare(policies: readonly Policy[], options?: PrepareOptions): PreparedPolicies;
   /**
    * The leases of ConcurrencyLimiter on this store (one table per store, shared by every
    * limiter on it). Stores without it cannot hold leases.
