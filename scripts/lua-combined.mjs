@@ -29,9 +29,6 @@ else
 end
 if POLICIES ~= n then POLICIES, FORMAT = n, string.rep('<dds', n) end
 local block_key = KEYS[2]`;
-const FOUR = '{ 0, 0, 0, 0 }';
-const REPLY = `local reply = { admitted, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
-for j = 5 * n + 2, 16 do reply[j] = nil end`;
 // The engine's header documents the per-policy KEYS: the combined variant says what it changes.
 const ENGINE_HEADER = /^(?:--.*\n)+/;
 // Algorithms whose state is not a string keep a key of their own: never combined.
@@ -52,16 +49,6 @@ export function combinedVariant(engine, blocks, part) {
       ["redis.call('DEL', KEYS[i])", "CALL('DEL', i)"],
       ['KEYS[i]', 'i'],
       ['KEYS[1]', '1'],
-      // The per-policy tables made at their size for up to 4 policies (a table that grows is
-      // reallocated at 1, 2 and 4 entries): measured −8 000 instructions per 3-policy decision.
-      [
-        'local checks, offsets, commits = {}, {}, {}',
-        `local checks, offsets, commits = ${FOUR}, ${FOUR}, ${FOUR}`,
-      ],
-      ['local checkers = {}', `local checkers = ${FOUR}`],
-      // The reply too (1 + 5 per policy, made for 3 and cut to n), filled by position: −6 000.
-      ['local reply = { admitted }', REPLY],
-      ['  local b = #reply', '  local b = 5 * i - 4'],
     ],
     'lua/include/engine.lua',
   );

@@ -34,7 +34,7 @@ const machine = () => {
 const opts = JSON.parse(process.argv[2]);
 const { port, pid, reps = 5, ms = 500, warm = 150 } = opts;
 const inFlights = opts.inFlight ?? [1, 16, 64, 256];
-const algos = opts.algos ?? ['fixedWindow', 'gcra'];
+const algos = opts.algos ?? ['fixedWindow', 'gcra']; // or 'three'
 const NEVER = 10_000_000;
 const KEYS = keySet(10_000);
 
@@ -55,10 +55,17 @@ client.sendCommand = (cmd, ...rest) => {
   return p;
 };
 
+// 'three': the bench's 3 policies (bench/src/subjects.ts threePolicies).
 const policy = (core, algo) =>
-  algo === 'gcra'
-    ? core.gcra({ limit: NEVER, window: '1h' })
-    : core.fixedWindow({ limit: NEVER, window: '1m' });
+  algo === 'three'
+    ? [
+        core.fixedWindow({ limit: NEVER, window: '1m' }),
+        core.fixedWindow({ limit: NEVER, window: '1h' }),
+        core.gcra({ limit: NEVER, window: '1h' }),
+      ]
+    : algo === 'gcra'
+      ? core.gcra({ limit: NEVER, window: '1h' })
+      : core.fixedWindow({ limit: NEVER, window: '1m' });
 
 const subjects = [{ name: 'INCR', op: (k) => client.incr(`incr:${k}`) }];
 const flexible = new rlf.RateLimiterRedis({

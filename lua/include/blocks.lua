@@ -67,3 +67,9 @@ local function block_steps()
 
   return parse_block, write_block, lockout_us, lock_out
 end
+
+-- The multi-policy engine's values, 13 per policy (allowed, remaining, reset_after, retry_after,
+-- delay, packed, the four for commit, then the policy's ARGV offset, check and commit), every one
+-- written by each decision before it is read: made by the first multi-policy decision of a
+-- script call (a batch's decisions share it; include/engine.lua).
+local VALUES

@@ -16,7 +16,9 @@
 --            that would have admitted on its own keeps allowed = 1).
 --            With one policy whose check gives a packed value, the reply is that one integer
 --            instead: it holds the whole decision (the TypeScript twin's `unpack` reads it), and
---            a table reply costs Redis more than a GET (measured: docs/benchmarks.md).
+--            a table reply costs Redis more than a GET (measured: docs/benchmarks.md). With
+--            several policies, each whose check gives one sends it instead of its five fields,
+--            and the first element says which: admitted + 4 · packed_mask (the engine's end).
 --            Refund answers like a peek of cost 0 after the refund.
 --
 -- Every algorithm file defines, as local functions, and ends with
@@ -104,14 +106,21 @@ if n == 1 then
   return { allowed, allowed, remaining, reset, retry, delay }
 end
 
-local checks, offsets, commits = {}, {}, {}
+-- Several policies: each check's values go into V (VALUES, include/blocks.lua; a local is
+-- cheaper to index than an upvalue), no table per policy, made at its size for up to four policies (a Lua table that grows is reallocated at 1, 2, 4,
+-- 8 … entries; a run of nils is one instruction to make): docs/benchmarks.md.
+local V = VALUES or { nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }
+VALUES = V
 local admitted = 1
-local checkers = {}
 for i = 1, n do
   local check, commit, _, _, nargs = algorithm(o)
-  local r = { check(KEYS[i], o + 1, COST) }
-  if r[1] == 0 then admitted = 0 end
-  checks[i], offsets[i], commits[i], checkers[i] = r, o + 1, commit, check
+  local b = 13 * i - 13
+  V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5], V[b + 6], V[b + 7], V[b + 8], V[b + 9], V[b + 10] = check(KEYS[i], o + 1, COST)
+  V[b + 11], V[b + 12], V[b + 13] = o + 1, check, commit
+  if V[b + 1] == 0 then admitted = 0 end
   o = o + 1 + nargs
 end
 
@@ -120,26 +129,40 @@ if admitted == 0 and MODE ~= '1' then
   -- The longest lockout among the policies that denied a cost they could admit.
   local by, longest, forget_by = nil, -1, 0
   for i = 1, n do
-    local r = checks[i]
-    if r[1] == 0 and r[4] >= 0 then
+    local b = 13 * i - 13
+    if V[b + 1] == 0 and V[b + 4] >= 0 then
       local d, forget = lockout_us(n, i, level)
       if d and d > longest then by, longest, forget_by = i, d, forget end
     end
   end
-  if by then return lock_out(block_key, by, offsets[by], longest, forget_by, level) end
+  if by then return lock_out(block_key, by, V[13 * by - 2], longest, forget_by, level) end
 end
 
-local reply = { admitted }
+-- The reply: { admitted + 4 · packed_mask, then per policy its packed value when bit i - 1 of
+-- packed_mask is set, else its five fields }. A packed value is as the policy's check gave it
+-- for the call's cost (for cost 0 when it describes its key as it stands), read by its
+-- algorithm's `unpack`: a table costs Redis per element. A check of cost 0 that denies (only a
+-- stale state can) sends its fields. Past 48 policies the mask would lose digits: fields.
+local reply = { admitted, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }
+local c, mask, bit = 1, 0, 4
 for i = 1, n do
-  local r = checks[i]
+  local b = 13 * i - 13
   if admitted == 1 then
-    -- r[7 …]: what check hands commit, as above.
-    if MODE ~= '1' and COST > 0 then commits[i](KEYS[i], offsets[i], COST, r[3], r[7], r[8], r[9], r[10]) end
-  elseif r[1] == 1 and COST > 0 then
+    -- V[b + 7 …]: what check hands commit, as above.
+    if MODE ~= '1' and COST > 0 then V[b + 13](KEYS[i], V[b + 11], COST, V[b + 3], V[b + 7], V[b + 8], V[b + 9], V[b + 10]) end
+  elseif V[b + 1] == 1 and COST > 0 then
     -- Another policy denied, so nothing was taken: describe this key as it stands.
-    r = { checkers[i](KEYS[i], offsets[i], 0) }
+    V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5], V[b + 6] = V[b + 12](KEYS[i], V[b + 11], 0)
+    if V[b + 1] == 0 then V[b + 6] = nil end
   end
-  local b = #reply
-  reply[b + 1], reply[b + 2], reply[b + 3], reply[b + 4], reply[b + 5] = r[1], r[2], r[3], r[4], r[5]
+  if V[b + 6] and i <= 48 then
+    reply[c + 1] = V[b + 6]
+    c, mask = c + 1, mask + bit
+  else
+    reply[c + 1], reply[c + 2], reply[c + 3], reply[c + 4], reply[c + 5] = V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5]
+    c = c + 5
+  end
+  bit = bit * 2
 end
+reply[1] = admitted + mask
 return reply

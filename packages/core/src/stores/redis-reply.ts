@@ -1,6 +1,8 @@
 /** The Redis scripts' modes (ARGV[1], lua/include/prelude.lua) and how their replies read. */
+import { ALGORITHMS } from '../algorithms/index.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { RateLimitStoreError } from '../errors.js';
+import type { Policy } from '../policy.js';
 import { NOT_RUN_REPLY, notRunError } from './send-ticket.js';
 
 export const MODE_CONSUME = '0';
@@ -25,17 +27,57 @@ function blockedReply(reply: unknown): StoreDecision | undefined {
 /** What `run` answers for a reset, whose reply is not a decision. */
 export const NO_DECISION: StoreDecision = Object.freeze({ admitted: true, results: [] });
 
-export function decodeDecision(reply: unknown, n: number): StoreDecision {
+/** One policy's packed value read for the call's cost (its algorithm's `unpack`). */
+export type Unpacker = (packed: number, cost: number) => StoreResult;
+
+/**
+ * Each policy's `unpack` bound to its params (undefined for an algorithm without one), for the
+ * packed values of a multi-policy reply (lua/include/engine.lua).
+ */
+export function unpackers(policies: readonly Policy[]): (Unpacker | undefined)[] {
+  return policies.map((p) => {
+    const unpack = ALGORITHMS[p.kind]?.unpack;
+    if (unpack === undefined) return undefined;
+    const params = p.params;
+    return (packed: number, cost: number) => unpack(packed, cost, params);
+  });
+}
+
+function unexpected(reply: unknown): never {
+  if (reply === NOT_RUN_REPLY) throw new RateLimitStoreError(notRunError().message);
+  throw new RateLimitStoreError(
+    `unexpected reply from the rate-limit script: ${JSON.stringify(reply)}`,
+  );
+}
+
+/**
+ * A decision's table reply (lua/include/engine.lua): { admitted + 4 · packed_mask, then per
+ * policy i its packed value when bit i of packed_mask is set (read with `unpack[i]` for the
+ * call's `cost`), else its five fields }; a block's { 2, by, left }.
+ */
+export function decodeDecision(
+  reply: unknown,
+  unpack: readonly (Unpacker | undefined)[],
+  cost: number,
+): StoreDecision {
   const blocked = blockedReply(reply);
   if (blocked !== undefined) return blocked;
-  if (!Array.isArray(reply) || reply.length !== 1 + FIELDS_PER_POLICY * n) {
-    if (reply === NOT_RUN_REPLY) throw new RateLimitStoreError(notRunError().message);
-    throw new RateLimitStoreError(
-      `unexpected reply from the rate-limit script: ${JSON.stringify(reply)}`,
-    );
-  }
+  if (!Array.isArray(reply)) unexpected(reply);
+  const n = unpack.length;
+  const head = Number(reply[0]);
+  let mask = Math.floor(head / 4);
   const results: StoreResult[] = new Array(n);
-  for (let i = 0, j = 1; i < n; i++, j += FIELDS_PER_POLICY) {
+  let j = 1;
+  for (let i = 0; i < n; i++) {
+    const bit = mask % 2;
+    mask = (mask - bit) / 2;
+    const read = unpack[i];
+    if (bit === 1 && read !== undefined) {
+      results[i] = read(Number(reply[j]), cost);
+      j += 1;
+      continue;
+    }
+    if (bit === 1) unexpected(reply);
     results[i] = {
       allowed: reply[j] === 1,
       remaining: Number(reply[j + 1]),
@@ -43,6 +85,8 @@ export function decodeDecision(reply: unknown, n: number): StoreDecision {
       retryAfter: Number(reply[j + 3]),
       delay: Number(reply[j + 4]),
     };
+    j += FIELDS_PER_POLICY;
   }
-  return { admitted: reply[0] === 1, results };
+  if (j !== reply.length || mask !== 0 || head % 4 > 1) unexpected(reply);
+  return { admitted: head % 4 === 1, results };
 }

@@ -27,6 +27,7 @@ import {
   MODE_RESET,
   MODE_UNBLOCK,
   NO_DECISION,
+  unpackers,
 } from './redis-reply.js';
 import { batchScriptFor, combinedScriptFor, scriptFor } from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
@@ -132,6 +133,8 @@ export class RedisStore implements Store {
     // One policy whose script packs its reply into one integer: read it with the twin's unpack.
     const unpack = n === 1 ? ALGORITHMS[policies[0]!.kind]?.unpack : undefined;
     const params = policies[0]!.params;
+    // Several policies: each one's packed value, where it sends one, read with its unpack.
+    const unpackEach = unpackers(policies);
     const decodeFor =
       (cost: number) =>
       (reply: unknown): StoreDecision => {
@@ -139,7 +142,7 @@ export class RedisStore implements Store {
           const r = unpack(reply, cost, params);
           return { admitted: r.allowed, results: [r] };
         }
-        return decodeDecision(reply, n);
+        return decodeDecision(reply, unpackEach, cost);
       };
     /**
      * A full Redis (maxmemory with noeviction) refuses every write but still runs reads: a
