@@ -92,7 +92,7 @@ afterAll(async () => {
 });
 
 const KINDS = ['fixedWindow', 'slidingLog', 'tokenBucket', 'gcra', 'concurrency'];
-// Batched: each process's decisions go out as batch scripts (redisStore's default) of 64.
+// Batched: each process's decisions go out as batch scripts (redisStore's default, up to 128 decisions each).
 test.each(KINDS.flatMap((kind) => [true, false].map((batch) => [kind, batch] as const)))(
   `%s (batch: %s): ${OFFSETS.length} processes with skewed clocks admit exactly the limit on one key`,
   async (kind, batch) => {
