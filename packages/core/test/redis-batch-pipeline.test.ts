@@ -4,7 +4,13 @@
  * that what is in flight, and what waits, does not depend on the machine's speed.
  */
 import { fixedWindow, RateLimiter, redisStore } from '../src/index';
-import { MAX_IN_FLIGHT, SECOND_AT, SPLIT_AT } from '../src/stores/redis-batch-channel';
+import {
+  Channel,
+  MAX_IN_FLIGHT,
+  SECOND_AT,
+  SEND_NOW_AT,
+  SPLIT_AT,
+} from '../src/stores/redis-batch-channel';
 import { nextTurn, ownRedis } from './redis-batch-recording';
 
 const { recording, pause, testRedis } = ownRedis();
@@ -22,8 +28,39 @@ const warm = async (limiter: RateLimiter): Promise<void> => {
   await Promise.all([limiter.consume('warm'), limiter.consume('warm')]);
 };
 
-test('the rule: two round trips in flight at most, the second from 4 calls, halves from 8', () => {
-  expect([MAX_IN_FLIGHT, SECOND_AT, SPLIT_AT]).toEqual([2, 4, 8]);
+test('the rule: two in flight at most, the second from 4 calls, 8 at once, halves from 8', () => {
+  expect([MAX_IN_FLIGHT, SECOND_AT, SEND_NOW_AT, SPLIT_AT]).toEqual([2, 4, 8, 8]);
+});
+
+test('8 calls of one tick on an idle node go at once; the rest of the tick goes at its end', async () => {
+  const { wrapper, sent } = recording();
+  const limiter = limiterOn(wrapper, 'pipe0');
+  await warm(limiter);
+  sent.length = 0;
+  await pause(300);
+  const calls = Array.from({ length: 7 }, (_, i) => limiter.consume(`a${i}`));
+  // Seven wait for the end of the tick; the eighth sends all eight before it ends.
+  expect(sent).toEqual([]);
+  calls.push(limiter.consume('a7'));
+  expect(sent.map((s) => [s.script, s.keys, s.inFlight])).toEqual([['fixed-window-batch', 16, 0]]);
+  // Two more in the same tick: fewer than SECOND_AT, yet they go at the end of this tick.
+  calls.push(limiter.consume('a8'), limiter.consume('a9'));
+  await nextTurn();
+  expect(sent.map((s) => [s.script, s.keys, s.inFlight])).toEqual([
+    ['fixed-window-batch', 16, 0],
+    ['fixed-window-batch', 4, 1],
+  ]);
+  // A later tick's stragglers wait for SECOND_AT again (here: two in flight, so for a reply).
+  calls.push(limiter.consume('b0'));
+  await nextTurn();
+  expect(sent).toHaveLength(2);
+  const decisions = await Promise.all(calls);
+  expect(decisions.every((d) => d.allowed && d.remaining === 999)).toBe(true);
+  expect(sent.map((s) => `${s.command}:${s.keys}`)).toEqual([
+    'evalsha:16',
+    'evalsha:4',
+    'evalsha:2',
+  ]);
 });
 
 test('calls made while two round trips are in flight wait for a reply, then go together', async () => {
@@ -38,17 +75,18 @@ test('calls made while two round trips are in flight wait for a reply, then go t
   await nextTurn();
   const third = limiter.consume('c');
   await nextTurn();
-  // Redis holds both halves of the first ten; the four made since are not written.
+  // Redis holds the first ten (8 sent at once, 2 at the end of their tick); the four made
+  // since are not written.
   expect(sent.map((s) => [s.script, s.keys, s.inFlight])).toEqual([
-    ['fixed-window-batch', 10, 0],
-    ['fixed-window-batch', 10, 1],
+    ['fixed-window-batch', 16, 0],
+    ['fixed-window-batch', 4, 1],
   ]);
   const decisions = await Promise.all([...first, ...second, third]);
   expect(decisions.every((d) => d.allowed && d.remaining === 999)).toBe(true);
   // A reply freed a round trip: the four went as one batch (fewer than SPLIT_AT), and no third
   // round trip was ever in flight.
   expect(sent.map((s) => `${s.command}:${s.keys}`)).toEqual([
-    ...['evalsha:10', 'evalsha:10', 'evalsha:8'],
+    ...['evalsha:16', 'evalsha:4', 'evalsha:8'],
   ]);
   expect(Math.max(...sent.map((s) => s.inFlight))).toBeLessThan(MAX_IN_FLIGHT);
 });
@@ -97,36 +135,41 @@ test('a single call in flight holds every later call until its reply', async () 
   ]);
 });
 
-test('an idle queue splits again only after splits that overlapped; else 1, 3, 7 flushes later', async () => {
-  const { wrapper, sent } = recording();
-  const limiter = limiterOn(wrapper, 'pipe6');
-  await warm(limiter);
-  const waves = async (count: number): Promise<number[][]> => {
-    const pieces: number[][] = [];
-    for (let w = 0; w < count; w++) {
-      sent.length = 0;
-      // Every wave starts on an idle channel: the last one was answered in full.
-      await Promise.all(Array.from({ length: 10 }, (_, i) => limiter.consume(`w${i}`)));
-      pieces.push(sent.map((s) => s.keys / 2));
-    }
-    return pieces;
-  };
-  const [split, whole] = [[5, 5], [10]];
-  const wholes = (n: number) => new Array(n).fill(whole);
-  expect(await waves(15)).toEqual([
-    ...[split, whole, split, ...wholes(3), split, ...wholes(7), split],
-  ]);
+test('an idle queue splits again only after splits that overlapped; else 1, 3, 7 flushes later', () => {
+  // An idle flush of 8 or more (calls that queued while round trips were in flight, whose
+  // replies then came back together) goes in halves; 8 made in one tick went at once instead.
+  const channel = new Channel<number>();
+  const idleFlushes = (count: number): number[] =>
+    Array.from({ length: count }, () => channel.pieceSize(10, 128));
+  const [split, whole] = [5, 128];
+  const wholes = (n: number) => new Array<number>(n).fill(whole);
+  expect(idleFlushes(15)).toEqual([split, whole, split, ...wholes(3), split, ...wholes(7), split]);
   // A flush that finds a round trip in flight (the halves overlapped) resets the wait.
+  channel.inFlight = 1;
+  expect(channel.pieceSize(10, 128)).toBe(128);
+  channel.inFlight = 0;
+  expect(idleFlushes(3)).toEqual([split, whole, split]);
+  // Below SPLIT_AT an idle queue goes whole.
+  expect(new Channel<number>().pieceSize(SPLIT_AT - 1, 128)).toBe(128);
+});
+
+test('calls queued behind two round trips whose replies come back together go in halves', async () => {
+  const { wrapper, sent } = recording();
+  const limiter = limiterOn(wrapper, 'pipe7');
+  await warm(limiter);
   sent.length = 0;
   await pause(300);
-  const four = Array.from({ length: 4 }, (_, i) => limiter.consume(`a${i}`));
+  const first = Array.from({ length: 4 }, (_, i) => limiter.consume(`a${i}`));
   await nextTurn();
-  await Promise.all([...four, ...Array.from({ length: 4 }, (_, i) => limiter.consume(`b${i}`))]);
-  expect(sent.map((s) => [s.keys / 2, s.inFlight])).toEqual([
-    [4, 0],
-    [4, 1],
-  ]);
-  expect(await waves(3)).toEqual([split, whole, split]);
+  first.push(...Array.from({ length: 4 }, (_, i) => limiter.consume(`b${i}`)));
+  await nextTurn();
+  // Two in flight: these ten wait; Redis answers both round trips when the pause ends.
+  const waiting = Array.from({ length: 10 }, (_, i) => limiter.consume(`c${i}`));
+  await Promise.all([...first, ...waiting]);
+  const pieces = sent.map((s) => s.keys / 2);
+  expect(pieces.slice(0, 2)).toEqual([4, 4]);
+  // One reply at a time: 10 beside the other round trip; both at once: halves of an idle queue.
+  expect([[10], [5, 5]]).toContainEqual(pieces.slice(2));
 });
 
 test("one key's calls are decided in call order across the batches in flight", async () => {
@@ -141,15 +184,15 @@ test("one key's calls are decided in call order across the batches in flight", a
     ...Array.from({ length: 15 }, (_, i) => 14 - i),
     ...new Array(3).fill('denied'),
   ]);
-  // Two halves of six, then the six that waited.
-  expect(sent.filter((s) => s.command === 'evalsha').map((s) => s.keys)).toEqual([12, 12, 12]);
+  // Eight at once, the rest of their tick, then the six that waited.
+  expect(sent.filter((s) => s.command === 'evalsha').map((s) => s.keys)).toEqual([16, 8, 12]);
 });
 
 test('NOSCRIPT with two batches in flight: both re-sent with EVAL in order, then the rest', async () => {
   const redis = testRedis();
   const { wrapper, sent } = recording();
   for (let round = 0; round < 2; round++) {
-    // A store of its own each round, so that its first queue splits (see the test above).
+    // A store of its own each round.
     const limiter = limiterOn(wrapper, 'pipe5', 100);
     sent.length = 0;
     await redis.script('FLUSH');
@@ -164,7 +207,7 @@ test('NOSCRIPT with two batches in flight: both re-sent with EVAL in order, then
     );
     // The five that waited went after both re-sends, when the script was cached again.
     expect(sent.map((s) => `${s.command}:${s.keys}`)).toEqual([
-      ...['evalsha:12', 'evalsha:12', 'eval:12', 'eval:12', 'evalsha:10'],
+      ...['evalsha:16', 'evalsha:8', 'eval:16', 'eval:8', 'evalsha:10'],
     ]);
   }
 });

@@ -11,7 +11,7 @@ const { testRedis, recording } = ownRedis();
 
 const evalshas = (sent: Sent[]) => sent.filter((s) => s.command === 'evalsha');
 
-test('decisions made in one tick go out as batch script calls, in halves from 8 on', async () => {
+test('decisions made in one tick go out as batch script calls, the first 8 at once', async () => {
   const { wrapper, sent } = recording();
   const limiter = new RateLimiter({
     store: redisStore({ client: wrapper }),
@@ -22,21 +22,21 @@ test('decisions made in one tick go out as batch script calls, in halves from 8 
   const rest = Array.from({ length: 20 }, (_, i) => limiter.consume(`k${i % 5}`));
   const decisions = await Promise.all([first, ...rest]);
   expect(decisions.every((d) => d.allowed && d.reason === undefined)).toBe(true);
-  // All 21 were made in one tick with nothing in flight: two EVALSHAs of the batch script, 11
-  // and 10 calls in call order (Redis decides the first while the second is written), each
-  // call with its policy key and block key; after the flush both met NOSCRIPT and were re-sent
-  // with EVAL, in order.
+  // All 21 were made in one tick with nothing in flight: two EVALSHAs of the batch script, the
+  // first 8 calls as soon as the 8th was made (Redis decides them while the rest are made) and
+  // the other 13 at the end of the tick, in call order, each call with its policy key and block
+  // key; both met NOSCRIPT and were re-sent with EVAL, in order.
   expect(evalshas(sent).map((s) => [s.script, s.keys, s.inFlight])).toEqual([
-    ['fixed-window-batch', 22, 0],
-    ['fixed-window-batch', 20, 1],
+    ['fixed-window-batch', 16, 0],
+    ['fixed-window-batch', 26, 1],
   ]);
   expect(sent.map((s) => `${s.command}:${s.keys}`)).toEqual([
-    ...['evalsha:22', 'evalsha:20', 'eval:22', 'eval:20'],
+    ...['evalsha:16', 'evalsha:26', 'eval:16', 'eval:26'],
   ]);
   // Counts are exact: key k0 was charged 5 times.
   const d = await limiter.peek('k0');
   expect(d.remaining).toBe(95);
-  // Below SPLIT_AT (8) calls, one piece.
+  // Below SEND_NOW_AT (8) calls, one piece at the end of the tick.
   sent.length = 0;
   await Promise.all(Array.from({ length: 7 }, (_, i) => limiter.consume(`k${i}`)));
   expect(sent.map((s) => `${s.command}:${s.keys}`)).toEqual(['evalsha:14']);

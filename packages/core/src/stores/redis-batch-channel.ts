@@ -27,6 +27,16 @@ export const SPLIT_AT = 8;
  */
 export const SECOND_AT = SPLIT_AT / 2;
 
+/**
+ * Calls that, queued on an idle channel within one tick, go at once rather than at the end of
+ * the tick: Redis decides them while Node makes the rest of the tick's calls, which follow as a
+ * second round trip. Without it a reply's callers all went in one batch at the end of the tick
+ * and Node and Redis took turns (at 16 in flight both were idle half the time on a quiet
+ * machine, batched 0.83× `batch: false`); with it each reply's callers make the next batch
+ * while the other is in Redis (docs/benchmarks.md, "When calls are sent").
+ */
+export const SEND_NOW_AT = SPLIT_AT;
+
 /** Idle flushes a split waits at most after splits that did not overlap (1, 3, then 7). */
 const MAX_SPLIT_WAIT = 7;
 
@@ -41,10 +51,16 @@ export class Channel<Call> {
   private unsplit = 0;
   private splitWait = 0;
 
+  /**
+   * SEND_NOW_AT calls went at once this tick: the rest of the tick's calls go at its end
+   * whatever their number (they are the other half of one wave of callers, not stragglers).
+   */
+  sentNow = false;
+
   /** Whether a call queued now may go at the end of this tick rather than wait for a reply. */
   get open(): boolean {
     if (this.single || this.inFlight >= MAX_IN_FLIGHT) return false;
-    return this.inFlight === 0 || this.queue.length >= SECOND_AT;
+    return this.inFlight === 0 || this.sentNow || this.queue.length >= SECOND_AT;
   }
 
   /**

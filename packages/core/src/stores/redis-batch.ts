@@ -2,13 +2,14 @@
  * Batching for the Redis store: calls bound for one Redis node (one slot, on a cluster) go out
  * together as one EVALSHA of the script's batch variant (lua/include/batch.lua), which decides
  * them in order exactly as single calls would, with one Redis TIME for all. There is no timer:
- * a call is sent at the end of the tick it was made in (a lone call as the single-call script)
- * unless a round trip is in flight (a second goes once a few calls wait: redis-batch-channel.ts);
- * then it waits for a reply and goes with the calls made meanwhile. Every call keeps its own promise (timeout, breaker and failure
+ * a call is sent at the end of the tick it was made in (a lone call as the single-call script),
+ * or at once when it is the 8th waiting on an idle node, unless a round trip is in flight (a
+ * second goes once a few calls wait: redis-batch-channel.ts); then it waits for a reply and goes
+ * with the calls made meanwhile. Every call keeps its own promise (timeout, breaker and failure
  * policy apply per decision), and a call whose script fails in Redis fails alone.
  */
 import type { GeneratedScript } from '../generated/scripts.js';
-import { Channel } from './redis-batch-channel.js';
+import { Channel, SEND_NOW_AT } from './redis-batch-channel.js';
 import {
   NOT_RUN_REPLY,
   notRunError,
@@ -97,7 +98,12 @@ export class Batcher {
     const pending: TicketedPromise<unknown> = new Promise((resolve, reject) => {
       const call = { script, batchScript, keys, args, size, handlers, ticket, resolve, reject };
       channel.queue.push(call);
-      if (channel.open) this.schedule(channel);
+      // SEND_NOW_AT calls on an idle node go now, whole: Redis starts on them while Node makes
+      // the rest of this tick's calls (which then go beside them, at the end of the tick).
+      if (channel.inFlight === 0 && !channel.single && channel.queue.length >= SEND_NOW_AT) {
+        channel.sentNow = true;
+        this.drain(channel, false);
+      } else if (channel.open) this.schedule(channel);
     });
     pending[TICKET] = ticket;
     return pending;
@@ -128,10 +134,17 @@ export class Batcher {
    * its batch variant in flight together could run out of order (one cached, the other not).
    * On NOSCRIPT each piece is re-sent with EVAL as its error arrives, in order. A piece written
    * after one such EVAL but before an earlier piece's NOSCRIPT arrived could overtake it: that
-   * needs two round trips in flight when a flush starts, and one starts with at most one.
+   * needs two round trips in flight when a flush starts, and one starts with at most one (a
+   * piece sent at once, SEND_NOW_AT, starts with none).
    */
   private flush(channel: Channel<Call>): void {
     channel.scheduled = false;
+    this.drain(channel, true);
+    channel.sentNow = false;
+  }
+
+  /** Sends what the channel allows now; `split`: an idle queue may go in halves (pieceSize). */
+  private drain(channel: Channel<Call>, split: boolean): void {
     if (!channel.open) return;
     // A call its caller stopped waiting for (the timeout answered it) is never sent.
     const queue = channel.queue.some(isAbandoned)
@@ -150,7 +163,9 @@ export class Batcher {
     }
     const done = (): void => this.answered(channel);
     const { maxBytes } = this.limits;
-    const maxDecisions = channel.pieceSize(queue.length, this.limits.maxDecisions);
+    const maxDecisions = split
+      ? channel.pieceSize(queue.length, this.limits.maxDecisions)
+      : this.limits.maxDecisions;
     let start = 0;
     while (start < queue.length) {
       const script = queue[start]!.script;
