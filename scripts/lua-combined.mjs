@@ -8,8 +8,15 @@
 // Integer states go to the entry as numbers (no string.format to write them, no tonumber() to
 // read them back: include/combined.lua stores numbers as numbers).
 const INTEGER_SET = /CALL\('SET', (\w+), string\.format\('%d', (\w+(?: \+ \w+)?)\), 'PX'/g;
+// Where a script hands Redis strings (ARGV[3] as the cost, the prelude's ttl_ms for a TTL), the
+// entries take numbers: the cost as check and commit have it, include/combined.lua's ttl_number.
+const COUNT_BY_COST = /CALL\('(INCRBY|DECRBY)', (\w+), ARGV\[3\]\)/g;
 const toCall = (text) =>
-  text.replaceAll('redis.call(', 'CALL(').replace(INTEGER_SET, "CALL('SETN', $1, $2, 'PX'");
+  text
+    .replaceAll('redis.call(', 'CALL(')
+    .replace(INTEGER_SET, "CALL('SETN', $1, $2, 'PX'")
+    .replace(COUNT_BY_COST, "CALL('$1', $2, cost)")
+    .replaceAll('ttl_ms(', 'ttl_number(');
 const rewrite = (text, pairs, where) =>
   pairs.reduce((t, [from, to]) => {
     if (!t.includes(from))

@@ -38,7 +38,9 @@ for s = 1, tonumber(BATCH_ARGV[1]) do
   p = p + 2 + nargs
 end
 
-local replies, k, current = {}, 0, nil
+-- replies starts as a copy of the entries, made at its size in one step (a table that grows is
+-- reallocated at 1, 2, 4 … entries); every element is replaced below.
+local replies, k, current = { unpack(BATCH_ARGV, p) }, 0, nil
 for e = 1, #BATCH_ARGV - p + 1 do
   local shape = shapes[BATCH_ARGV[p + e - 1]]
   local keys = shape[3]
