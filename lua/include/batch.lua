@@ -38,9 +38,21 @@ for s = 1, tonumber(BATCH_ARGV[1]) do
   p = p + 2 + nargs
 end
 
+-- Each call's block key is its last key. One EXISTS of them all (~400 instructions a key) tells
+-- whether any call of the batch is blocked, which most batches are not; then no decision GETs
+-- its block key (~2 900 instructions each, callgrind: docs/benchmarks.md) until one writes a
+-- block (NO_BLOCKS, the prelude). A block key that exists, of whatever type, is read as before.
+local block_keys, k = { unpack(BATCH_ARGV, p) }, 0
+for e = 1, #block_keys do
+  k = k + shapes[block_keys[e]][1]
+  block_keys[e] = BATCH_KEYS[k]
+end
+NO_BLOCKS = redis.call('EXISTS', unpack(block_keys)) == 0
+
 -- replies starts as a copy of the entries, made at its size in one step (a table that grows is
 -- reallocated at 1, 2, 4 … entries); every element is replaced below.
-local replies, k, current = { unpack(BATCH_ARGV, p) }, 0, nil
+local replies, current = { unpack(BATCH_ARGV, p) }, nil
+k = 0
 for e = 1, #BATCH_ARGV - p + 1 do
   local shape = shapes[BATCH_ARGV[p + e - 1]]
   local keys = shape[3]

@@ -33,6 +33,8 @@ local function block_steps()
   end
 
   local function write_block(block_key, until_us, by, level, forget_at)
+    -- A batch's later calls read their block keys again (this may be one of them).
+    NO_BLOCKS = false
     local value = string.format('%d:%d:%d:%d', until_us, by, level, forget_at)
     if until_us == 0 then
       redis.call('SET', block_key, value)

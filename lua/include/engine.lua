@@ -77,9 +77,10 @@ elseif MODE == '5' then
   return 1
 end
 
--- A block answers before any policy is read: nothing is charged while blocked.
+-- A block answers before any policy is read: nothing is charged while blocked. In a batch whose
+-- block keys were all missing (NO_BLOCKS, the prelude), the key is known to be missing.
 local blocked_until, blocked_by, level
-local block = redis.call('GET', block_key)
+local block = not NO_BLOCKS and redis.call('GET', block_key)
 if block then
   local parse_block = block_steps()
   blocked_until, blocked_by, level = parse_block(block)

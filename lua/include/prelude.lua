@@ -26,6 +26,10 @@ local MODE, now, COST, TTL_PAD, SLACK, FIRST_ARG
 -- consumes (cost > 0, not a peek), so nothing but that policy can deny and its check may write
 -- as it decides (fixedWindow's INCRBY first).
 local ALONE
+-- Set by a batch script (include/batch.lua) when none of its calls' block keys exists: their
+-- GETs are skipped until a decision writes a block (include/blocks.lua's write_block). nil in a
+-- single script, which reads its block key.
+local NO_BLOCKS
 local function read_call()
   MODE = ARGV[1]
   -- A batch puts its one TIME here as a number, which tonumber() returns as it is.
