@@ -26,15 +26,20 @@ const rewrite = (text, pairs, where) =>
 // KEYS are the state key and the block key; ARGV holds n groups of 1 + nargs values, then n
 // lockouts, so n follows from ARGV (a one-algorithm script: its NARGS; mixed: walk the groups).
 const COMBINED_COUNT = `-- The combined layout (include/combined.lua): KEYS are the caller's state and its block state;
--- ARGV's n groups (a name and its nargs values) and n lockouts give n.
-local n = 0
-if CHECK then
-  n = (#ARGV - FIRST_ARG + 1) / (NARGS + 2)
-else
-  local g = FIRST_ARG
-  while ALG[ARGV[g]] do n, g = n + 1, g + 1 + ALG[ARGV[g]][5] end
+-- ARGV's n groups (a name and its nargs values) and n lockouts give n, counted once per ARGV
+-- table (COUNTED: a batch's calls of one shape share theirs).
+if COUNTED ~= ARGV then
+  local count = 0
+  if CHECK then
+    count = (#ARGV - FIRST_ARG + 1) / (NARGS + 2)
+  else
+    local g = FIRST_ARG
+    while ALG[ARGV[g]] do count, g = count + 1, g + 1 + ALG[ARGV[g]][5] end
+  end
+  if POLICIES ~= count then POLICIES, FORMAT = count, string.rep('<dds', count) end
+  COUNTED = ARGV
 end
-if POLICIES ~= n then POLICIES, FORMAT = n, string.rep('<dds', n) end
+local n = POLICIES
 local block_key = KEYS[2]`;
 // The engine's header documents the per-policy KEYS: the combined variant says what it changes.
 const ENGINE_HEADER = /^(?:--.*\n)+/;

@@ -29,8 +29,8 @@
 -- ENTRIES: the entries as struct.unpack gives them, three values per policy (expiry, number,
 -- string), read on the first CALL of a decision; NOW_MS: the clock in whole ms then; WRITTEN: a
 -- CALL changed one; POLICIES, FORMAT: the limiter's number of policies and its struct format
--- (set by the engine).
-local ENTRIES, NOW_MS, READ, WRITTEN, POLICIES, FORMAT
+-- (set by the engine, for the ARGV table in COUNTED).
+local ENTRIES, NOW_MS, READ, WRITTEN, POLICIES, FORMAT, COUNTED
 
 -- The prelude's ttl_ms as a number: an entry's expiry is a number (scripts/lua-combined.mjs has
 -- the algorithms call this one, and count with the cost as a number where they pass ARGV[3]).

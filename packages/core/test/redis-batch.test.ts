@@ -145,52 +145,6 @@ test('one failing decision never fails its neighbours in the batch', async () =>
   ]);
 });
 
-test('block keys in a batch: one that a decision writes, one that exists, one of another type', async () => {
-  const redis = testRedis();
-  const { wrapper, sent } = recording();
-  const policies = [fixedWindow({ limit: 2, window: '1m', blockDuration: '15m' })];
-  const batched = new RateLimiter({
-    store: redisStore({ client: wrapper }),
-    policies,
-    prefix: 'batch9',
-  });
-  const single = new RateLimiter({
-    store: redisStore({ client: redis, batch: false }),
-    policies,
-    prefix: 'batch9s',
-  });
-  await batched.consume('warm'); // the script is cached from here on
-  const run = (l: RateLimiter, keys: string[]) => Promise.all(keys.map((k) => l.consume(k)));
-  const both = async (keys: string[]) => {
-    sent.length = 0;
-    const decisions = (await run(batched, keys)).map((d) => [d.allowed, d.reason]);
-    expect(evalshas(sent).map((s) => s.script)).toEqual(['fixed-window-batch']);
-    expect(decisions).toEqual((await run(single, keys)).map((d) => [d.allowed, d.reason]));
-    return decisions;
-  };
-  // No block key exists when the batch starts. The third 'a' is denied and locks 'a' out: the
-  // fourth, a later call of the same batch, is blocked as it is one call at a time.
-  expect(await both(['a', 'a', 'a', 'a', 'b'])).toEqual([
-    [true, undefined],
-    [true, undefined],
-    [false, 'blocked'],
-    [false, 'blocked'],
-    [true, undefined],
-  ]);
-  // A key blocked by hand (its block key exists: the batch reads them all), and a block key
-  // that holds a hash: its GET fails that call only, as a single call's does.
-  for (const l of [batched, single]) {
-    await l.block('held', '1m');
-    await redis.hset(l.storageKeys('odd').at(-1)!, 'x', '1');
-  }
-  expect(await both(['held', 'odd', 'c', 'c'])).toEqual([
-    [false, 'blocked'],
-    [true, 'store-error'], // onStoreError 'open'
-    [true, undefined],
-    [true, undefined],
-  ]);
-});
-
 test('NOSCRIPT: each batch recovers with EVAL after SCRIPT FLUSH, without charging twice', async () => {
   const redis = testRedis();
   const { wrapper, sent } = recording();
