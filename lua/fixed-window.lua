@@ -70,8 +70,9 @@ local function fixed_window_check(key, o, cost)
     -- The limiter's only policy, consuming: count first, then look (one INCRBY per admitted
     -- decision, no GET). The count before this request is this window's when it lies in
     -- [base, base + limit]; otherwise (a missing key, another window's count, a value that is
-    -- not one) the window starts with this request.
-    local counted = redis.pcall('INCRBY', count_key, cost)
+    -- not one) the window starts with this request. ALONE: cost is the call's, ARGV[3] as
+    -- written (a string argument costs Redis nothing to convert: the prelude's ttl_ms).
+    local counted = redis.pcall('INCRBY', count_key, ARGV[3])
     if type(counted) == 'table' then
       -- A string that is not a count is overwritten (as a GET would count it as nothing); a key
       -- of another type fails the call, as a GET of it would.
@@ -95,7 +96,7 @@ local function fixed_window_check(key, o, cost)
     if counted == cost then
       redis.call('DEL', count_key)
     elseif counted then
-      redis.call('DECRBY', count_key, cost)
+      redis.call('DECRBY', count_key, ARGV[3])
     end
   elseif used + cost <= limit then
     local after = used + cost
@@ -108,9 +109,10 @@ end
 local function fixed_window_commit(key, o, cost, reset, count_key, value, window_left, used)
   -- Written already by check (ALONE).
   if not count_key then return end
-  -- A count of this window already holds its TTL (every write to a window is > 0).
+  -- A count of this window already holds its TTL (every write to a window is > 0). The engine
+  -- commits the call's cost: ARGV[3].
   if used > 0 then
-    redis.call('INCRBY', count_key, cost)
+    redis.call('INCRBY', count_key, ARGV[3])
   elseif used == 0 then
     redis.call('SET', count_key, string.format('%d', value), 'PX', ttl_ms(window_left))
   else
@@ -150,6 +152,6 @@ local function fixed_window_refund(key, o, cost)
     count_key = key .. ':' .. string.format('%d', index)
     used = tonumber(redis.call('GET', count_key) or 0)
   end
-  if used > 0 then redis.call('DECRBY', count_key, math.min(cost, used)) end
+  if used > 0 then redis.call('DECRBY', count_key, string.format('%d', math.min(cost, used))) end
 end
 register('fixed-window', fixed_window_check, fixed_window_commit, fixed_window_clear, fixed_window_refund, 3)

@@ -13,7 +13,7 @@ local function sliding_log_check(key, o, cost)
   -- The newest unit decides when the key is empty again (a clock that stepped back can
   -- leave it after now; the unit about to be added is at now).
   local newest = now
-  if used > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
+  if used > 0 then newest = tonumber(redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')[2]) end
   if used + cost <= limit then
     local after = used + cost
     local last = cost > 0 and math.max(newest, now) or newest
@@ -22,7 +22,8 @@ local function sliding_log_check(key, o, cost)
   local reset = used > 0 and newest + window - now or 0
   if cost > limit then return 0, limit - used, reset, -1, 0 end
   -- The (used + cost - limit)-th oldest unit in the window must leave first.
-  local oldest = redis.call('ZRANGEBYSCORE', key, floor, '+inf', 'WITHSCORES', 'LIMIT', used + cost - limit - 1, 1)
+  local oldest = redis.call('ZRANGEBYSCORE', key, floor, '+inf', 'WITHSCORES', 'LIMIT',
+    string.format('%d', used + cost - limit - 1), '1')
   return 0, limit - used, reset, tonumber(oldest[2]) + window - now, 0
 end
 local function sliding_log_commit(key, o, cost, reset, used)
@@ -31,9 +32,9 @@ local function sliding_log_commit(key, o, cost, reset, used)
   -- Indices padded to the width of limit: among units of one time the newest sorts last, so
   -- a refund removes the newest by rank and the next index is never one still stored.
   local member = '%d:%0' .. string.len(ARGV[o]) .. 'd'
-  local members = {}
+  local members, score = {}, string.format('%d', now)
   for i = 1, cost do
-    members[#members + 1] = now
+    members[#members + 1] = score
     members[#members + 1] = string.format(member, now, used + i)
     if #members >= 1000 or i == cost then
       redis.call('ZADD', key, unpack(members))
@@ -51,8 +52,8 @@ local function sliding_log_refund(key, o, cost)
     redis.call('DEL', key)
     return
   end
-  redis.call('ZREMRANGEBYRANK', key, -cost, -1)
-  local newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+  redis.call('ZREMRANGEBYRANK', key, string.format('%d', -cost), '-1')
+  local newest = tonumber(redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')[2])
   redis.call('PEXPIRE', key, ttl_ms(newest + window - now))
 end
 register('sliding-log', sliding_log_check, sliding_log_commit, nil, sliding_log_refund, 2)

@@ -8,8 +8,15 @@
 // Integer states go to the entry as numbers (no string.format to write them, no tonumber() to
 // read them back: include/combined.lua stores numbers as numbers).
 const INTEGER_SET = /CALL\('SET', (\w+), string\.format\('%d', (\w+(?: \+ \w+)?)\), 'PX'/g;
+// Where a script hands Redis strings (ARGV[3] as the cost, the prelude's ttl_ms for a TTL), the
+// entries take numbers: the cost as check and commit have it, include/combined.lua's ttl_number.
+const COUNT_BY_COST = /CALL\('(INCRBY|DECRBY)', (\w+), ARGV\[3\]\)/g;
 const toCall = (text) =>
-  text.replaceAll('redis.call(', 'CALL(').replace(INTEGER_SET, "CALL('SETN', $1, $2, 'PX'");
+  text
+    .replaceAll('redis.call(', 'CALL(')
+    .replace(INTEGER_SET, "CALL('SETN', $1, $2, 'PX'")
+    .replace(COUNT_BY_COST, "CALL('$1', $2, cost)")
+    .replaceAll('ttl_ms(', 'ttl_number(');
 const rewrite = (text, pairs, where) =>
   pairs.reduce((t, [from, to]) => {
     if (!t.includes(from))
@@ -19,15 +26,20 @@ const rewrite = (text, pairs, where) =>
 // KEYS are the state key and the block key; ARGV holds n groups of 1 + nargs values, then n
 // lockouts, so n follows from ARGV (a one-algorithm script: its NARGS; mixed: walk the groups).
 const COMBINED_COUNT = `-- The combined layout (include/combined.lua): KEYS are the caller's state and its block state;
--- ARGV's n groups (a name and its nargs values) and n lockouts give n.
-local n = 0
-if CHECK then
-  n = (#ARGV - FIRST_ARG + 1) / (NARGS + 2)
-else
-  local g = FIRST_ARG
-  while ALG[ARGV[g]] do n, g = n + 1, g + 1 + ALG[ARGV[g]][5] end
+-- ARGV's n groups (a name and its nargs values) and n lockouts give n, counted once per ARGV
+-- table (COUNTED: a batch's calls of one shape share theirs).
+if COUNTED ~= ARGV then
+  local count = 0
+  if CHECK then
+    count = (#ARGV - FIRST_ARG + 1) / (NARGS + 2)
+  else
+    local g = FIRST_ARG
+    while ALG[ARGV[g]] do count, g = count + 1, g + 1 + ALG[ARGV[g]][5] end
+  end
+  if POLICIES ~= count then POLICIES, FORMAT = count, string.rep('<dds', count) end
+  COUNTED = ARGV
 end
-if POLICIES ~= n then POLICIES, FORMAT = n, string.rep('<dds', n) end
+local n = POLICIES
 local block_key = KEYS[2]`;
 // The engine's header documents the per-policy KEYS: the combined variant says what it changes.
 const ENGINE_HEADER = /^(?:--.*\n)+/;

@@ -58,7 +58,8 @@ export function scriptCommand(policies: readonly Policy[]): ScriptCommand {
 
 /**
  * One EVALSHA of the batch script deciding `size` calls on random keys, as redisStore sends it
- * (lua/include/batch.lua): the call's ARGV once as a shape, then one shape number per call.
+ * (lua/include/batch.lua): the call's ARGV once as a shape, which every call has (one shape: no
+ * shape numbers follow).
  */
 export function batchCommand(policies: readonly Policy[], size: number): ScriptCommand {
   const script = batchScriptFor(scriptOf(policies));
@@ -76,7 +77,6 @@ export function batchCommand(policies: readonly Policy[], size: number): ScriptC
       String(keys[0]!.length),
       String(argv.length),
       ...argv,
-      ...new Array<string>(size).fill('1'),
     ],
   };
 }

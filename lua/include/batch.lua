@@ -13,8 +13,10 @@
 -- BATCH_ARGV[1]  S, the number of distinct call shapes in the batch
 -- then S shapes  nkeys, nargs, and the nargs ARGV of a single call (its ARGV[2] '' = Redis TIME:
 --                read once for the whole batch)
--- then one entry per call: the number of its shape ('1' … S)
--- BATCH_KEYS     every call's nkeys keys, in the order of the entries (one cluster slot)
+-- then one entry per call: the number of its shape ('1' … S); none when S is 1 (every call
+--                is of that shape, and #BATCH_KEYS / nkeys calls are made: an ARGV element costs
+--                Redis ~1 000 instructions to make, docs/benchmarks.md)
+-- BATCH_KEYS     every call's nkeys keys, in call order (one cluster slot)
 -- Reply          one element per call, in order: what the single script replies for it, or its
 --                error message as a string (a call that fails never fails its neighbours; its
 --                writes before the error stay, as they would after a single script's error)
@@ -23,7 +25,8 @@ local function redis_now()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-for s = 1, tonumber(BATCH_ARGV[1]) do
+local S = tonumber(BATCH_ARGV[1])
+for s = 1, S do
   local nkeys, nargs = tonumber(BATCH_ARGV[p]), tonumber(BATCH_ARGV[p + 1])
   local args = {}
   for i = 1, nargs do args[i] = BATCH_ARGV[p + 1 + i] end
@@ -38,9 +41,30 @@ for s = 1, tonumber(BATCH_ARGV[1]) do
   p = p + 2 + nargs
 end
 
-local replies, k, current = {}, 0, nil
-for e = 1, #BATCH_ARGV - p + 1 do
-  local shape = shapes[BATCH_ARGV[p + e - 1]]
+-- The calls: the entries after the shapes, or with one shape as many as its keys make.
+local count, one = #BATCH_ARGV - p + 1, nil
+if S == 1 then
+  one = shapes['1']
+  count = #BATCH_KEYS / one[1]
+end
+
+-- Each call's block key is its last key. One EXISTS of them all (~400 instructions a key) tells
+-- whether any call of the batch is blocked, which most batches are not; then no decision GETs
+-- its block key (~2 900 instructions each, callgrind: docs/benchmarks.md) until one writes a
+-- block (NO_BLOCKS, the prelude). A block key that exists, of whatever type, is read as before.
+local block_keys, k = { unpack(BATCH_KEYS, 1, count) }, 0
+for e = 1, count do
+  k = k + (one or shapes[BATCH_ARGV[p + e - 1]])[1]
+  block_keys[e] = BATCH_KEYS[k]
+end
+NO_BLOCKS = redis.call('EXISTS', unpack(block_keys)) == 0
+
+-- replies (and block_keys) start as copies of keys, made at their size in one step (a table
+-- that grows is reallocated at 1, 2, 4 … entries); every element is replaced.
+local replies, current = { unpack(BATCH_KEYS, 1, count) }, nil
+k = 0
+for e = 1, count do
+  local shape = one or shapes[BATCH_ARGV[p + e - 1]]
   local keys = shape[3]
   for i = 1, shape[1] do keys[i] = BATCH_KEYS[k + i] end
   k = k + shape[1]

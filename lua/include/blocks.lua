@@ -33,6 +33,8 @@ local function block_steps()
   end
 
   local function write_block(block_key, until_us, by, level, forget_at)
+    -- A batch's later calls read their block keys again (this may be one of them).
+    NO_BLOCKS = false
     local value = string.format('%d:%d:%d:%d', until_us, by, level, forget_at)
     if until_us == 0 then
       redis.call('SET', block_key, value)
@@ -69,7 +71,8 @@ local function block_steps()
 end
 
 -- The multi-policy engine's values, 13 per policy (allowed, remaining, reset_after, retry_after,
--- delay, packed, the four for commit, then the policy's ARGV offset, check and commit), every one
--- written by each decision before it is read: made by the first multi-policy decision of a
--- script call (a batch's decisions share it; include/engine.lua).
-local VALUES
+-- delay, packed, the four for commit, then the policy's ARGV offset, check and commit): made by
+-- the first multi-policy decision of a script call (a batch's decisions share it;
+-- include/engine.lua). The first ten are written by each decision before they are read; the
+-- last three once per ARGV table, the one in PLANNED (a batch's calls of one shape share theirs).
+local VALUES, PLANNED

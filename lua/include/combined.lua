@@ -29,8 +29,14 @@
 -- ENTRIES: the entries as struct.unpack gives them, three values per policy (expiry, number,
 -- string), read on the first CALL of a decision; NOW_MS: the clock in whole ms then; WRITTEN: a
 -- CALL changed one; POLICIES, FORMAT: the limiter's number of policies and its struct format
--- (set by the engine).
-local ENTRIES, NOW_MS, READ, WRITTEN, POLICIES, FORMAT
+-- (set by the engine, for the ARGV table in COUNTED).
+local ENTRIES, NOW_MS, READ, WRITTEN, POLICIES, FORMAT, COUNTED
+
+-- The prelude's ttl_ms as a number: an entry's expiry is a number (scripts/lua-combined.mjs has
+-- the algorithms call this one, and count with the cost as a number where they pass ARGV[3]).
+local function ttl_number(us)
+  return math.ceil(us / 1000) + TTL_PAD
+end
 
 local function CALL(command, i, value, _, ms)
   if not READ then
@@ -86,7 +92,7 @@ local function write_state()
   if latest > 0 then
     local packed = struct.pack(FORMAT, unpack(ENTRIES, 1, POLICIES * 3))
     if latest == NOW_MS then latest = NOW_MS + 1 end
-    redis.call('SET', KEYS[1], packed, 'PX', latest - NOW_MS)
+    redis.call('SET', KEYS[1], packed, 'PX', string.format('%d', latest - NOW_MS))
   else
     redis.call('DEL', KEYS[1])
   end

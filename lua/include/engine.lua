@@ -33,7 +33,8 @@
 --     commit's signature; the engine only passes them on. packed is the one-integer reply or nil.
 --     ARGV[o …] are the algorithm's arguments.
 --   commit(key, o, cost, reset_after, …) writes the new state with a TTL (algorithms whose
---     state is two integers use include/pair.lua's set_pair).
+--     state is two integers use include/pair.lua's set_pair). A lone policy's check that wrote
+--     already (ALONE) gives no new1, and its commit is not called.
 --   clear(key, o) deletes the state (nil: DEL key).
 --   refund(key, o, cost) gives back up to `cost` units; never creates a key.
 --   nargs: how many ARGV the algorithm takes after its name.
@@ -77,9 +78,10 @@ elseif MODE == '5' then
   return 1
 end
 
--- A block answers before any policy is read: nothing is charged while blocked.
+-- A block answers before any policy is read: nothing is charged while blocked. In a batch whose
+-- block keys were all missing (NO_BLOCKS, the prelude), the key is known to be missing.
 local blocked_until, blocked_by, level
-local block = redis.call('GET', block_key)
+local block = not NO_BLOCKS and redis.call('GET', block_key)
 if block then
   local parse_block = block_steps()
   blocked_until, blocked_by, level = parse_block(block)
@@ -96,7 +98,8 @@ if n == 1 then
   -- new1 … new4: what check hands commit, the policy's new state (each commit names them).
   local allowed, remaining, reset, retry, delay, packed, new1, new2, new3, new4 = check(KEYS[1], o + 1, COST)
   if allowed == 1 then
-    if MODE ~= '1' and COST > 0 then commit(KEYS[1], o + 1, COST, reset, new1, new2, new3, new4) end
+    -- ALONE is MODE ~= '1' and COST > 0 here; no new1: check wrote already (fixedWindow).
+    if ALONE and new1 ~= nil then commit(KEYS[1], o + 1, COST, reset, new1, new2, new3, new4) end
   elseif MODE ~= '1' and retry >= 0 then
     local _, _, lockout_us, lock_out = block_steps()
     local d, forget = lockout_us(n, 1, level)
@@ -114,14 +117,22 @@ local V = VALUES or { nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
   nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
   nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }
 VALUES = V
+-- Each policy's ARGV offset, check and commit depend on ARGV alone: worked out once for the
+-- decisions of a batch that share it (PLANNED, include/blocks.lua).
+if PLANNED ~= ARGV then
+  for i = 1, n do
+    local check, commit, _, _, nargs = algorithm(o)
+    local b = 13 * i - 13
+    V[b + 11], V[b + 12], V[b + 13] = o + 1, check, commit
+    o = o + 1 + nargs
+  end
+  PLANNED = ARGV
+end
 local admitted = 1
 for i = 1, n do
-  local check, commit, _, _, nargs = algorithm(o)
   local b = 13 * i - 13
-  V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5], V[b + 6], V[b + 7], V[b + 8], V[b + 9], V[b + 10] = check(KEYS[i], o + 1, COST)
-  V[b + 11], V[b + 12], V[b + 13] = o + 1, check, commit
+  V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5], V[b + 6], V[b + 7], V[b + 8], V[b + 9], V[b + 10] = V[b + 12](KEYS[i], V[b + 11], COST)
   if V[b + 1] == 0 then admitted = 0 end
-  o = o + 1 + nargs
 end
 
 if admitted == 0 and MODE ~= '1' then

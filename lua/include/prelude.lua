@@ -13,7 +13,7 @@
 --
 -- All arithmetic is on integers below 2^53, where Lua's doubles are exact; numbers are never
 -- concatenated into strings (Lua formats them with %.14g and would drop digits), only
--- formatted with %d or passed to redis.call, which writes them exactly.
+-- formatted with %d (redis.call would write them exactly too, at a cost: see ttl_ms).
 --
 -- Every tonumber() costs Redis about as much as a GET (measured with callgrind: see
 -- docs/benchmarks.md), so the common values are compared as strings: MODE stays a string, and
@@ -26,6 +26,10 @@ local MODE, now, COST, TTL_PAD, SLACK, FIRST_ARG
 -- consumes (cost > 0, not a peek), so nothing but that policy can deny and its check may write
 -- as it decides (fixedWindow's INCRBY first).
 local ALONE
+-- Set by a batch script (include/batch.lua) when none of its calls' block keys exists: their
+-- GETs are skipped until a decision writes a block (include/blocks.lua's write_block). nil in a
+-- single script, which reads its block key.
+local NO_BLOCKS
 local function read_call()
   MODE = ARGV[1]
   -- A batch puts its one TIME here as a number, which tonumber() returns as it is.
@@ -45,7 +49,10 @@ end
 -- Waits beyond exact arithmetic are charged as 1000 days (Guava saturates at Long.MAX_VALUE).
 local SATURATED_WAIT_US = 86400000000000
 
--- A TTL in whole milliseconds, never shorter than the state needs.
+-- A TTL in whole milliseconds, never shorter than the state needs, as the string PX and PEXPIRE
+-- take: Redis 7.0 turns a Lua number argument into a string with snprintf('%.17g'), ~2 250
+-- instructions, where string.format('%d') costs a fraction of that (callgrind:
+-- docs/benchmarks.md). Every redis.call argument on a decision's path is a string for that reason.
 local function ttl_ms(us)
-  return math.ceil(us / 1000) + TTL_PAD
+  return string.format('%d', math.ceil(us / 1000) + TTL_PAD)
 end

@@ -15,7 +15,7 @@ local limit, lease_ttl, id = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 local live = string.format('(%d', now)
 local held = redis.call('ZCOUNT', key, live, '+inf')
 local latest = now
-if held > 0 then latest = math.max(tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]), now) end
+if held > 0 then latest = math.max(tonumber(redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')[2]), now) end
 if held < limit then
   local expires = now + lease_ttl
   redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now))
@@ -26,5 +26,5 @@ if held < limit then
 end
 -- The (held - limit + 1)-th lease to expire frees the first slot (more than one when the limit
 -- was lowered while leases were held).
-local nth = redis.call('ZRANGEBYSCORE', key, live, '+inf', 'WITHSCORES', 'LIMIT', held - limit, 1)
+local nth = redis.call('ZRANGEBYSCORE', key, live, '+inf', 'WITHSCORES', 'LIMIT', string.format('%d', held - limit), '1')
 return { 0, 0, latest - now, tonumber(nth[2]) - now }

@@ -9,6 +9,6 @@ local expires = redis.call('ZSCORE', key, ARGV[6])
 if not expires or tonumber(expires) <= now then return 0 end
 local renewed = now + tonumber(ARGV[5])
 redis.call('ZADD', key, 'XX', string.format('%d', renewed), ARGV[6])
-local latest = math.max(tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]), renewed)
+local latest = math.max(tonumber(redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')[2]), renewed)
 redis.call('PEXPIRE', key, ttl_ms(latest - now))
 return 1

@@ -194,7 +194,9 @@ export class Batcher {
 
   /**
    * One EVALSHA for `calls`: the distinct ARGV arrays once each (a limiter's cost-1 decisions on
-   * Redis TIME share one constant array), then each call's shape number; KEYS in call order.
+   * Redis TIME share one constant array), then each call's shape number, unless there is one
+   * shape (then every call is of it: an ARGV element per call costs Redis ~1 000 instructions,
+   * docs/benchmarks.md); KEYS in call order.
    */
   private sendBatch(calls: Call[], done: () => void): void {
     const shapes = new Map<readonly string[], string>();
@@ -213,7 +215,7 @@ export class Batcher {
       for (const key of call.keys) keys.push(key);
     }
     head[0] = shapeId(shapes.size);
-    for (const id of entries) head.push(id);
+    if (shapes.size > 1) for (const id of entries) head.push(id);
     const ticket = new SendTicket();
     for (const call of calls) call.ticket.joinBatch(ticket);
     this.run(calls[0]!.batchScript, keys, head, ticket).then(
