@@ -57,6 +57,16 @@ export class Channel<Call> {
    */
   sentNow = false;
 
+  /**
+   * Whether the queue goes now, before the tick ends: SEND_NOW_AT calls on an idle channel (a
+   * single call in flight counts in inFlight). Marks the tick so that its other calls follow.
+   */
+  takeNow(): boolean {
+    if (this.inFlight > 0 || this.queue.length < SEND_NOW_AT) return false;
+    this.sentNow = true;
+    return true;
+  }
+
   /** Whether a call queued now may go at the end of this tick rather than wait for a reply. */
   get open(): boolean {
     if (this.single || this.inFlight >= MAX_IN_FLIGHT) return false;

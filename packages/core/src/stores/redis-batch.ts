@@ -9,7 +9,7 @@
  * policy apply per decision), and a call whose script fails in Redis fails alone.
  */
 import type { GeneratedScript } from '../generated/scripts.js';
-import { Channel, SEND_NOW_AT } from './redis-batch-channel.js';
+import { Channel } from './redis-batch-channel.js';
 import {
   NOT_RUN_REPLY,
   notRunError,
@@ -100,10 +100,8 @@ export class Batcher {
       channel.queue.push(call);
       // SEND_NOW_AT calls on an idle node go now, whole: Redis starts on them while Node makes
       // the rest of this tick's calls (which then go beside them, at the end of the tick).
-      if (channel.inFlight === 0 && !channel.single && channel.queue.length >= SEND_NOW_AT) {
-        channel.sentNow = true;
-        this.drain(channel, false);
-      } else if (channel.open) this.schedule(channel);
+      if (channel.takeNow()) this.drain(channel, false);
+      else if (channel.open) this.schedule(channel);
     });
     pending[TICKET] = ticket;
     return pending;
