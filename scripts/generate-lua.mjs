@@ -15,6 +15,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { combinedVariant } from './lua-combined.mjs';
 import { expandInline, takeInline } from './lua-inline.mjs';
+import { batchReply, splitEngine, unrollEngine, unrollState } from './lua-unroll.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const luaDir = join(root, 'lua');
@@ -30,18 +31,24 @@ if (!READ_CALL.test(batchPrelude)) {
   throw new Error('lua/include/prelude.lua must define `local function read_call()` … `end`');
 }
 const prelude = batchPrelude.replace(READ_CALL, (_, body) => body.replace(/^ {2}/gm, '').trimEnd());
-const engine = read('include/engine.lua');
+// The engine with its paths for two to four policies written out (scripts/lua-unroll.mjs).
+const engineSource = read('include/engine.lua');
+// Its two parts (scripts/lua-unroll.mjs splitEngine): a single script runs them one after the
+// other, a batch script defines the first once and runs the second per call.
+const engineParts = splitEngine(unrollEngine(engineSource, (i) => `KEYS[${i}]`));
+const engine = `${engineParts.defined}\n\n${engineParts.perCall}`;
 // The engine's steps on algorithms and blocks: before the engine, outside a batch's per-call function.
-const blocks = read('include/blocks.lua');
+const blocks = unrollState(read('include/blocks.lua'));
 const batch = read('include/batch.lua');
 // A batch script's algorithms and engine read the KEYS and ARGV of the call being decided:
 // these locals, which include/batch.lua points at each call's own.
 const BATCH_HEADER =
-  '-- Floodgate batch script (include/batch.lua says how it runs).\nlocal BATCH_KEYS, BATCH_ARGV = KEYS, ARGV\nlocal KEYS, ARGV, NUMS';
+  '-- Floodgate batch script (include/batch.lua says how it runs).\nlocal BATCH_KEYS, BATCH_ARGV = KEYS, ARGV\nlocal KEYS, ARGV, NUMS, OUT, OUTN';
 // include/batch.lua runs read_call() once per shape of calls, before decide().
-const BATCH_ENGINE = `local function decide()\n${engine}\nend`;
+// Its decisions' replies go into the batch's own (OUT, include/batch.lua; scripts/lua-unroll.mjs).
+const BATCH_ENGINE = `${batchReply(engineParts.defined)}\n\nlocal function decide()\n${engineParts.perCall}\nend`;
 // The combined variant of multi-policy scripts (one key per caller): scripts/lua-combined.mjs.
-const combined = combinedVariant(engine, blocks, read('include/combined.lua'));
+const combined = combinedVariant(engineSource, blocks, read('include/combined.lua'));
 // In a batch script the algorithms read their numbers from NUMS, parsed once per shape of calls
 // (include/batch.lua), where a single script parses each one on every call (a tonumber() costs
 // Redis about as much as a GET).

@@ -5,17 +5,24 @@
 // number i as its key. Each rewrite must apply, so a change to the engine or an algorithm that a
 // rewrite no longer fits fails in the generator, not in Redis.
 
+import { batchReply, splitEngine, unrollEngine } from './lua-unroll.mjs';
+
 // Integer states go to the entry as numbers (no string.format to write them, no tonumber() to
 // read them back: include/combined.lua stores numbers as numbers).
 const INTEGER_SET = /CALL\('SET', (\w+), string\.format\('%d', (\w+(?: \+ \w+)?)\), 'PX'/g;
 // Where a script hands Redis strings (ARGV[3] as the cost, the prelude's ttl_ms for a TTL), the
 // entries take numbers: the cost as check and commit have it, include/combined.lua's ttl_number.
 const COUNT_BY_COST = /CALL\('(INCRBY|DECRBY)', (\w+), ARGV\[3\]\)/g;
+// A state read as a number: include/combined.lua's GETN answers it without CALL's command chain.
+const NUMBER_GET = /tonumber\(CALL\('GET', (\w+)\)\)/g;
 const toCall = (text) =>
   text
     .replaceAll('redis.call(', 'CALL(')
-    .replace(INTEGER_SET, "CALL('SETN', $1, $2, 'PX'")
-    .replace(COUNT_BY_COST, "CALL('$1', $2, cost)")
+    .replace(INTEGER_SET, 'SETN($1, $2')
+    .replace(COUNT_BY_COST, (_, command, key) =>
+      command === 'INCRBY' ? `COUNT(${key}, cost)` : `COUNT(${key}, -cost)`,
+    )
+    .replace(NUMBER_GET, 'GETN($1)')
     .replaceAll('ttl_ms(', 'ttl_number(');
 const rewrite = (text, pairs, where) =>
   pairs.reduce((t, [from, to]) => {
@@ -51,7 +58,7 @@ const NOT_COMBINED = new Set(['sliding-log']);
  * scripts (`scripts`) and the parts stores/scripts.ts composes mixed ones from (`partsText`).
  */
 export function combinedVariant(engine, blocks, part) {
-  const combinedEngineBody = rewrite(
+  const combinedEngineText = rewrite(
     engine.replace(
       ENGINE_HEADER,
       "-- include/engine.lua with policy i's key replaced by i, its entry in KEYS[1] (include/combined.lua).\n",
@@ -64,6 +71,8 @@ export function combinedVariant(engine, blocks, part) {
     ],
     'lua/include/engine.lua',
   );
+  // Its paths for two to four policies, written out with policy i's key as i.
+  const combinedEngine = splitEngine(unrollEngine(combinedEngineText, (i) => String(i)));
   const combinedBlocks = rewrite(
     blocks,
     [
@@ -73,7 +82,7 @@ export function combinedVariant(engine, blocks, part) {
     'lua/include/blocks.lua',
   );
   for (const [where, text] of [
-    ['engine', combinedEngineBody],
+    ['engine', `${combinedEngine.defined}\n${combinedEngine.perCall}`],
     ['blocks', combinedBlocks],
   ]) {
     if (/KEYS\[(?!2\])/.test(text))
@@ -81,8 +90,10 @@ export function combinedVariant(engine, blocks, part) {
   }
   // The engine runs in decide(), whose state is written back once the decision is made (an error
   // writes nothing); a batch script calls decide() per call (include/batch.lua).
-  const COMBINED_DECIDE = `local function decide_policies()
-${combinedEngineBody}
+  const decideText = (defined) => `${defined}
+
+local function decide_policies()
+${combinedEngine.perCall}
 end
 
 local function decide()
@@ -91,7 +102,9 @@ local function decide()
   write_state()
   return reply
 end`;
-  const COMBINED_ENGINE = `${COMBINED_DECIDE}\n\nreturn decide()`;
+  const COMBINED_ENGINE = `${decideText(combinedEngine.defined)}\n\nreturn decide()`;
+  // A batch script's: its decisions' replies go into the batch's own (scripts/lua-unroll.mjs).
+  const COMBINED_DECIDE = decideText(batchReply(combinedEngine.defined));
 
   /**
    * One combined script per one-algorithm body whose state is a string (for limiters of several

@@ -17,9 +17,15 @@
 --                is of that shape, and #BATCH_KEYS / nkeys calls are made: an ARGV element costs
 --                Redis ~1 000 instructions to make, docs/benchmarks.md)
 -- BATCH_KEYS     every call's nkeys keys, in call order (one cluster slot)
--- Reply          one element per call, in order: what the single script replies for it, or its
---                error message as a string (a call that fails never fails its neighbours; its
---                writes before the error stay, as they would after a single script's error)
+-- Reply          the calls' replies, in order, each one element: what the single script replies
+--                for it, or its error message as a string (a call that fails never fails its
+--                neighbours; its writes before the error stay, as they would after a single
+--                script's error). Except a decision of several policies that the engine answers
+--                at its end (not a block): its reply table's elements come inline, the first a
+--                number (admitted + 4 · packed_mask) from which the reader knows how many follow
+--                (stores/redis-batch.ts). The engine writes them into OUT itself (a table per
+--                decision, and Redis nesting it, cost more than the rest of the reply:
+--                docs/benchmarks.md "Three policies"), from OUTN + 1, and answers OUT.
 local shapes, p, batch_now = {}, 2, nil
 local function redis_now()
   local t = redis.call('TIME')
@@ -62,6 +68,7 @@ NO_BLOCKS = redis.call('EXISTS', unpack(block_keys)) == 0
 -- replies (and block_keys) start as copies of keys, made at their size in one step (a table
 -- that grows is reallocated at 1, 2, 4 … entries); every element is replaced.
 local replies, current = { unpack(BATCH_KEYS, 1, count) }, nil
+OUT, OUTN = replies, 0
 k = 0
 for e = 1, count do
   local shape = one or shapes[BATCH_ARGV[p + e - 1]]
@@ -73,12 +80,20 @@ for e = 1, count do
     read_call()
     current = shape
   end
+  local before = OUTN
   local ok, reply = pcall(decide)
   if not ok then
+    -- A failure after the engine wrote its reply (the combined layout writes the state last):
+    -- the call answers its error alone.
+    for j = before + 1, OUTN do replies[j] = nil end
+    OUTN = before
     reply = type(reply) == 'table' and (reply.err or reply.msg) or tostring(reply)
   elseif reply == nil then
     reply = false
   end
-  replies[e] = reply
+  if reply ~= replies then
+    OUTN = OUTN + 1
+    replies[OUTN] = reply
+  end
 end
 return replies

@@ -76,3 +76,4 @@ end
 -- include/engine.lua). The first ten are written by each decision before they are read; the
 -- last three once per ARGV table, the one in PLANNED (a batch's calls of one shape share theirs).
 local VALUES, PLANNED
+--- @unrolled-state

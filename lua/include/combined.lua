@@ -22,12 +22,12 @@
 --
 -- An entry past its expiry reads as missing, as the key would (Redis keeps a key through the
 -- millisecond of its expiry), and is dropped at the next write. The generator turns an
--- algorithm's `redis.call('SET', key, string.format('%d', x), 'PX', …)` into
--- `CALL('SETN', key, x, 'PX', …)`: the integer is kept as a number, and GET answers it as one,
--- which the algorithms read with tonumber() as they read a key's string. SET takes a string.
+-- algorithm's `redis.call('SET', key, string.format('%d', x), 'PX', ms)` into `SETN(key, x, ms)`:
+-- the integer is kept as a number, and GET answers it as one, which the algorithms read with
+-- tonumber() as they read a key's string (`tonumber(GET)` becomes GETN). SET takes a string.
 
 -- ENTRIES: the entries as struct.unpack gives them, three values per policy (expiry, number,
--- string), read on the first CALL of a decision; NOW_MS: the clock in whole ms then; WRITTEN: a
+-- string), read on the first step of a decision that needs them; NOW_MS: the clock in whole ms then; WRITTEN: a
 -- CALL changed one; POLICIES, FORMAT: the limiter's number of policies and its struct format
 -- (set by the engine, for the ARGV table in COUNTED).
 local ENTRIES, NOW_MS, READ, WRITTEN, POLICIES, FORMAT, COUNTED
@@ -38,42 +38,69 @@ local function ttl_number(us)
   return math.ceil(us / 1000) + TTL_PAD
 end
 
-local function CALL(command, i, value, _, ms)
-  if not READ then
-    READ, NOW_MS = true, math.floor(now / 1000)
-    local stored = redis.call('GET', KEYS[1])
-    if stored then
-      ENTRIES = { struct.unpack(FORMAT, stored) }
-    else
-      ENTRIES = {}
-      for j = 1, POLICIES * 3, 3 do ENTRIES[j], ENTRIES[j + 1], ENTRIES[j + 2] = 0, 0, '' end
-    end
+-- Reads the key's entries, once per decision (on its first step that needs them).
+local function read_state()
+  READ, NOW_MS = true, math.floor(now / 1000)
+  local stored = redis.call('GET', KEYS[1])
+  if stored then
+    ENTRIES = { struct.unpack(FORMAT, stored) }
+  else
+    ENTRIES = {}
+    for j = 1, POLICIES * 3, 3 do ENTRIES[j], ENTRIES[j + 1], ENTRIES[j + 2] = 0, 0, '' end
   end
+end
+
+-- The commands the algorithms give the decision's hot path, each a function of its own (the
+-- generator rewrites them; CALL below takes the rest): GETN for `tonumber(GET)`, policy i's
+-- state as a number or nil; SETN for `SET <integer> PX`; COUNT for INCRBY and DECRBY by the
+-- cost. A step of CALL's command chain and a tonumber() each cost Redis about what a Lua table
+-- store does (callgrind: docs/benchmarks.md "Three policies").
+local function GETN(i)
+  if not READ then read_state() end
+  local b = i * 3 - 2
+  local e = ENTRIES[b]
+  -- Expiry 0: no state (the clock's first millisecond would otherwise read it as present).
+  if e < NOW_MS or e == 0 then return nil end
+  local text = ENTRIES[b + 2]
+  if text == '' then return ENTRIES[b + 1] end
+  return tonumber(text)
+end
+
+local function SETN(i, value, ms)
+  if not READ then read_state() end
+  WRITTEN = true
+  local b = i * 3 - 2
+  ENTRIES[b], ENTRIES[b + 1], ENTRIES[b + 2] = NOW_MS + ms, value, ''
+end
+
+-- A count this decision read, changed by `by` (its expiry stays, as a key's TTL would).
+local function COUNT(i, by)
+  if not READ then read_state() end
+  WRITTEN = true
+  local b = i * 3 - 2
+  local text = ENTRIES[b + 2]
+  if text ~= '' then by = by + tonumber(text) else by = by + ENTRIES[b + 1] end
+  ENTRIES[b + 1], ENTRIES[b + 2] = by, ''
+  return by
+end
+
+local function CALL(command, i, value, _, ms)
+  if not READ then read_state() end
   local b = i * 3 - 2
   if command == 'GET' then
-    -- Expiry 0: no state (the clock's first millisecond would otherwise read it as present).
     if ENTRIES[b] < NOW_MS or ENTRIES[b] == 0 then return false end
     if ENTRIES[b + 2] == '' then return ENTRIES[b + 1] end
     return ENTRIES[b + 2]
   end
+  if command == 'INCRBY' then return COUNT(i, tonumber(value)) end
+  if command == 'DECRBY' then return COUNT(i, -tonumber(value)) end
   WRITTEN = true
-  if command == 'SETN' then
-    ENTRIES[b], ENTRIES[b + 1], ENTRIES[b + 2] = NOW_MS + ms, value, ''
-  elseif command == 'SET' then
+  if command == 'SET' then
     ENTRIES[b], ENTRIES[b + 1], ENTRIES[b + 2] = NOW_MS + ms, 0, value
   elseif command == 'DEL' then
     ENTRIES[b], ENTRIES[b + 1], ENTRIES[b + 2] = 0, 0, ''
   else
-    -- INCRBY or DECRBY of a count this decision read (its expiry stays, as a key's TTL would).
-    if command == 'DECRBY' then value = -value end
-    local count = value
-    if ENTRIES[b + 2] == '' then
-      count = count + ENTRIES[b + 1]
-    else
-      count = count + tonumber(ENTRIES[b + 2])
-    end
-    ENTRIES[b + 1], ENTRIES[b + 2] = count, ''
-    return count
+    error('combined layout: no ' .. command)
   end
 end
 

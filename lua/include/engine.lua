@@ -40,6 +40,91 @@
 --   nargs: how many ARGV the algorithm takes after its name.
 -- The steps on blocks (include/blocks.lua) are defined before this part; those that read or
 -- write a block come from block_steps(), called only on the paths that need them.
+
+-- Several policies, a function of its own: the per-call part below is a batch script's per-call
+-- function, and Lua clears a function's whole frame on every call, so the locals of these paths
+-- (ten per policy where they are written out) would cost every one-policy decision too (~270
+-- instructions a decision for two and three policies: callgrind, docs/benchmarks.md).
+local function decide_several(n, o, block_key, level)
+  -- Several policies: each check's values go into V (VALUES, include/blocks.lua; a local is
+  -- cheaper to index than an upvalue), no table per policy, made at its size for up to four policies (a Lua table that grows is reallocated at 1, 2, 4,
+  -- 8 … entries; a run of nils is one instruction to make): docs/benchmarks.md.
+  local V = VALUES or { nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }
+  VALUES = V
+  -- Two to four policies: written out per count by the generator (scripts/lua-unroll.mjs), with
+  -- each check's values in locals. When every policy admits it commits and replies; when one denies
+  -- it leaves V and PLANNED as the loop below would have, and admitted = 0.
+  local admitted
+  --- @unrolled
+  if not admitted then
+    -- Each policy's ARGV offset, check and commit depend on ARGV alone: worked out once for the
+    -- decisions of a batch that share it (PLANNED, include/blocks.lua).
+    if PLANNED ~= ARGV then
+      for i = 1, n do
+        local check, commit, _, _, nargs = algorithm(o)
+        local b = 13 * i - 13
+        V[b + 11], V[b + 12], V[b + 13] = o + 1, check, commit
+        o = o + 1 + nargs
+      end
+      PLANNED = ARGV
+    end
+    admitted = 1
+    for i = 1, n do
+      local b = 13 * i - 13
+      V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5], V[b + 6], V[b + 7], V[b + 8], V[b + 9], V[b + 10] = V[b + 12](KEYS[i], V[b + 11], COST)
+      if V[b + 1] == 0 then admitted = 0 end
+    end
+  end
+
+  if admitted == 0 and MODE ~= '1' then
+    local _, _, lockout_us, lock_out = block_steps()
+    -- The longest lockout among the policies that denied a cost they could admit.
+    local by, longest, forget_by = nil, -1, 0
+    for i = 1, n do
+      local b = 13 * i - 13
+      if V[b + 1] == 0 and V[b + 4] >= 0 then
+        local d, forget = lockout_us(n, i, level)
+        if d and d > longest then by, longest, forget_by = i, d, forget end
+      end
+    end
+    if by then return lock_out(block_key, by, V[13 * by - 2], longest, forget_by, level) end
+  end
+
+  -- The reply: { admitted + 4 · packed_mask, then per policy its packed value when bit i - 1 of
+  -- packed_mask is set, else its five fields }. A packed value is as the policy's check gave it
+  -- for the call's cost (for cost 0 when it describes its key as it stands), read by its
+  -- algorithm's `unpack`: a table costs Redis per element. A check of cost 0 that denies (only a
+  -- stale state can) sends its fields. Past 48 policies the mask would lose digits: fields.
+  -- h: where the reply starts (1 here; a batch script writes it into its own reply, include/batch.lua).
+  local reply, h = { admitted, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }, 1
+  local c, mask, bit = h, 0, 4
+  for i = 1, n do
+    local b = 13 * i - 13
+    if admitted == 1 then
+      -- V[b + 7 …]: what check hands commit, as above.
+      if MODE ~= '1' and COST > 0 then V[b + 13](KEYS[i], V[b + 11], COST, V[b + 3], V[b + 7], V[b + 8], V[b + 9], V[b + 10]) end
+    elseif V[b + 1] == 1 and COST > 0 then
+      -- Another policy denied, so nothing was taken: describe this key as it stands.
+      V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5], V[b + 6] = V[b + 12](KEYS[i], V[b + 11], 0)
+      if V[b + 1] == 0 then V[b + 6] = nil end
+    end
+    if V[b + 6] and i <= 48 then
+      reply[c + 1] = V[b + 6]
+      c, mask = c + 1, mask + bit
+    else
+      reply[c + 1], reply[c + 2], reply[c + 3], reply[c + 4], reply[c + 5] = V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5]
+      c = c + 5
+    end
+    bit = bit * 2
+  end
+  reply[h] = admitted + mask
+  return reply
+end
+
+--- @decide: the per-call part (a batch script's decide(); scripts/lua-unroll.mjs splitEngine)
 local n = #KEYS - 1
 local block_key = KEYS[n + 1]
 local o = FIRST_ARG
@@ -109,71 +194,4 @@ if n == 1 then
   return { allowed, allowed, remaining, reset, retry, delay }
 end
 
--- Several policies: each check's values go into V (VALUES, include/blocks.lua; a local is
--- cheaper to index than an upvalue), no table per policy, made at its size for up to four policies (a Lua table that grows is reallocated at 1, 2, 4,
--- 8 … entries; a run of nils is one instruction to make): docs/benchmarks.md.
-local V = VALUES or { nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
-  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
-  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
-  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }
-VALUES = V
--- Each policy's ARGV offset, check and commit depend on ARGV alone: worked out once for the
--- decisions of a batch that share it (PLANNED, include/blocks.lua).
-if PLANNED ~= ARGV then
-  for i = 1, n do
-    local check, commit, _, _, nargs = algorithm(o)
-    local b = 13 * i - 13
-    V[b + 11], V[b + 12], V[b + 13] = o + 1, check, commit
-    o = o + 1 + nargs
-  end
-  PLANNED = ARGV
-end
-local admitted = 1
-for i = 1, n do
-  local b = 13 * i - 13
-  V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5], V[b + 6], V[b + 7], V[b + 8], V[b + 9], V[b + 10] = V[b + 12](KEYS[i], V[b + 11], COST)
-  if V[b + 1] == 0 then admitted = 0 end
-end
-
-if admitted == 0 and MODE ~= '1' then
-  local _, _, lockout_us, lock_out = block_steps()
-  -- The longest lockout among the policies that denied a cost they could admit.
-  local by, longest, forget_by = nil, -1, 0
-  for i = 1, n do
-    local b = 13 * i - 13
-    if V[b + 1] == 0 and V[b + 4] >= 0 then
-      local d, forget = lockout_us(n, i, level)
-      if d and d > longest then by, longest, forget_by = i, d, forget end
-    end
-  end
-  if by then return lock_out(block_key, by, V[13 * by - 2], longest, forget_by, level) end
-end
-
--- The reply: { admitted + 4 · packed_mask, then per policy its packed value when bit i - 1 of
--- packed_mask is set, else its five fields }. A packed value is as the policy's check gave it
--- for the call's cost (for cost 0 when it describes its key as it stands), read by its
--- algorithm's `unpack`: a table costs Redis per element. A check of cost 0 that denies (only a
--- stale state can) sends its fields. Past 48 policies the mask would lose digits: fields.
-local reply = { admitted, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }
-local c, mask, bit = 1, 0, 4
-for i = 1, n do
-  local b = 13 * i - 13
-  if admitted == 1 then
-    -- V[b + 7 …]: what check hands commit, as above.
-    if MODE ~= '1' and COST > 0 then V[b + 13](KEYS[i], V[b + 11], COST, V[b + 3], V[b + 7], V[b + 8], V[b + 9], V[b + 10]) end
-  elseif V[b + 1] == 1 and COST > 0 then
-    -- Another policy denied, so nothing was taken: describe this key as it stands.
-    V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5], V[b + 6] = V[b + 12](KEYS[i], V[b + 11], 0)
-    if V[b + 1] == 0 then V[b + 6] = nil end
-  end
-  if V[b + 6] and i <= 48 then
-    reply[c + 1] = V[b + 6]
-    c, mask = c + 1, mask + bit
-  else
-    reply[c + 1], reply[c + 2], reply[c + 3], reply[c + 4], reply[c + 5] = V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5]
-    c = c + 5
-  end
-  bit = bit * 2
-end
-reply[1] = admitted + mask
-return reply
+return decide_several(n, o, block_key, level)

@@ -9,7 +9,9 @@
  * policy apply per decision), and a call whose script fails in Redis fails alone.
  */
 import type { GeneratedScript } from '../generated/scripts.js';
+import { keySlot } from './key-slot.js';
 import { Channel } from './redis-batch-channel.js';
+import { flatWidth } from './redis-reply.js';
 import {
   NOT_RUN_REPLY,
   notRunError,
@@ -17,6 +19,9 @@ import {
   TICKET,
   type TicketedPromise,
 } from './send-ticket.js';
+
+// Cluster routing reads the slot from here too (cluster-refresh.ts).
+export { keySlot };
 
 /** Bounds of one batch. */
 export interface BatchLimits {
@@ -40,6 +45,12 @@ export const DEFAULT_BATCH_LIMITS: BatchLimits = Object.freeze({
 /** How a call's reply is read, and how its failure is reported; made once per limiter. */
 export interface Handlers {
   decode(reply: unknown): unknown;
+  /**
+   * The limiter's number of policies, when it is 2 or more and the call decides (not a reset or
+   * a block): a batch script then answers its decision inline (lua/include/batch.lua), and
+   * `decode` gets those elements as the array a single script would have answered.
+   */
+  readonly flat?: number | undefined;
   /**
    * Turns a failure into the store's answer: rejects with the store's error, or (a full Redis)
    * resolves with the decision a read could still give.
@@ -224,14 +235,20 @@ export class Batcher {
           for (const call of calls) fail(call, error);
           return;
         }
-        if (!Array.isArray(reply) || reply.length !== calls.length) {
-          const error = new Error(`unexpected reply from a batch script: ${JSON.stringify(reply)}`);
+        const answers = Array.isArray(reply) ? split(reply, calls) : undefined;
+        if (answers === undefined) {
+          // Not the reply itself: it can be long, and an error text inside it (OOM) would make
+          // the failure read as that error (redis-memory.ts isOutOfMemory).
+          const what = Array.isArray(reply) ? `${reply.length} elements` : typeof reply;
+          const error = new Error(
+            `unexpected reply from a batch script: ${what} for ${calls.length} calls`,
+          );
           for (const call of calls) fail(call, error);
           return;
         }
         for (let i = 0; i < calls.length; i++) {
           const call = calls[i]!;
-          const answer: unknown = reply[i];
+          const answer: unknown = answers[i];
           // The batch script answers a call's error as its message (lua/include/batch.lua).
           if (typeof answer === 'string') fail(call, new Error(answer));
           else resolveWith(call, answer);
@@ -243,6 +260,30 @@ export class Batcher {
       },
     );
   }
+}
+
+/**
+ * Each call's reply from a batch script's: one element, or for a decision of several policies
+ * that starts with a number, that many elements as one array (lua/include/batch.lua). undefined
+ * when the reply does not split into exactly one answer per call.
+ */
+function split(reply: unknown[], calls: readonly Call[]): unknown[] | undefined {
+  const answers: unknown[] = new Array(calls.length);
+  let at = 0;
+  for (let i = 0; i < calls.length; i++) {
+    if (at >= reply.length) return undefined;
+    const first = reply[at];
+    const n = calls[i]!.handlers.flat;
+    if (n !== undefined && typeof first === 'number') {
+      const width = flatWidth(first, n);
+      answers[i] = reply.slice(at, at + width);
+      at += width;
+    } else {
+      answers[i] = first;
+      at += 1;
+    }
+  }
+  return at === reply.length ? answers : undefined;
 }
 
 function isAbandoned(call: Call): boolean {
@@ -272,35 +313,4 @@ function resolveWith(call: Call, reply: unknown): void {
 
 function fail(call: Call, error: unknown): void {
   call.handlers.wrap(error, call.keys).then(call.resolve, call.reject);
-}
-
-/** CRC16-CCITT (XModem), the checksum Redis Cluster maps keys to slots with. */
-const CRC16_TABLE = (() => {
-  const table = new Uint16Array(256);
-  for (let i = 0; i < 256; i++) {
-    let crc = i << 8;
-    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1;
-    table[i] = crc & 0xffff;
-  }
-  return table;
-})();
-
-/** The Redis Cluster slot of `key` (its `{hash tag}` when it has a non-empty one). */
-export function keySlot(key: string): number {
-  const bytes = Buffer.from(key, 'utf8');
-  let start = 0;
-  let end = bytes.length;
-  const open = bytes.indexOf(0x7b);
-  if (open !== -1) {
-    const close = bytes.indexOf(0x7d, open + 1);
-    if (close > open + 1) {
-      start = open + 1;
-      end = close;
-    }
-  }
-  let crc = 0;
-  for (let i = start; i < end; i++) {
-    crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ bytes[i]!) & 0xff]!;
-  }
-  return crc & 16383;
 }

@@ -51,6 +51,23 @@ function unexpected(reply: unknown): never {
 }
 
 /**
+ * How many elements a decision of `n` policies takes in a batch script's flat reply, read from
+ * its first, `head` (admitted + 4 · packed_mask): one, then one per packed policy and five per
+ * other (lua/include/batch.lua). 1 for a head that is not a decision's (decoding it then fails).
+ */
+export function flatWidth(head: number, n: number): number {
+  if (!Number.isSafeInteger(head) || head < 0 || head % 4 > 1) return 1;
+  let mask = Math.floor(head / 4);
+  let width = 1;
+  for (let i = 0; i < n; i++) {
+    const bit = mask % 2;
+    width += bit === 1 ? 1 : FIELDS_PER_POLICY;
+    mask = (mask - bit) / 2;
+  }
+  return width;
+}
+
+/**
  * A decision's table reply (lua/include/engine.lua): { admitted + 4 · packed_mask, then per
  * policy i its packed value when bit i of packed_mask is set (read with `unpack[i]` for the
  * call's `cost`), else its five fields }; a block's { 2, by, left }.

@@ -161,18 +161,21 @@ export class RedisStore implements Store {
           () => wrap(error),
         );
       };
-    const peekOneHandlers: Handlers = { decode: decodeFor(1), wrap };
+    // A decision of several policies comes inline in a batch script's reply (redis-batch.ts).
+    const flat = n > 1 ? n : undefined;
+    const peekOneHandlers: Handlers = { decode: decodeFor(1), wrap, flat };
     const peekFor = (cost: number): Handlers =>
-      cost === 1 ? peekOneHandlers : { decode: decodeFor(cost), wrap };
+      cost === 1 ? peekOneHandlers : { decode: decodeFor(cost), wrap, flat };
     const chargeFor = (cost: number): Handlers => ({
       decode: decodeFor(cost),
       wrap: recoverFor(cost, () => peekFor(cost)),
+      flat,
     });
     const costOne = chargeFor(1);
     const forCost = (cost: number, peek = false): Handlers =>
       peek ? peekFor(cost) : cost === 1 ? costOne : chargeFor(cost);
     const asReset: Handlers = { decode: () => NO_DECISION, wrap };
-    const asRead: Handlers = { decode: decodeFor(0), wrap };
+    const asRead: Handlers = { decode: decodeFor(0), wrap, flat };
     // One call: batched when batching is on, else its own EVALSHA. `size` counts its argument
     // characters for the batch bound (constant for the prebuilt arrays).
     const batcher = this.batcher;
@@ -292,6 +295,8 @@ export class RedisStore implements Store {
 
 interface Handlers {
   decode(reply: unknown): StoreDecision;
+  /** Several policies: their decisions come inline in a batch reply (redis-batch.ts). */
+  readonly flat?: number | undefined;
   /** Rejects with the store's error, or resolves with what a full Redis could still decide. */
   wrap(error: unknown, keys: readonly string[]): Promise<unknown>;
 }

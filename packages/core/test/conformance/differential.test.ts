@@ -210,7 +210,8 @@ describe.each(MODES)('Lua scripts and TypeScript twins agree on random traces (%
         mode as fc.Arbitrary<number | undefined>,
         policySet(
           ALGORITHM_CASES.map((c) => withLockout(c.arbitrary)),
-          4,
+          // 2–4 policies take the engine's written-out paths, 5 its loop (scripts/lua-unroll.mjs).
+          5,
         ),
         fc.array(step, { minLength: 1, maxLength: 60 }),
         runTrace,

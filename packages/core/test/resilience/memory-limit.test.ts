@@ -7,7 +7,7 @@
  */
 import { Redis } from 'ioredis';
 import { type RedisServerHandle, startRedisServer } from '../../../../test/harness/redis-server.js';
-import { fixedWindow, RateLimiter, redisStore } from '../../src/index.js';
+import { fixedWindow, gcra, RateLimiter, redisStore } from '../../src/index.js';
 
 jest.setTimeout(60_000);
 
@@ -128,6 +128,42 @@ describe.each([true, false])('a full Redis under noeviction (batch: %s)', (batch
     // An existing key with room would need a write: the failure policy answers it.
     const halfUsed = await limiter.consume('half-used');
     expect(halfUsed.reason).toBe('store-error');
+    client.disconnect();
+    await admin.config('SET', 'maxmemory', '0');
+    for (let i = 0; i < 32; i++) await admin.del(`junk:${i}`);
+  });
+
+  // Several policies in one key per caller: a decision's reply comes inline in a batch's reply,
+  // and a refused write of the state comes after it (lua/include/batch.lua): the failed call
+  // must answer its error alone, and its neighbours in the batch their own decisions.
+  test('several policies: refused writes fail alone, a denial beside them stands', async () => {
+    const client = new Redis(server.url);
+    const limiter = new RateLimiter({
+      store: redisStore({ client, clock: () => FROZEN, batch }),
+      policies: [fixedWindow({ limit: 2, window: '1h' }), gcra({ limit: 100, window: '1h' })],
+      prefix: 'full3',
+      onStoreError: 'open',
+    });
+    for (let i = 0; i < 2; i++) expect((await limiter.consume('over')).allowed).toBe(true);
+    await admin.config('SET', 'maxmemory', '1mb');
+    const blob = 'x'.repeat(64 * 1024);
+    for (let i = 0; i < 32; i++) await admin.set(`junk:${i}`, blob).catch(() => undefined);
+    await expect(admin.set('probe', '1')).rejects.toThrow(/OOM/);
+
+    const keys = ['over', 'new-a', 'over', 'new-b', 'new-c', 'over', 'new-d', 'new-e', 'over'];
+    const decisions = await Promise.all(keys.map((k) => limiter.consume(k)));
+    keys.forEach((key, i) => {
+      const d = decisions[i]!;
+      if (key === 'over') {
+        // Denied by Redis (nothing to write), with both policies' results.
+        expect(d.allowed).toBe(false);
+        expect(d.reason).toBeUndefined();
+        expect(d.policies.map((p) => p.allowed)).toEqual([false, true]);
+      } else {
+        expect(d.allowed).toBe(true);
+        expect(d.reason).toBe('store-error');
+      }
+    });
     client.disconnect();
   });
 });
