@@ -15,7 +15,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { combinedVariant } from './lua-combined.mjs';
 import { expandInline, takeInline } from './lua-inline.mjs';
-import { batchReply, splitEngine, unrollEngine, unrollState } from './lua-unroll.mjs';
+import { batchReply, singleEngine, splitEngine, unrollEngine, unrollState } from './lua-unroll.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const luaDir = join(root, 'lua');
@@ -36,7 +36,7 @@ const engineSource = read('include/engine.lua');
 // Its two parts (scripts/lua-unroll.mjs splitEngine): a single script runs them one after the
 // other, a batch script defines the first once and runs the second per call.
 const engineParts = splitEngine(unrollEngine(engineSource, (i) => `KEYS[${i}]`));
-const engine = `${engineParts.defined}\n\n${engineParts.perCall}`;
+const engine = singleEngine(engineParts);
 // The engine's steps on algorithms and blocks: before the engine, outside a batch's per-call function.
 const blocks = unrollState(read('include/blocks.lua'));
 const batch = read('include/batch.lua');

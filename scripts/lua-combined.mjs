@@ -5,7 +5,7 @@
 // number i as its key. Each rewrite must apply, so a change to the engine or an algorithm that a
 // rewrite no longer fits fails in the generator, not in Redis.
 
-import { batchReply, splitEngine, unrollEngine } from './lua-unroll.mjs';
+import { batchReply, singleEngine, splitEngine, unrollEngine } from './lua-unroll.mjs';
 
 // Integer states go to the entry as numbers (no string.format to write them, no tonumber() to
 // read them back: include/combined.lua stores numbers as numbers).
@@ -90,10 +90,9 @@ export function combinedVariant(engine, blocks, part) {
   }
   // The engine runs in decide(), whose state is written back once the decision is made (an error
   // writes nothing); a batch script calls decide() per call (include/batch.lua).
-  const decideText = (defined) => `${defined}
-
-local function decide_policies()
-${combinedEngine.perCall}
+  // defined: what comes before decide_policies; body: its body.
+  const decideText = (defined, body) => `${defined}local function decide_policies()
+${body}
 end
 
 local function decide()
@@ -102,9 +101,13 @@ local function decide()
   write_state()
   return reply
 end`;
-  const COMBINED_ENGINE = `${decideText(combinedEngine.defined)}\n\nreturn decide()`;
+  // A single script's: decide_several's body inline (scripts/lua-unroll.mjs singleEngine).
+  const COMBINED_ENGINE = `${decideText('', singleEngine(combinedEngine))}\n\nreturn decide()`;
   // A batch script's: its decisions' replies go into the batch's own (scripts/lua-unroll.mjs).
-  const COMBINED_DECIDE = decideText(batchReply(combinedEngine.defined));
+  const COMBINED_DECIDE = decideText(
+    `${batchReply(combinedEngine.defined)}\n\n`,
+    combinedEngine.perCall,
+  );
 
   /**
    * One combined script per one-algorithm body whose state is a string (for limiters of several

@@ -16,7 +16,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { BATCH_SCRIPTS, SCRIPTS } from '../src/generated/scripts';
+import { BATCH_SCRIPTS, COMBINED_SCRIPTS, SCRIPTS } from '../src/generated/scripts';
 
 const root = join(__dirname, '../../..');
 const inlineModule = pathToFileURL(join(root, 'scripts/lua-inline.mjs')).href;
@@ -258,6 +258,26 @@ describe('the real lua/', () => {
           named: false,
         });
       }
+    }
+  });
+
+  // scripts/lua-unroll.mjs: a single-call script runs once per EVALSHA, so the several-policies
+  // part is its body inline (a closure would make an upvalue object of every local it captures,
+  // ~9 000 instructions per call); a batch script defines it once and calls it per decision.
+  test('single-call scripts run decide_several inline; batch scripts define it once', () => {
+    const singles = [...Object.values(SCRIPTS), ...Object.values(COMBINED_SCRIPTS)];
+    for (const script of singles) {
+      expect({ script: script.name, has: script.source.includes('decide_several') }).toEqual({
+        script: script.name,
+        has: false,
+      });
+    }
+    for (const script of Object.values(BATCH_SCRIPTS)) {
+      const defined = script.source.match(/local function decide_several\(/g) ?? [];
+      expect({ script: script.name, defined: defined.length }).toEqual({
+        script: script.name,
+        defined: 1,
+      });
     }
   });
 
