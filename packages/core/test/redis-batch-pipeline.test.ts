@@ -1,5 +1,5 @@
 /**
- * redisStore's batching keeps up to two round trips in flight per Redis node (MAX_IN_FLIGHT),
+ * redisStore's batching keeps up to three round trips in flight per Redis node (MAX_IN_FLIGHT),
  * so Node writes the next batch while Redis decides the last. Redis is held with CLIENT PAUSE so
  * that what is in flight, and what waits, does not depend on the machine's speed.
  */
@@ -28,8 +28,8 @@ const warm = async (limiter: RateLimiter): Promise<void> => {
   await Promise.all([limiter.consume('warm'), limiter.consume('warm')]);
 };
 
-test('the rule: two in flight at most, the second from 4 calls, 8 at once, halves from 8', () => {
-  expect([MAX_IN_FLIGHT, SECOND_AT, SEND_NOW_AT, SPLIT_AT]).toEqual([2, 4, 8, 8]);
+test('the rule: three in flight at most, another from 4 calls, 8 at once, halves from 8', () => {
+  expect([MAX_IN_FLIGHT, SECOND_AT, SEND_NOW_AT, SPLIT_AT]).toEqual([3, 4, 8, 8]);
 });
 
 test('8 calls of one tick on an idle node go at once; the rest of the tick goes at its end', async () => {
@@ -50,7 +50,7 @@ test('8 calls of one tick on an idle node go at once; the rest of the tick goes 
     ['fixed-window-batch', 16, 0],
     ['fixed-window-batch', 4, 1],
   ]);
-  // A later tick's stragglers wait for SECOND_AT again (here: two in flight, so for a reply).
+  // A later tick's stragglers wait for SECOND_AT again (here: one, so for a reply).
   calls.push(limiter.consume('b0'));
   await nextTurn();
   expect(sent).toHaveLength(2);
@@ -63,7 +63,7 @@ test('8 calls of one tick on an idle node go at once; the rest of the tick goes 
   ]);
 });
 
-test('calls made while two round trips are in flight wait for a reply, then go together', async () => {
+test('calls made while three round trips are in flight wait for a reply, then go together', async () => {
   const { wrapper, sent } = recording();
   const limiter = limiterOn(wrapper, 'pipe1');
   await warm(limiter);
@@ -73,20 +73,25 @@ test('calls made while two round trips are in flight wait for a reply, then go t
   await nextTurn();
   const second = Array.from({ length: 3 }, (_, i) => limiter.consume(`b${i}`));
   await nextTurn();
-  const third = limiter.consume('c');
+  // Three wait (fewer than SECOND_AT); the fourth sends the four as a third round trip.
+  expect(sent).toHaveLength(2);
+  second.push(limiter.consume('b3'));
   await nextTurn();
-  // Redis holds the first ten (8 sent at once, 2 at the end of their tick); the four made
-  // since are not written.
+  const third = Array.from({ length: 5 }, (_, i) => limiter.consume(`c${i}`));
+  await nextTurn();
+  // Redis holds the first ten (8 sent at once, 2 at the end of their tick) and the four; the
+  // five made since are not written.
   expect(sent.map((s) => [s.script, s.keys, s.inFlight])).toEqual([
     ['fixed-window-batch', 16, 0],
     ['fixed-window-batch', 4, 1],
+    ['fixed-window-batch', 8, 2],
   ]);
-  const decisions = await Promise.all([...first, ...second, third]);
+  const decisions = await Promise.all([...first, ...second, ...third]);
   expect(decisions.every((d) => d.allowed && d.remaining === 999)).toBe(true);
-  // A reply freed a round trip: the four went as one batch (fewer than SPLIT_AT), and no third
+  // A reply freed a round trip: the five went as one batch (fewer than SPLIT_AT), and no fourth
   // round trip was ever in flight.
   expect(sent.map((s) => `${s.command}:${s.keys}`)).toEqual([
-    ...['evalsha:16', 'evalsha:4', 'evalsha:8'],
+    ...['evalsha:16', 'evalsha:4', 'evalsha:8', 'evalsha:10'],
   ]);
   expect(Math.max(...sent.map((s) => s.inFlight))).toBeLessThan(MAX_IN_FLIGHT);
 });
@@ -107,7 +112,7 @@ test('beside one batch in flight, a second goes once SECOND_AT (4) calls wait', 
   await nextTurn();
   const waiting = limiter.consume('d');
   await nextTurn();
-  // The fourth made it a batch of four beside the first; then two are in flight and `d` waits.
+  // The fourth made it a batch of four beside the first; then `d` waits (one, below SECOND_AT).
   // Never the single-call script beside its batch variant (one may be cached, the other not).
   expect(sent.map((s) => [s.script, s.keys, s.inFlight])).toEqual([
     ['fixed-window-batch', 8, 0],
@@ -153,23 +158,24 @@ test('an idle queue splits again only after splits that overlapped; else 1, 3, 7
   expect(new Channel<number>().pieceSize(SPLIT_AT - 1, 128)).toBe(128);
 });
 
-test('calls queued behind two round trips whose replies come back together go in halves', async () => {
+test('calls queued behind three round trips whose replies come back together go in halves', async () => {
   const { wrapper, sent } = recording();
   const limiter = limiterOn(wrapper, 'pipe7');
   await warm(limiter);
   sent.length = 0;
   await pause(300);
-  const first = Array.from({ length: 4 }, (_, i) => limiter.consume(`a${i}`));
-  await nextTurn();
-  first.push(...Array.from({ length: 4 }, (_, i) => limiter.consume(`b${i}`)));
-  await nextTurn();
-  // Two in flight: these ten wait; Redis answers both round trips when the pause ends.
-  const waiting = Array.from({ length: 10 }, (_, i) => limiter.consume(`c${i}`));
+  const first: ReturnType<typeof limiter.consume>[] = [];
+  for (const group of ['a', 'b', 'c']) {
+    first.push(...Array.from({ length: 4 }, (_, i) => limiter.consume(`${group}${i}`)));
+    await nextTurn();
+  }
+  // Three in flight: these ten wait; Redis answers the three round trips when the pause ends.
+  const waiting = Array.from({ length: 10 }, (_, i) => limiter.consume(`d${i}`));
   await Promise.all([...first, ...waiting]);
   const pieces = sent.map((s) => s.keys / 2);
-  expect(pieces.slice(0, 2)).toEqual([4, 4]);
-  // One reply at a time: 10 beside the other round trip; both at once: halves of an idle queue.
-  expect([[10], [5, 5]]).toContainEqual(pieces.slice(2));
+  expect(pieces.slice(0, 3)).toEqual([4, 4, 4]);
+  // One reply at a time: 10 beside the others; all at once: halves of an idle queue.
+  expect([[10], [5, 5]]).toContainEqual(pieces.slice(3));
 });
 
 test("one key's calls are decided in call order across the batches in flight", async () => {
@@ -188,7 +194,7 @@ test("one key's calls are decided in call order across the batches in flight", a
   expect(sent.filter((s) => s.command === 'evalsha').map((s) => s.keys)).toEqual([16, 8, 12]);
 });
 
-test('NOSCRIPT with two batches in flight: both re-sent with EVAL in order, then the rest', async () => {
+test('NOSCRIPT with three batches in flight: all re-sent with EVAL in order', async () => {
   const redis = testRedis();
   const { wrapper, sent } = recording();
   for (let round = 0; round < 2; round++) {
@@ -205,9 +211,52 @@ test('NOSCRIPT with two batches in flight: both re-sent with EVAL in order, then
     expect(decisions.map((d) => d.remaining)).toEqual(
       Array.from({ length: 17 }, (_, i) => 100 - round * 17 - i - 1),
     );
-    // The five that waited went after both re-sends, when the script was cached again.
+    // All three were written before the first NOSCRIPT came back, so all three met it.
     expect(sent.map((s) => `${s.command}:${s.keys}`)).toEqual([
-      ...['evalsha:16', 'evalsha:8', 'eval:16', 'eval:8', 'evalsha:10'],
+      ...['evalsha:16', 'evalsha:8', 'evalsha:10', 'eval:16', 'eval:8', 'eval:10'],
     ]);
   }
+});
+
+// Redis answers in order, so the second batch's NOSCRIPT always arrives before the first one's
+// re-sent EVAL is answered; but it may arrive in a later read, after a tick in which new calls
+// could go. Sent then, they would run after the first EVAL cached the script and before the
+// second batch's re-send: decided before calls made earlier. Here the second error is held
+// until 50 ms after the first re-send (and that EVAL's answer after it), with calls made
+// meanwhile: they wait for both re-sends.
+test('NOSCRIPT: nothing new is sent while a re-sent batch is unanswered', async () => {
+  const redis = testRedis();
+  const { wrapper, sent } = recording();
+  const limiter = limiterOn(wrapper, 'pipe6', 100);
+  await redis.script('FLUSH');
+  let release = (): void => undefined;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const later: ReturnType<typeof limiter.consume>[] = [];
+  const send = wrapper.sendCommand.bind(wrapper);
+  let evalshas = 0;
+  let evals = 0;
+  wrapper.sendCommand = (command, stream) => {
+    const name = command.name.toLowerCase();
+    const held = command as unknown as { reject(e: unknown): void; resolve(v: unknown): void };
+    if (name === 'evalsha' && ++evalshas === 2) {
+      const reject = held.reject.bind(held);
+      held.reject = (error) => void released.then(() => reject(error));
+    }
+    if (name === 'eval' && ++evals === 1) {
+      const resolve = held.resolve.bind(held);
+      held.resolve = (value) => void released.then(() => resolve(value));
+      for (let i = 0; i < 4; i++) later.push(limiter.consume('k'));
+      setTimeout(release, 50);
+    }
+    return send(command, stream);
+  };
+  await pause(100);
+  const calls = Array.from({ length: 12 }, () => limiter.consume('k'));
+  const decisions = await Promise.all([...calls, ...(await released.then(() => later))]);
+  expect(decisions.map((d) => d.remaining)).toEqual(Array.from({ length: 16 }, (_, i) => 99 - i));
+  expect(sent.map((s) => `${s.command}:${s.keys}`)).toEqual([
+    ...['evalsha:16', 'evalsha:8', 'eval:16', 'eval:8', 'evalsha:8'],
+  ]);
 });

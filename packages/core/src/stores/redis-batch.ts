@@ -11,7 +11,7 @@
 import type { GeneratedScript } from '../generated/scripts.js';
 import { keySlot } from './key-slot.js';
 import { Channel } from './redis-batch-channel.js';
-import { flatWidth } from './redis-reply.js';
+import { splitBatchReply } from './redis-reply.js';
 import {
   NOT_RUN_REPLY,
   notRunError,
@@ -72,12 +72,16 @@ interface Call {
   reject(error: unknown): void;
 }
 
-/** Runs one script (EVALSHA, with the NOSCRIPT fallback) and answers its raw reply. */
+/**
+ * Runs one script (EVALSHA, with the NOSCRIPT fallback) and answers its raw reply; `onResend`
+ * is called as it re-sends with EVAL.
+ */
 export type ScriptRunner = (
   script: GeneratedScript,
   keys: readonly string[],
   args: readonly string[],
   ticket: SendTicket,
+  onResend?: () => void,
 ) => Promise<unknown>;
 
 /** Shape numbers as strings ('1', '2', …), made once. */
@@ -142,9 +146,10 @@ export class Batcher {
    * nothing is sent beside it; any other piece uses the batch script, since a single script and
    * its batch variant in flight together could run out of order (one cached, the other not).
    * On NOSCRIPT each piece is re-sent with EVAL as its error arrives, in order. A piece written
-   * after one such EVAL but before an earlier piece's NOSCRIPT arrived could overtake it: that
-   * needs two round trips in flight when a flush starts, and one starts with at most one (a
-   * piece sent at once, SEND_NOW_AT, starts with none).
+   * after one such EVAL but before an earlier piece's NOSCRIPT arrived could overtake it (the
+   * script cached again by the EVAL, it runs first), so the channel sends nothing while a re-sent
+   * piece is unanswered (`recovering`): every piece in flight was written before the first EVAL,
+   * met NOSCRIPT too, and is re-sent in order before anything new goes.
    */
   private flush(channel: Channel<Call>): void {
     channel.scheduled = false;
@@ -170,7 +175,7 @@ export class Batcher {
       });
       return;
     }
-    const done = (): void => this.answered(channel);
+    const answered = (): void => this.answered(channel);
     const { maxBytes } = this.limits;
     const maxDecisions = split
       ? channel.pieceSize(queue.length, this.limits.maxDecisions)
@@ -187,7 +192,9 @@ export class Batcher {
         end++;
       }
       channel.inFlight++;
-      this.sendBatch(start === 0 && end === queue.length ? queue : queue.slice(start, end), done);
+      const { done, resend } = channel.roundTrip(answered);
+      const calls = start === 0 && end === queue.length ? queue : queue.slice(start, end);
+      this.sendBatch(calls, done, resend);
       start = end;
     }
   }
@@ -207,7 +214,7 @@ export class Batcher {
    * shape (then every call is of it: an ARGV element per call costs Redis ~1 000 instructions,
    * docs/benchmarks.md); KEYS in call order.
    */
-  private sendBatch(calls: Call[], done: () => void): void {
+  private sendBatch(calls: Call[], done: () => void, resend: () => void): void {
     const shapes = new Map<readonly string[], string>();
     const head: string[] = [''];
     const entries: string[] = new Array(calls.length);
@@ -227,7 +234,7 @@ export class Batcher {
     if (shapes.size > 1) for (const id of entries) head.push(id);
     const ticket = new SendTicket();
     for (const call of calls) call.ticket.joinBatch(ticket);
-    this.run(calls[0]!.batchScript, keys, head, ticket).then(
+    this.run(calls[0]!.batchScript, keys, head, ticket, resend).then(
       (reply) => {
         done();
         if (reply === NOT_RUN_REPLY) {
@@ -235,7 +242,12 @@ export class Batcher {
           for (const call of calls) fail(call, error);
           return;
         }
-        const answers = Array.isArray(reply) ? split(reply, calls) : undefined;
+        const answers = Array.isArray(reply)
+          ? splitBatchReply(
+              reply,
+              calls.map((call) => call.handlers.flat),
+            )
+          : undefined;
         if (answers === undefined) {
           // Not the reply itself: it can be long, and an error text inside it (OOM) would make
           // the failure read as that error (redis-memory.ts isOutOfMemory).
@@ -260,30 +272,6 @@ export class Batcher {
       },
     );
   }
-}
-
-/**
- * Each call's reply from a batch script's: one element, or for a decision of several policies
- * that starts with a number, that many elements as one array (lua/include/batch.lua). undefined
- * when the reply does not split into exactly one answer per call.
- */
-function split(reply: unknown[], calls: readonly Call[]): unknown[] | undefined {
-  const answers: unknown[] = new Array(calls.length);
-  let at = 0;
-  for (let i = 0; i < calls.length; i++) {
-    if (at >= reply.length) return undefined;
-    const first = reply[at];
-    const n = calls[i]!.handlers.flat;
-    if (n !== undefined && typeof first === 'number') {
-      const width = flatWidth(first, n);
-      answers[i] = reply.slice(at, at + width);
-      at += width;
-    } else {
-      answers[i] = first;
-      at += 1;
-    }
-  }
-  return at === reply.length ? answers : undefined;
 }
 
 function isAbandoned(call: Call): boolean {

@@ -68,6 +68,34 @@ export function flatWidth(head: number, n: number): number {
 }
 
 /**
+ * Each call's reply from a batch script's (lua/include/batch.lua): one element, or for a call
+ * whose `flats` entry gives its number of policies and whose reply starts with a number, that
+ * decision's elements as one array. undefined when the reply does not split into exactly one
+ * answer per call.
+ */
+export function splitBatchReply(
+  reply: readonly unknown[],
+  flats: readonly (number | undefined)[],
+): unknown[] | undefined {
+  const answers: unknown[] = new Array(flats.length);
+  let at = 0;
+  for (let i = 0; i < flats.length; i++) {
+    if (at >= reply.length) return undefined;
+    const first = reply[at];
+    const n = flats[i];
+    if (n !== undefined && typeof first === 'number') {
+      const width = flatWidth(first, n);
+      answers[i] = reply.slice(at, at + width);
+      at += width;
+    } else {
+      answers[i] = first;
+      at += 1;
+    }
+  }
+  return at === reply.length ? answers : undefined;
+}
+
+/**
  * A decision's table reply (lua/include/engine.lua): { admitted + 4 · packed_mask, then per
  * policy i its packed value when bit i of packed_mask is set (read with `unpack[i]` for the
  * call's `cost`), else its five fields }; a block's { 2, by, left }.

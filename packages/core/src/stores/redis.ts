@@ -96,7 +96,7 @@ export class RedisStore implements Store {
     this.batcher =
       this.batch &&
       new Batcher(
-        (script, keys, args, ticket) => this.runRaw(script, keys, args, ticket),
+        (script, keys, args, ticket, onResend) => this.runRaw(script, keys, args, ticket, onResend),
         this.batch,
         this.client.cluster === true,
       );
@@ -274,17 +274,22 @@ export class RedisStore implements Store {
     return pending;
   }
 
-  /** EVALSHA, EVAL on NOSCRIPT, undecoded: batches and leases read the raw reply. */
+  /**
+   * EVALSHA, EVAL on NOSCRIPT (`onResend` called as it is sent), undecoded: batches and leases
+   * read the raw reply.
+   */
   runRaw(
     script: { readonly sha1: string; readonly source: string },
     keys: readonly string[],
     args: readonly string[],
     ticket: SendTicket,
+    onResend?: () => void,
   ): Promise<unknown> {
     const client = this.client;
     try {
       return client.evalsha(script.sha1, keys, args, ticket).catch((error: unknown) => {
         if (!String((error as Error)?.message).startsWith('NOSCRIPT')) throw error;
+        onResend?.();
         return client.eval(script.source, keys, args, ticket);
       });
     } catch (error) {
