@@ -1,5 +1,9 @@
-// The engine's path for limiters of two to four policies, written out once per policy count by
-// scripts/generate-lua.mjs where lua/include/engine.lua says `--- @unrolled` (and its state
+// The variants of lua/include/engine.lua that scripts/generate-lua.mjs and lua-combined.mjs
+// put in scripts: splitEngine cuts it into what a batch script defines once and its per-call
+// part; singleEngine pastes the several-policies part back inline for a single-call script;
+// batchReply has a batch script's decisions of several policies answer into the batch's reply;
+// and, below, the engine's path for limiters of two to four policies, written out once per
+// policy count by scripts/generate-lua.mjs where lua/include/engine.lua says `--- @unrolled` (and its state
 // where include/blocks.lua says `--- @unrolled-state`). It decides as the engine's loop does, but
 // keeps each check's values in locals: the loop stores ten values per policy in the table V and
 // reads them back, and for a 3-policy limiter that table work was a fifth of what Redis spent on

@@ -4,6 +4,7 @@
  * and the script cache, so every test starts on the NOSCRIPT path.
  */
 import { Redis, type RedisOptions } from 'ioredis';
+import { type RedisServerHandle, startRedisServer } from './redis-server';
 
 export function testRedisUrl(): string {
   const url = process.env.FLOODGATE_TEST_REDIS_URL ?? process.env.REDIS_URL;
@@ -74,6 +75,28 @@ export function useTestRedisConnection(options: RedisOptions = {}): () => Redis 
     if (!client)
       throw new Error('useTestRedisConnection(): the connection exists only inside tests');
     return client;
+  };
+}
+
+/**
+ * A redis-server of its own for a test file (or a describe block), started before its tests and
+ * stopped after them, with one ioredis connection: for tests that need the server-wide script
+ * cache or command counters to themselves (other jest workers share the suite's server).
+ * Call at the top level of the file or block; use the returned getter inside tests.
+ */
+export function useOwnRedisServer(): () => { server: RedisServerHandle; client: Redis } {
+  let own: { server: RedisServerHandle; client: Redis } | undefined;
+  beforeAll(async () => {
+    const server = await startRedisServer();
+    own = { server, client: new Redis(server.port) };
+  });
+  afterAll(async () => {
+    own?.client.disconnect();
+    await own?.server.stop();
+  });
+  return () => {
+    if (!own) throw new Error('useOwnRedisServer(): the server exists only inside tests');
+    return own;
   };
 }
 

@@ -28,16 +28,25 @@ const warm = async (limiter: RateLimiter): Promise<void> => {
   await Promise.all([limiter.consume('warm'), limiter.consume('warm')]);
 };
 
+/**
+ * A limiter on a recording client whose scripts are cached, with nothing recorded yet and Redis
+ * paused for 300 ms: what it sends now stays in flight until the pause ends.
+ */
+const heldLimiter = async (prefix: string) => {
+  const { wrapper, sent } = recording();
+  const limiter = limiterOn(wrapper, prefix);
+  await warm(limiter);
+  sent.length = 0;
+  await pause(300);
+  return { limiter, sent };
+};
+
 test('the rule: three in flight at most, another from 4 calls, 8 at once, halves from 8', () => {
   expect([MAX_IN_FLIGHT, SECOND_AT, SEND_NOW_AT, SPLIT_AT]).toEqual([3, 4, 8, 8]);
 });
 
 test('8 calls of one tick on an idle node go at once; the rest of the tick goes at its end', async () => {
-  const { wrapper, sent } = recording();
-  const limiter = limiterOn(wrapper, 'pipe0');
-  await warm(limiter);
-  sent.length = 0;
-  await pause(300);
+  const { limiter, sent } = await heldLimiter('pipe0');
   const calls = Array.from({ length: 7 }, (_, i) => limiter.consume(`a${i}`));
   // Seven wait for the end of the tick; the eighth sends all eight before it ends.
   expect(sent).toEqual([]);
@@ -64,11 +73,7 @@ test('8 calls of one tick on an idle node go at once; the rest of the tick goes 
 });
 
 test('calls made while three round trips are in flight wait for a reply, then go together', async () => {
-  const { wrapper, sent } = recording();
-  const limiter = limiterOn(wrapper, 'pipe1');
-  await warm(limiter);
-  sent.length = 0;
-  await pause(300);
+  const { limiter, sent } = await heldLimiter('pipe1');
   const first = Array.from({ length: 10 }, (_, i) => limiter.consume(`a${i}`));
   await nextTurn();
   const second = Array.from({ length: 3 }, (_, i) => limiter.consume(`b${i}`));
@@ -97,11 +102,7 @@ test('calls made while three round trips are in flight wait for a reply, then go
 });
 
 test('beside one batch in flight, a second goes once SECOND_AT (4) calls wait', async () => {
-  const { wrapper, sent } = recording();
-  const limiter = limiterOn(wrapper, 'pipe2');
-  await warm(limiter);
-  sent.length = 0;
-  await pause(300);
+  const { limiter, sent } = await heldLimiter('pipe2');
   const four = Array.from({ length: 4 }, (_, i) => limiter.consume(`a${i}`));
   await nextTurn();
   const three = Array.from({ length: 3 }, (_, i) => limiter.consume(`b${i}`));
@@ -123,11 +124,7 @@ test('beside one batch in flight, a second goes once SECOND_AT (4) calls wait', 
 });
 
 test('a single call in flight holds every later call until its reply', async () => {
-  const { wrapper, sent } = recording();
-  const limiter = limiterOn(wrapper, 'pipe3');
-  await warm(limiter);
-  sent.length = 0;
-  await pause(300);
+  const { limiter, sent } = await heldLimiter('pipe3');
   const lone = limiter.consume('a');
   await nextTurn();
   const later = Array.from({ length: 3 }, (_, i) => limiter.consume(`b${i}`));
@@ -159,11 +156,7 @@ test('an idle queue splits again only after splits that overlapped; else 1, 3, 7
 });
 
 test('calls queued behind three round trips whose replies come back together go in halves', async () => {
-  const { wrapper, sent } = recording();
-  const limiter = limiterOn(wrapper, 'pipe7');
-  await warm(limiter);
-  sent.length = 0;
-  await pause(300);
+  const { limiter, sent } = await heldLimiter('pipe7');
   const first: ReturnType<typeof limiter.consume>[] = [];
   for (const group of ['a', 'b', 'c']) {
     first.push(...Array.from({ length: 4 }, (_, i) => limiter.consume(`${group}${i}`)));

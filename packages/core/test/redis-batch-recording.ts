@@ -4,7 +4,7 @@
  * script commands were then still unanswered (round trips in flight).
  */
 import { Redis } from 'ioredis';
-import { type RedisServerHandle, startRedisServer } from '../../../test/harness/redis-server';
+import { useOwnRedisServer } from '../../../test/harness/redis';
 import { BATCH_SCRIPTS, SCRIPTS } from '../src/generated/scripts';
 
 /** One script command as it was handed to the connection. */
@@ -23,20 +23,11 @@ export interface Sent {
  * meet NOSCRIPT), flushed before each test, and hands out recording clients.
  */
 export function ownRedis() {
-  let server: RedisServerHandle;
-  let client: Redis;
+  const own = useOwnRedisServer();
   const opened: Redis[] = [];
-  beforeAll(async () => {
-    server = await startRedisServer();
-    client = new Redis(server.port);
-  });
-  afterAll(async () => {
-    client.disconnect();
-    await server.stop();
-  });
   beforeEach(async () => {
-    await client.flushdb();
-    await client.script('FLUSH');
+    await own().client.flushdb();
+    await own().client.script('FLUSH');
   });
   afterEach(() => {
     for (const c of opened.splice(0)) c.disconnect();
@@ -49,7 +40,7 @@ export function ownRedis() {
   /** A real ioredis client of its own (the store sends its scripts through `sendCommand`). */
   const recording = () => {
     const sent: Sent[] = [];
-    const wrapper = new Redis(server.port);
+    const wrapper = new Redis(own().server.port);
     opened.push(wrapper);
     const send = wrapper.sendCommand.bind(wrapper);
     // ioredis hands a command to sendCommand again when it leaves the offline queue: count once.
@@ -77,10 +68,10 @@ export function ownRedis() {
    * written meanwhile stays in flight, unanswered, until the pause ends.
    */
   const pause = async (ms: number): Promise<void> => {
-    await client.call('CLIENT', 'PAUSE', String(ms), 'ALL');
+    await own().client.call('CLIENT', 'PAUSE', String(ms), 'ALL');
   };
 
-  return { testRedis: (): Redis => client, recording, pause };
+  return { testRedis: (): Redis => own().client, recording, pause };
 }
 
 /** The next turn of the event loop (a later tick than the calls made before it). */

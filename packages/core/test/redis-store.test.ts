@@ -9,10 +9,10 @@ import {
   connectIoredis,
   keysWithTtl,
   testRedisUrl,
+  useOwnRedisServer,
   useTestRedis,
   workerDb,
 } from '../../../test/harness/redis';
-import { type RedisServerHandle, startRedisServer } from '../../../test/harness/redis-server';
 import { ENGINE_SCRIPT, SCRIPT_PARTS, SCRIPTS } from '../src/generated/scripts';
 import {
   fixedWindow,
@@ -87,15 +87,10 @@ test('a mixed limiter runs a script of just its algorithms, made exactly as the 
 // The script cache and the command counters are server-wide, and other jest workers share the
 // suite's server: these tests get a server of their own so nothing else can touch either.
 describe('on a server of its own: script cache and round trips', () => {
-  let server: RedisServerHandle;
+  const own = useOwnRedisServer();
   let client: Redis;
-  beforeAll(async () => {
-    server = await startRedisServer();
-    client = new Redis(server.port);
-  });
-  afterAll(async () => {
-    client.disconnect();
-    await server.stop();
+  beforeAll(() => {
+    client = own().client;
   });
 
   async function stats(): Promise<Record<string, number>> {

@@ -20,7 +20,7 @@ export interface RedisStoreOptions {
   /**
    * Decisions bound for the same Redis node (cluster: the same slot) go out together as one
    * script call that decides them in order, exactly as single calls would (one Redis TIME for
-   * all), up to two such calls in flight. A lone decision is never delayed. `false` sends
+   * all), up to three such calls in flight. A lone decision is never delayed. `false` sends
    * one EVALSHA per decision; an object bounds a batch (`maxDecisions` calls, `maxBytes`
    * characters of keys and arguments). Works the same on every client: the store sends its
    * commands itself, never through ioredis auto-pipelining. On a Redis Cluster client it is off

@@ -12,7 +12,7 @@ import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
 import { sharesOneKey } from '../keys.js';
 import { configError, readOptions } from '../options.js';
 import { lockoutArg, type Policy } from '../policy.js';
-import { Batcher, type BatchLimits } from './redis-batch.js';
+import { Batcher, type Handlers as BatchHandlers, type BatchLimits } from './redis-batch.js';
 import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
 import { redisLeases } from './redis-leases.js';
 import { checkMemoryPolicy, isOutOfMemory } from './redis-memory.js';
@@ -298,12 +298,9 @@ export class RedisStore implements Store {
   }
 }
 
-interface Handlers {
+/** The batcher's handlers (redis-batch.ts), whose decoding answers a StoreDecision. */
+interface Handlers extends BatchHandlers {
   decode(reply: unknown): StoreDecision;
-  /** Several policies: their decisions come inline in a batch reply (redis-batch.ts). */
-  readonly flat?: number | undefined;
-  /** Rejects with the store's error, or resolves with what a full Redis could still decide. */
-  wrap(error: unknown, keys: readonly string[]): Promise<unknown>;
 }
 
 /** Characters in `strings` (a batch's size bound counts keys and arguments this way). */
