@@ -65,23 +65,55 @@ for e = 1, count do
 end
 NO_BLOCKS = redis.call('EXISTS', unpack(block_keys)) == 0
 
+-- A lone consume: a shape of one policy, consuming (mode 0, cost > 0), with no lockout. While no
+-- block key of the batch exists (NO_BLOCKS) such a decision is what the engine's one-policy path
+-- makes of it (include/engine.lua: no block to read, ALONE, check then commit, nothing to lock
+-- out), so it runs that path directly on its key: no KEYS table, no mode dispatch, nothing the
+-- shape settles decided again per call (~140 Lua instructions of ~220 for a fixedWindow
+-- decision, docs/benchmarks.md "Lone consumes"). The combined layout's shapes have several
+-- policies and never take it.
+local LONE_CHECK, LONE_COMMIT, LONE_O
+local function lone_shape(nkeys)
+  if nkeys ~= 2 or MODE ~= '0' or COST <= 0 or ARGV[#ARGV] ~= '' then return false end
+  -- A mixed script's algorithm by name (an unknown one is left to the engine's own error).
+  if not CHECK and not ALG[ARGV[FIRST_ARG]] then return false end
+  local check, commit, _, _, nargs = algorithm(FIRST_ARG)
+  -- One policy: its group and its lockout are the last ARGV.
+  if FIRST_ARG + nargs + 1 ~= #ARGV then return false end
+  LONE_CHECK, LONE_COMMIT, LONE_O = check, commit, FIRST_ARG + 1
+  return true
+end
+local function decide_lone(key)
+  ALONE = true
+  local allowed, remaining, reset, retry, delay, packed, new1, new2, new3, new4 = LONE_CHECK(key, LONE_O, COST)
+  if allowed == 1 and new1 ~= nil then LONE_COMMIT(key, LONE_O, COST, reset, new1, new2, new3, new4) end
+  if packed then return packed end
+  return { allowed, allowed, remaining, reset, retry, delay }
+end
+
 -- replies (and block_keys) start as copies of keys, made at their size in one step (a table
 -- that grows is reallocated at 1, 2, 4 … entries); every element is replaced.
-local replies, current = { unpack(BATCH_KEYS, 1, count) }, nil
+local replies, current, lone = { unpack(BATCH_KEYS, 1, count) }, nil, false
 OUT, OUTN = replies, 0
 k = 0
 for e = 1, count do
   local shape = one or shapes[BATCH_ARGV[p + e - 1]]
-  local keys = shape[3]
-  for i = 1, shape[1] do keys[i] = BATCH_KEYS[k + i] end
-  k = k + shape[1]
-  KEYS, ARGV, NUMS = keys, shape[2], shape[4]
-  if shape ~= current or MODE ~= ARGV[1] then
+  if shape ~= current or MODE ~= shape[2][1] then
+    ARGV, NUMS = shape[2], shape[4]
     read_call()
-    current = shape
+    current, lone = shape, lone_shape(shape[1])
   end
-  local before = OUTN
-  local ok, reply = pcall(decide)
+  local before, ok, reply = OUTN, nil, nil
+  if lone and NO_BLOCKS then
+    k = k + 2
+    ok, reply = pcall(decide_lone, BATCH_KEYS[k - 1])
+  else
+    local keys = shape[3]
+    for i = 1, shape[1] do keys[i] = BATCH_KEYS[k + i] end
+    k = k + shape[1]
+    KEYS = keys
+    ok, reply = pcall(decide)
+  end
   if not ok then
     -- A failure after the engine wrote its reply (the combined layout writes the state last):
     -- the call answers its error alone.
