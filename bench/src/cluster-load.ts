@@ -7,6 +7,7 @@
 import { Cluster } from 'ioredis';
 import rlf from 'rate-limiter-flexible';
 import { procCpuUs } from './core-worker-cpu.js';
+import { crc16Step } from './engine-scripts.js';
 import { closedLoop, keySet, type Operation, rotate, type Sample, SCALE } from './measure.js';
 import { floodgateSubjects, NEVER_DENY } from './subjects.js';
 
@@ -162,18 +163,8 @@ export async function batchSizes(args: ClusterArgs): Promise<BatchSizeRow[]> {
   return rows;
 }
 
-/** CRC16-XMODEM, the checksum Redis Cluster maps keys to slots with (CLUSTER KEYSLOT). */
-const CRC = (() => {
-  const table = new Uint16Array(256);
-  for (let i = 0; i < 256; i++) {
-    let c = i << 8;
-    for (let bit = 0; bit < 8; bit++) c = c & 0x8000 ? (c << 1) ^ 0x1021 : c << 1;
-    table[i] = c & 0xffff;
-  }
-  return table;
-})();
-const step = (crc: number, byte: number) =>
-  ((crc << 8) & 0xffff) ^ CRC[((crc >> 8) ^ byte) & 0xff]!;
+/** CRC16-XMODEM, the checksum Redis Cluster maps keys to slots with (core's, one byte at a time). */
+const step = crc16Step;
 const crcOf = (text: string) => {
   let crc = 0;
   for (let i = 0; i < text.length; i++) crc = step(crc, text.charCodeAt(i));

@@ -23,6 +23,9 @@ interface ScriptsModule {
 interface KeysModule {
   sharesOneKey(policies: readonly Policy[]): boolean;
 }
+interface KeySlotModule {
+  crc16Step(crc: number, byte: number): number;
+}
 interface GeneratedModule {
   ENGINE_SCRIPT: EngineScript;
 }
@@ -37,5 +40,7 @@ export const { scriptFor, combinedScriptFor, batchScriptFor } =
   await load<ScriptsModule>('stores/scripts.js');
 /** Whether redisStore keeps these policies in one key per caller (core's `sharesOneKey`). */
 export const { sharesOneKey } = await load<KeysModule>('keys.js');
+/** One byte into a running CRC16, as Redis Cluster hashes keys to slots (core's `crc16Step`). */
+export const { crc16Step } = await load<KeySlotModule>('stores/key-slot.js');
 /** The script that runs every algorithm. */
 export const { ENGINE_SCRIPT } = await load<GeneratedModule>('generated/scripts.js');
