@@ -28,6 +28,8 @@
 --         allowed, before it when denied), negated minus 1 when denied; in layouts 1 and 2
 --         while window · (limit + 1) < 2^53 (fixedWindowAlgorithm.unpack)
 
+--- @include "count-first"
+
 local function fixed_window_check(key, o, cost)
   local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
   local layout = ARGV[o + 2]
@@ -67,37 +69,10 @@ local function fixed_window_check(key, o, cost)
   end
   local window_left = (index + 1) * window - now
   if ALONE then
-    -- The limiter's only policy, consuming: count first, then look (one INCRBY per admitted
-    -- decision, no GET). The count before this request is this window's when it lies in
-    -- [base, base + limit]; otherwise (a missing key, another window's count, a value that is
-    -- not one) the window starts with this request. ALONE: cost is the call's, ARGV[3] as
-    -- written (a string argument costs Redis nothing to convert: the prelude's ttl_ms).
-    local counted = redis.pcall('INCRBY', count_key, ARGV[3])
-    if type(counted) == 'table' then
-      -- A string that is not a count is overwritten (as a GET would count it as nothing); a key
-      -- of another type fails the call, as a GET of it would.
-      if string.find(counted.err, 'WRONGTYPE', 1, true) then error(counted) end
-      counted = nil
-    end
-    if counted then used = counted - cost - base end
-    if not counted or used < 0 or used > limit then
-      used = 0
-      if cost <= limit then
-        redis.call('SET', count_key, string.format('%d', base + cost), 'PX', ttl_ms(window_left))
-        return 1, limit - cost, window_left, 0, 0, packed and (window_left - 1) * packed + cost
-      end
-    elseif used + cost <= limit then
-      -- A window's first count (a key INCRBY made) gets the TTL until the window ends.
-      if used == 0 then redis.call('PEXPIRE', count_key, ttl_ms(window_left)) end
-      local after = used + cost
-      return 1, limit - after, window_left, 0, 0, packed and (window_left - 1) * packed + after
-    end
-    -- Denied: the count goes back to what it was (a key INCRBY made goes away).
-    if counted == cost then
-      redis.call('DEL', count_key)
-    elseif counted then
-      redis.call('DECRBY', count_key, ARGV[3])
-    end
+    -- The limiter's only policy, consuming: count first, then look (include/count-first.lua).
+    -- cost is the call's: ARGV[3] as written.
+    local incr = ARGV[3]
+    return count_first(count_key, cost, incr, limit, base, window_left, packed)
   elseif used + cost <= limit then
     local after = used + cost
     return 1, limit - after, after > 0 and window_left or 0, 0, 0,
@@ -154,4 +129,30 @@ local function fixed_window_refund(key, o, cost)
   end
   if used > 0 then redis.call('DECRBY', count_key, string.format('%d', math.min(cost, used))) end
 end
-register('fixed-window', fixed_window_check, fixed_window_commit, fixed_window_clear, fixed_window_refund, 3)
+--- @batch
+-- A batch's lone consumes of this policy (include/batch.lua: one policy, cost > 0, no lockout,
+-- no block in the batch): a decider of one key, made once per shape of calls, with what the
+-- shape and the batch's clock settle (limit, window, index, base, time left, packed width)
+-- worked out here instead of on every decision; nil for layout 2 (the engine's check does it).
+-- It decides as check does when ALONE: the same count_first.
+local function fixed_window_lone(o, cost)
+  local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
+  local layout, incr = ARGV[o + 2], ARGV[3]
+  if layout == '2' then return nil end
+  local index = math.floor(now / window)
+  local window_left, base, packed = (index + 1) * window - now, 0, nil
+  if layout == '0' then
+    local suffix = ':' .. string.format('%d', index)
+    return function(key)
+      local count_key = key .. suffix
+      return count_first(count_key, cost, incr, limit, base, window_left, packed)
+    end
+  end
+  base = index * (limit + 1)
+  if window * (limit + 1) < 9007199254740992 then packed = limit + 1 end
+  return function(count_key)
+    return count_first(count_key, cost, incr, limit, base, window_left, packed)
+  end
+end
+--- @end batch
+register('fixed-window', fixed_window_check, fixed_window_commit, fixed_window_clear, fixed_window_refund, 3, fixed_window_lone)

@@ -43,7 +43,7 @@ const batch = read('include/batch.lua');
 // A batch script's algorithms and engine read the KEYS and ARGV of the call being decided:
 // these locals, which include/batch.lua points at each call's own.
 const BATCH_HEADER =
-  '-- Floodgate batch script (include/batch.lua says how it runs).\nlocal BATCH_KEYS, BATCH_ARGV = KEYS, ARGV\nlocal KEYS, ARGV, NUMS, OUT, OUTN';
+  '-- Floodgate batch script (include/batch.lua says how it runs).\nlocal BATCH_KEYS, BATCH_ARGV = KEYS, ARGV\nlocal KEYS, ARGV, NUMS, OUT, OUTN, LONE';
 // include/batch.lua runs read_call() once per shape of calls, before decide().
 // Its decisions' replies go into the batch's own (OUT, include/batch.lua; scripts/lua-unroll.mjs).
 const BATCH_ENGINE = `${batchReply(engineParts.defined)}\n\nlocal function decide()\n${engineParts.perCall}\nend`;
@@ -53,13 +53,19 @@ const combined = combinedVariant(engineSource, blocks, read('include/combined.lu
 // (include/batch.lua), where a single script parses each one on every call (a tonumber() costs
 // Redis about as much as a GET).
 const forBatch = (text) => text.replaceAll('tonumber(ARGV[', '(NUMS[');
-// Every algorithm file ends with `register('<name>', check, commit, clear|nil, refund, nargs)`. That
-// line is not Lua the script runs: it is replaced here, so that no table or closure is made on
-// each call to bind an algorithm (a script body runs on every EVALSHA).
+// Every algorithm file ends with `register('<name>', check, commit, clear|nil, refund, nargs[,
+// lone])`. That line is not Lua the script runs: it is replaced here, so that no table or closure
+// is made on each call to bind an algorithm (a script body runs on every EVALSHA).
 //   one-algorithm script: local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = check, commit, clear, refund, nargs, nil
+//                         and in its batch variant also `LONE = lone` (BATCH_HEADER declares it)
 //   mixed script:         ALG['<name>'] = { check, commit, clear, refund, nargs }, between
 //                         `local ALG = {}` and `local CHECK, COMMIT, CLEAR, REFUND, NARGS` (all nil)
-const REGISTER = /^register\('([a-z-]+)', (\w+), (\w+), (\w+), (\w+), (\d+)\)$/m;
+// lone (optional) makes a batch's decider for a shape of lone consumes (include/batch.lua). It is
+// defined between the lines `--- @batch` and `--- @end batch`, which only a one-algorithm batch
+// script keeps: any other script would pay its closure on every EVALSHA and never call it (a
+// mixed script's limiters have several policies, never a lone consume).
+const REGISTER = /^register\('([a-z-]+)', (\w+), (\w+), (\w+), (\w+), (\d+)(?:, (\w+))?\)$/m;
+const BATCH_ONLY = /^--- @batch\n([\s\S]*?)^--- @end batch\n/m;
 const MIXED_HEADER = 'local ALG = {}';
 const MIXED_FOOTER = 'local CHECK, COMMIT, CLEAR, REFUND, NARGS';
 // Shared steps of several algorithms (lua/include/<name>.lua) come in as BullMQ's do: a line
@@ -95,29 +101,31 @@ const algorithms = readdirSync(luaDir)
         `lua/${file} must end with register('${name}', check, commit, clear or nil, refund, nargs) (the file name is the algorithm name)`,
       );
     }
-    const [line, , check, commit, clear, refund, nargs] = match;
+    const [line, , check, commit, clear, refund, nargs, lone] = match;
+    const single = source.replace(BATCH_ONLY, '');
+    const inBatch = source.replace(BATCH_ONLY, '$1');
+    if ((single !== source) !== (lone !== undefined))
+      throw new Error(`lua/${file}: a lone decider is registered and defined under --- @batch, or neither`);
+    const solo = `local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = ${check}, ${commit}, ${clear}, ${refund}, ${nargs}, nil`;
     return {
       name,
       uses,
-      solo: source.replace(
-        line,
-        `local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = ${check}, ${commit}, ${clear}, ${refund}, ${nargs}, nil`,
-      ),
-      mixed: source.replace(
-        line,
-        `ALG['${name}'] = { ${check}, ${commit}, ${clear}, ${refund}, ${nargs} }`,
-      ),
+      solo: single.replace(line, solo),
+      mixed: single.replace(line, `ALG['${name}'] = { ${check}, ${commit}, ${clear}, ${refund}, ${nargs} }`),
+      soloBatch: inBatch.replace(line, lone ? `${solo}\nLONE = ${lone}` : solo),
     };
   });
 
 const join2 = (parts) => `${parts.join('\n\n')}\n`;
 // The shared steps these algorithms use, each once, in name order (stores/scripts.ts does the same).
 const stepsFor = (list) => [...new Set(list.flatMap((a) => a.uses))].sort().map((i) => includes[i]);
+// parts: a single script's; batchParts (one algorithm): its batch variant's, `--- @batch` lines kept.
 const bodies = [
   ...algorithms.map((a) => ({
     name: a.name,
     algorithms: [a.name],
     parts: [...stepsFor([a]), a.solo],
+    batchParts: [...stepsFor([a]), a.soloBatch],
   })),
   {
     name: 'engine',
@@ -136,7 +144,7 @@ const batchScripts = bodies.map((b) => ({
   source: join2([
     BATCH_HEADER,
     batchPrelude,
-    ...b.parts.map(forBatch),
+    ...(b.batchParts ?? b.parts).map(forBatch),
     blocks,
     BATCH_ENGINE,
     batch,

@@ -69,63 +69,91 @@ NO_BLOCKS = redis.call('EXISTS', unpack(block_keys)) == 0
 -- block key of the batch exists (NO_BLOCKS) such a decision is what the engine's one-policy path
 -- makes of it (include/engine.lua: no block to read, ALONE, check then commit, nothing to lock
 -- out), so it runs that path directly on its key: no KEYS table, no mode dispatch, nothing the
--- shape settles decided again per call (~40 of ~220 VM instructions and ~11 % of Redis's work
--- for a batched fixedWindow decision, docs/benchmarks.md "Lone consumes"). The combined
--- layout's shapes have several policies and never take it.
+-- shape settles decided again per call (docs/benchmarks.md "Lone consumes"). An algorithm may
+-- register a decider maker (LONE, scripts/generate-lua.mjs: fixedWindow's), run once per shape, with
+-- what the shape and the clock settle worked out; otherwise the decider is its check then its
+-- commit. Either gives check's values (allowed, remaining, reset, retry, delay, packed). The
+-- combined layout's shapes have several policies and never take it. A lone consume writes no
+-- block, so NO_BLOCKS holds for the rest of a run of them.
 local LONE_CHECK, LONE_COMMIT, LONE_O
-local function lone_shape(nkeys)
-  if nkeys ~= 2 or MODE ~= '0' or COST <= 0 or ARGV[#ARGV] ~= '' then return false end
-  -- A mixed script's algorithm by name (an unknown one is left to the engine's own error).
-  if not CHECK and not ALG[ARGV[FIRST_ARG]] then return false end
-  local check, commit, _, _, nargs = algorithm(FIRST_ARG)
-  -- One policy: its group and its lockout are the last ARGV.
-  if FIRST_ARG + nargs + 1 ~= #ARGV then return false end
-  LONE_CHECK, LONE_COMMIT, LONE_O = check, commit, FIRST_ARG + 1
-  return true
-end
 local function decide_lone(key)
-  ALONE = true
   local allowed, remaining, reset, retry, delay, packed, new1, new2, new3, new4 = LONE_CHECK(key, LONE_O, COST)
   if allowed == 1 and new1 ~= nil then LONE_COMMIT(key, LONE_O, COST, reset, new1, new2, new3, new4) end
-  if packed then return packed end
-  return { allowed, allowed, remaining, reset, retry, delay }
+  return allowed, remaining, reset, retry, delay, packed
+end
+-- The decider for the calls of the current shape, or nil when they are not lone consumes.
+local function lone_shape(nkeys)
+  if nkeys ~= 2 or MODE ~= '0' or COST <= 0 or ARGV[#ARGV] ~= '' then return nil end
+  -- A mixed script's algorithm by name (an unknown one is left to the engine's own error).
+  if not CHECK and not ALG[ARGV[FIRST_ARG]] then return nil end
+  local check, commit, _, _, nargs = algorithm(FIRST_ARG)
+  -- One policy: its group and its lockout are the last ARGV.
+  if FIRST_ARG + nargs + 1 ~= #ARGV then return nil end
+  -- As the engine sets it for a one-policy consume (check may read it).
+  ALONE = true
+  -- LONE: the algorithm's decider maker in a one-algorithm batch script, else nil.
+  local decider = LONE and LONE(FIRST_ARG + 1, COST)
+  if decider then return decider end
+  LONE_CHECK, LONE_COMMIT, LONE_O = check, commit, FIRST_ARG + 1
+  return decide_lone
 end
 
 -- replies (and block_keys) start as copies of keys, made at their size in one step (a table
 -- that grows is reallocated at 1, 2, 4 … entries); every element is replaced.
-local replies, current, lone = { unpack(BATCH_KEYS, 1, count) }, nil, false
+local replies, current, lone = { unpack(BATCH_KEYS, 1, count) }, nil, nil
 OUT, OUTN = replies, 0
 k = 0
-for e = 1, count do
+local e = 1
+while e <= count do
   local shape = one or shapes[BATCH_ARGV[p + e - 1]]
   if shape ~= current or MODE ~= shape[2][1] then
     ARGV, NUMS = shape[2], shape[4]
     read_call()
     current, lone = shape, lone_shape(shape[1])
   end
-  local before, ok, reply = OUTN, nil, nil
   if lone and NO_BLOCKS then
-    k = k + 2
-    ok, reply = pcall(decide_lone, BATCH_KEYS[k - 1])
+    -- This call and the ones after it of the same shape, one after another.
+    local last = count
+    if not one then
+      last = e
+      local id = BATCH_ARGV[p + e - 1]
+      while last < count and BATCH_ARGV[p + last] == id do last = last + 1 end
+    end
+    for _ = e, last do
+      k = k + 2
+      local ok, allowed, remaining, reset, retry, delay, packed = pcall(lone, BATCH_KEYS[k - 1])
+      if not ok then
+        allowed = type(allowed) == 'table' and (allowed.err or allowed.msg) or tostring(allowed)
+      elseif packed then
+        allowed = packed
+      else
+        allowed = { allowed, allowed, remaining, reset, retry, delay }
+      end
+      OUTN = OUTN + 1
+      replies[OUTN] = allowed
+    end
+    e = last + 1
   else
     local keys = shape[3]
     for i = 1, shape[1] do keys[i] = BATCH_KEYS[k + i] end
     k = k + shape[1]
     KEYS = keys
-    ok, reply = pcall(decide)
-  end
-  if not ok then
-    -- A failure after the engine wrote its reply (the combined layout writes the state last):
-    -- the call answers its error alone.
-    for j = before + 1, OUTN do replies[j] = nil end
-    OUTN = before
-    reply = type(reply) == 'table' and (reply.err or reply.msg) or tostring(reply)
-  elseif reply == nil then
-    reply = false
-  end
-  if reply ~= replies then
-    OUTN = OUTN + 1
-    replies[OUTN] = reply
+    local before = OUTN
+    local ok, reply = pcall(decide)
+    if not ok then
+      -- A failure after the engine wrote its reply (the combined layout writes the state last):
+      -- the call answers its error alone.
+      for j = before + 1, OUTN do replies[j] = nil end
+      OUTN = before
+      reply = type(reply) == 'table' and (reply.err or reply.msg) or tostring(reply)
+    elseif reply == nil then
+      reply = false
+    end
+    if reply ~= replies then
+      OUTN = OUTN + 1
+      replies[OUTN] = reply
+    end
+    e = e + 1
   end
 end
 return replies

@@ -1,0 +1,45 @@
+-- Shared step of fixedWindow's layouts 0 and 1 (lua/fixed-window.lua): a lone consume (ALONE,
+-- the limiter's only policy) counts first and looks after. One INCRBY of the call's cost (its
+-- ARGV as written, `incr`: a string argument costs Redis nothing to convert) on count_key,
+-- which holds base + the count while it is this window's; then a SET … PX when the count was
+-- not this window's (layout 1), a PEXPIRE on a window's first count (layout 0), or, on a
+-- denial, the count back to what it was: one command per admitted decision, no GET. Gives
+-- check's values (allowed, remaining, reset_after, retry_after, delay, packed), nothing for
+-- commit (it has written). Written out where it is called (`return count_first(…)`): in the
+-- single script's check and in the batch script's lone decider (fixed_window_lone), the same
+-- lines, no closure.
+--- @inline
+local function count_first(count_key, cost, incr, limit, base, window_left, packed)
+  -- The count before this request is this window's when it lies in [base, base + limit];
+  -- otherwise (a missing key, another window's count, a value that is not one) the window
+  -- starts with this request.
+  local counted = redis.pcall('INCRBY', count_key, incr)
+  if type(counted) == 'table' then
+    -- A string that is not a count is overwritten (as a GET would count it as nothing); a key
+    -- of another type fails the call, as a GET of it would.
+    if string.find(counted.err, 'WRONGTYPE', 1, true) then error(counted) end
+    counted = nil
+  end
+  local used = 0
+  if counted then used = counted - cost - base end
+  if not counted or used < 0 or used > limit then
+    used = 0
+    if cost <= limit then
+      redis.call('SET', count_key, string.format('%d', base + cost), 'PX', ttl_ms(window_left))
+      return 1, limit - cost, window_left, 0, 0, packed and (window_left - 1) * packed + cost
+    end
+  elseif used + cost <= limit then
+    -- A window's first count (a key INCRBY made) gets the TTL until the window ends.
+    if used == 0 then redis.call('PEXPIRE', count_key, ttl_ms(window_left)) end
+    local after = used + cost
+    return 1, limit - after, window_left, 0, 0, packed and (window_left - 1) * packed + after
+  end
+  -- Denied: the count goes back to what it was (a key INCRBY made goes away).
+  if counted == cost then
+    redis.call('DEL', count_key)
+  elseif counted then
+    redis.call('DECRBY', count_key, incr)
+  end
+  return 0, limit - used, used > 0 and window_left or 0, cost > limit and -1 or window_left, 0,
+    packed and -((window_left - 1) * packed + used) - 1
+end
