@@ -37,8 +37,15 @@ const engineSource = read('include/engine.lua');
 // other, a batch script defines the first once and runs the second per call.
 const engineParts = splitEngine(unrollEngine(engineSource, (i) => `KEYS[${i}]`));
 const engine = singleEngine(engineParts);
-// The engine's steps on algorithms and blocks: before the engine, outside a batch's per-call function.
-const blocks = unrollState(read('include/blocks.lua'));
+// The engine's steps on algorithms and blocks: before the engine, outside a batch's per-call
+// function. Its `--- @engine-state` line starts what a batch script makes in make_engine().
+const ENGINE_STATE = /^--- @engine-state\n/m;
+const blocksText = unrollState(read('include/blocks.lua'));
+const stateAt = blocksText.search(ENGINE_STATE);
+if (stateAt < 0) throw new Error('lua/include/blocks.lua no longer holds a `--- @engine-state` line');
+const blocks = blocksText.replace(ENGINE_STATE, '');
+const batchBlocks = blocksText.slice(0, stateAt).trimEnd();
+const engineState = blocksText.slice(stateAt).replace(ENGINE_STATE, '').trim();
 const batch = read('include/batch.lua');
 // A batch script's algorithms and engine read the KEYS and ARGV of the call being decided:
 // these locals, which include/batch.lua points at each call's own.
@@ -46,7 +53,21 @@ const BATCH_HEADER =
   '-- Floodgate batch script (include/batch.lua says how it runs).\nlocal BATCH_KEYS, BATCH_ARGV = KEYS, ARGV\nlocal KEYS, ARGV, NUMS, OUT, OUTN, LONE';
 // include/batch.lua runs read_call() once per shape of calls, before decide().
 // Its decisions' replies go into the batch's own (OUT, include/batch.lua; scripts/lua-unroll.mjs).
-const BATCH_ENGINE = `${batchReply(engineParts.defined)}\n\nlocal function decide()\n${engineParts.perCall}\nend`;
+// The engine is made by make_engine(), which include/batch.lua runs for the first call of a batch
+// that needs it: its state (blocks.lua after `--- @engine-state`), decide_several and decide(),
+// the per-call part. Defined at the script's top they would be closures and upvalue objects made
+// on every EVALSHA (~2 900 instructions per decision in a fixedWindow batch of 32 that never uses
+// them: docs/benchmarks.md "Lone consumes").
+const BATCH_ENGINE = `local decide
+local function make_engine()
+${engineState}
+
+${batchReply(engineParts.defined)}
+
+return function()
+${engineParts.perCall}
+end
+end`;
 // The combined variant of multi-policy scripts (one key per caller): scripts/lua-combined.mjs.
 const combined = combinedVariant(engineSource, blocks, read('include/combined.lua'));
 // In a batch script the algorithms read their numbers from NUMS, parsed once per shape of calls
@@ -145,7 +166,7 @@ const batchScripts = bodies.map((b) => ({
     BATCH_HEADER,
     batchPrelude,
     ...(b.batchParts ?? b.parts).map(forBatch),
-    blocks,
+    batchBlocks,
     BATCH_ENGINE,
     batch,
   ]),
@@ -214,7 +235,7 @@ ${[...bodies, ...combinedBodies].map((b) => `  ${JSON.stringify(b.name)}: ${cons
  * The parts of a script for limiters that mix some of the algorithms: prelude, the steps those
  * algorithms use, mixedHeader, those algorithms (in name order), mixedFooter, blocks and engine,
  * joined by blank lines (\`engine\` above is all of them); its batch variant is batchHeader,
- * batchPrelude, the steps, mixedHeader, those batchAlgorithms, mixedFooter, blocks, batchEngine
+ * batchPrelude, the steps, mixedHeader, those batchAlgorithms, mixedFooter, batchBlocks, batchEngine
  * and batch.
  */
 export const SCRIPT_PARTS = {
@@ -222,6 +243,8 @@ export const SCRIPT_PARTS = {
   mixedHeader: ${JSON.stringify(MIXED_HEADER)},
   mixedFooter: ${JSON.stringify(MIXED_FOOTER)},
   blocks: ${JSON.stringify(blocks)},
+  /** A batch script's blocks part: without the engine state, which batchEngine makes when needed. */
+  batchBlocks: ${JSON.stringify(batchBlocks)},
   engine: ${JSON.stringify(engine)},
   batchHeader: ${JSON.stringify(BATCH_HEADER)},
   batchPrelude: ${JSON.stringify(batchPrelude)},

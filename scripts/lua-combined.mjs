@@ -104,10 +104,11 @@ end`;
   // A single script's: decide_several's body inline (scripts/lua-unroll.mjs singleEngine).
   const COMBINED_ENGINE = `${decideText('', singleEngine(combinedEngine))}\n\nreturn decide()`;
   // A batch script's: its decisions' replies go into the batch's own (scripts/lua-unroll.mjs).
-  const COMBINED_DECIDE = decideText(
+  // include/batch.lua asks make_engine() for decide when it has none: here it has.
+  const COMBINED_DECIDE = `${decideText(
     `${batchReply(combinedEngine.defined)}\n\n`,
     combinedEngine.perCall,
-  );
+  )}\n\nlocal function make_engine() return decide end`;
 
   /**
    * One combined script per one-algorithm body whose state is a string (for limiters of several

@@ -1,9 +1,10 @@
 -- Floodgate batch: the last part of every generated batch script, which decides several calls
 -- in one EVALSHA, in order, exactly as the single script would decide them one after another
 -- (redisStore's batching; docs/benchmarks.md). A batch script is
---   `local KEYS, ARGV` + prelude + the algorithms
---   + `local function decide() read_call()` engine `end` + this
--- so the algorithms and the engine read the KEYS and ARGV of the call being decided, which this
+--   `local KEYS, ARGV` + prelude + the algorithms + the block steps
+--   + `local function make_engine()` the engine's state and steps, `return function()` the
+--     engine's per-call part `end end` + this
+-- (scripts/generate-lua.mjs), so the algorithms and the engine read the KEYS and ARGV of the call being decided, which this
 -- loop points at each call in turn. Everything that depends only on a call's ARGV is worked out
 -- once per shape, not once per call: NUMS, each ARGV as a number (the generator has the batch
 -- script's algorithms read NUMS[i] where the single script parses tonumber(ARGV[i])), and the
@@ -139,6 +140,8 @@ while e <= count do
     k = k + shape[1]
     KEYS = keys
     local before = OUTN
+    -- The engine is made by the first call of the batch that needs it (scripts/generate-lua.mjs).
+    if not decide then decide = make_engine() end
     local ok, reply = pcall(decide)
     if not ok then
       -- A failure after the engine wrote its reply (the combined layout writes the state last):

@@ -11,6 +11,11 @@ local function algorithm(o)
   return a[1], a[2], a[3], a[4], a[5]
 end
 
+-- A batch script makes what follows only when a call of the batch goes through the engine
+-- (scripts/generate-lua.mjs: make_engine): a closure, and a local that one captures (an upvalue
+-- object), is made on every EVALSHA, and a batch of lone consumes (include/batch.lua) needs none.
+--- @engine-state
+
 -- The steps on the block state: parse_block, write_block, lockout_us, lock_out, made only
 -- where the engine needs them (a stored block to read, a block to write, a lockout). A `local
 -- function` is a closure made on every EVALSHA, ~1 000 instructions each (callgrind:

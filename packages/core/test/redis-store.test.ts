@@ -13,7 +13,7 @@ import {
   useTestRedis,
   workerDb,
 } from '../../../test/harness/redis';
-import { ENGINE_SCRIPT, SCRIPT_PARTS, SCRIPTS } from '../src/generated/scripts';
+import { BATCH_SCRIPTS, ENGINE_SCRIPT, SCRIPT_PARTS, SCRIPTS } from '../src/generated/scripts';
 import {
   fixedWindow,
   gcra,
@@ -24,7 +24,7 @@ import {
   tokenBucket,
 } from '../src/index';
 import { INJECTED_CLOCK_TTL_SLACK_MS } from '../src/stores/redis';
-import { scriptFor } from '../src/stores/scripts';
+import { batchScriptFor, scriptFor } from '../src/stores/scripts';
 import { limiterAt, T0 } from './redis-state';
 
 const testRedis = useTestRedis();
@@ -82,6 +82,26 @@ test('a mixed limiter runs a script of just its algorithms, made exactly as the 
   const decisions = [];
   for (let i = 0; i < 3; i++) decisions.push((await limiter.consume('mixed')).allowed);
   expect(decisions).toEqual([true, true, false]);
+});
+
+test("a mixed limiter's batch script is made from the parts exactly as the generator makes engine-batch", async () => {
+  const steps = (names: readonly string[]) =>
+    [...new Set(names.flatMap((n) => SCRIPT_PARTS.uses[n] ?? []))]
+      .sort()
+      .map((s) => SCRIPT_PARTS.steps[s]);
+  const make = (names: readonly string[]) =>
+    `${[SCRIPT_PARTS.batchHeader, SCRIPT_PARTS.batchPrelude, ...steps(names), SCRIPT_PARTS.mixedHeader, ...names.map((n) => SCRIPT_PARTS.batchAlgorithms[n]), SCRIPT_PARTS.mixedFooter, SCRIPT_PARTS.batchBlocks, SCRIPT_PARTS.batchEngine, SCRIPT_PARTS.batch].join('\n\n')}\n`;
+  expect(make(ENGINE_SCRIPT.algorithms)).toBe(BATCH_SCRIPTS.engine!.source);
+  const mixed = batchScriptFor(scriptFor(['gcra', 'fixed-window']));
+  expect(mixed.source).toBe(make(['fixed-window', 'gcra']));
+  expect(await testRedis().script('LOAD', mixed.source)).toBe(mixed.sha1);
+  // The engine's state is made when a call needs it (make_engine), not by every batch.
+  expect(SCRIPT_PARTS.batchBlocks).not.toMatch(/local VALUES|local function block_steps/);
+  expect(SCRIPT_PARTS.batchEngine).toMatch(/local function make_engine\(\)\n(.*\n)*local VALUES/);
+  // Only a one-algorithm batch script keeps an algorithm's lone decider (`--- @batch`).
+  expect(mixed.source).not.toMatch(/fixed_window_lone|^LONE = /m);
+  expect(BATCH_SCRIPTS['fixed-window']!.source).toMatch(/^LONE = fixed_window_lone$/m);
+  expect(SCRIPTS['fixed-window']!.source).not.toMatch(/fixed_window_lone|\bLONE\b/);
 });
 
 // The script cache and the command counters are server-wide, and other jest workers share the

@@ -85,7 +85,7 @@ export function batchScriptFor(script: GeneratedScript): GeneratedScript {
       SCRIPT_PARTS.mixedHeader,
       ...script.algorithms.map((n) => (c ?? SCRIPT_PARTS).batchAlgorithms[n]!),
       SCRIPT_PARTS.mixedFooter,
-      c ? c.blocks : SCRIPT_PARTS.blocks,
+      c ? c.blocks : SCRIPT_PARTS.batchBlocks,
       c ? c.batchEngine : SCRIPT_PARTS.batchEngine,
       SCRIPT_PARTS.batch,
     ];
