@@ -104,6 +104,25 @@ end
 local replies, current, lone = { unpack(BATCH_KEYS, 1, count) }, nil, nil
 OUT, OUTN = replies, 0
 k = 0
+
+-- A run of lone calls, from call `first` (its keys after BATCH_KEYS[kk]) to RUN_LAST, decided by
+-- RUN_LONE in one pcall rather than one each (a pcall costs ~700 instructions a decision,
+-- callgrind): OUTN counts the calls decided, so when one fails the loop below knows which, gives
+-- it its error as its reply and runs the rest again from the call after it. Its neighbours'
+-- answers are exactly those of a pcall per call.
+local RUN_LONE, RUN_LAST
+local function decide_run(first, kk)
+  local decider, keys, out, n = RUN_LONE, BATCH_KEYS, replies, OUTN
+  for _ = first, RUN_LAST do
+    kk = kk + 2
+    local allowed, remaining, reset, retry, delay, packed = decider(keys[kk - 1])
+    if not packed then packed = { allowed, allowed, remaining, reset, retry, delay } end
+    n = n + 1
+    out[n] = packed
+    OUTN = n
+  end
+end
+
 local e = 1
 while e <= count do
   local shape = one or shapes[BATCH_ARGV[p + e - 1]]
@@ -120,20 +139,20 @@ while e <= count do
       local id = BATCH_ARGV[p + e - 1]
       while last < count and BATCH_ARGV[p + last] == id do last = last + 1 end
     end
-    for _ = e, last do
-      k = k + 2
-      local ok, allowed, remaining, reset, retry, delay, packed = pcall(lone, BATCH_KEYS[k - 1])
-      if not ok then
-        allowed = type(allowed) == 'table' and (allowed.err or allowed.msg) or tostring(allowed)
-      elseif packed then
-        allowed = packed
+    RUN_LONE, RUN_LAST = lone, last
+    while e <= last do
+      local before = OUTN
+      local ok, err = pcall(decide_run, e, k)
+      local done = OUTN - before
+      if ok then
+        k, e = k + 2 * done, last + 1
       else
-        allowed = { allowed, allowed, remaining, reset, retry, delay }
+        -- Call e + done failed (its writes before the error stay, as a single script's would).
+        k, e = k + 2 * (done + 1), e + done + 1
+        OUTN = OUTN + 1
+        replies[OUTN] = type(err) == 'table' and (err.err or err.msg) or tostring(err)
       end
-      OUTN = OUTN + 1
-      replies[OUTN] = allowed
     end
-    e = last + 1
   else
     local keys = shape[3]
     for i = 1, shape[1] do keys[i] = BATCH_KEYS[k + i] end
