@@ -27,33 +27,36 @@
 --                (stores/redis-batch.ts). The engine writes them into OUT itself (a table per
 --                decision, and Redis nesting it, cost more than the rest of the reply:
 --                docs/benchmarks.md "Three policies"), from OUTN + 1, and answers OUT.
-local shapes, p, batch_now = {}, 2, nil
-local function redis_now()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-local S = tonumber(BATCH_ARGV[1])
+-- Numbers from the strings that hold one: `s + 0` converts once where tonumber(s) converts twice
+-- (~850 instructions a string in Redis's Lua, strtod twice: callgrind). Tables are made at their
+-- size in one step (one that grows is reallocated at 1, 2, 4, 8 … entries).
+local shapes, p, batch_now, one = {}, 2, nil, nil
+local S = BATCH_ARGV[1] + 0
 for s = 1, S do
-  local nkeys, nargs = tonumber(BATCH_ARGV[p]), tonumber(BATCH_ARGV[p + 1])
-  local args = {}
-  for i = 1, nargs do args[i] = BATCH_ARGV[p + 1 + i] end
+  local nkeys, nargs = BATCH_ARGV[p] + 0, BATCH_ARGV[p + 1] + 0
+  local args = { unpack(BATCH_ARGV, p + 2, p + 1 + nargs) }
   if args[2] == '' then
-    batch_now = batch_now or redis_now()
+    if not batch_now then
+      local t = redis.call('TIME')
+      batch_now = t[1] * 1000000 + t[2]
+    end
     args[2] = batch_now
   end
-  local nums = {}
-  for i = 1, nargs do nums[i] = tonumber(args[i]) end
-  -- The call's KEYS table is reused by every call of this shape (all have nkeys keys).
-  shapes[string.format('%d', s)] = { nkeys, args, {}, nums }
+  local nums = { unpack(args) }
+  for i = 1, nargs do
+    local a = args[i]
+    if a == '' then nums[i] = nil else nums[i] = tonumber(a) end
+  end
+  -- [3]: the call's KEYS table, made by the first call of this shape that goes through the engine
+  -- and reused by the others (all have nkeys keys).
+  local shape = { nkeys, args, false, nums }
+  if S == 1 then one = shape else shapes[string.format('%d', s)] = shape end
   p = p + 2 + nargs
 end
 
 -- The calls: the entries after the shapes, or with one shape as many as its keys make.
-local count, one = #BATCH_ARGV - p + 1, nil
-if S == 1 then
-  one = shapes['1']
-  count = #BATCH_KEYS / one[1]
-end
+local count = #BATCH_ARGV - p + 1
+if one then count = #BATCH_KEYS / one[1] end
 
 -- Each call's block key is its last key. One EXISTS of them all (~400 instructions a key) tells
 -- whether any call of the batch is blocked, which most batches are not; then no decision GETs
@@ -161,6 +164,10 @@ while e <= count do
     end
   else
     local keys = shape[3]
+    if not keys then
+      keys = {}
+      shape[3] = keys
+    end
     for i = 1, shape[1] do keys[i] = BATCH_KEYS[k + i] end
     k = k + shape[1]
     KEYS = keys
