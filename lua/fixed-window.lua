@@ -71,8 +71,8 @@ local function fixed_window_check(key, o, cost)
   if ALONE then
     -- The limiter's only policy, consuming: count first, then look (include/count-first.lua).
     -- cost is the call's: ARGV[3] as written.
-    local incr = ARGV[3]
-    return count_first(count_key, cost, incr, limit, base, window_left, packed)
+    local incr, wp = ARGV[3], packed and (window_left - 1) * packed
+    return count_first(count_key, cost, incr, limit, base, window_left, wp)
   elseif used + cost <= limit then
     local after = used + cost
     return 1, limit - after, after > 0 and window_left or 0, 0, 0,
@@ -140,18 +140,18 @@ local function fixed_window_lone(o, cost)
   local layout, incr = ARGV[o + 2], ARGV[3]
   if layout == '2' then return nil end
   local index = math.floor(now / window)
-  local window_left, base, packed = (index + 1) * window - now, 0, nil
+  local window_left, base, wp = (index + 1) * window - now, 0, nil
   if layout == '0' then
     local suffix = ':' .. string.format('%d', index)
     return function(key)
       local count_key = key .. suffix
-      return count_first(count_key, cost, incr, limit, base, window_left, packed)
+      return count_first(count_key, cost, incr, limit, base, window_left, wp)
     end
   end
   base = index * (limit + 1)
-  if window * (limit + 1) < 9007199254740992 then packed = limit + 1 end
+  if window * (limit + 1) < 9007199254740992 then wp = (window_left - 1) * (limit + 1) end
   return function(count_key)
-    return count_first(count_key, cost, incr, limit, base, window_left, packed)
+    return count_first(count_key, cost, incr, limit, base, window_left, wp)
   end
 end
 --- @end batch

@@ -9,10 +9,11 @@
 -- single script's check and in the batch script's lone decider (fixed_window_lone), the same
 -- lines, no closure.
 --- @inline
-local function count_first(count_key, cost, incr, limit, base, window_left, packed)
-  -- The count before this request is this window's when it lies in [base, base + limit];
-  -- otherwise (a missing key, another window's count, a value that is not one) the window
-  -- starts with this request.
+local function count_first(count_key, cost, incr, limit, base, window_left, wp)
+  -- wp: the packed reply's part for the time left, (window_left - 1) · (limit + 1), or nil
+  -- (layout 0: no packed reply). The count after this request is this window's when the count
+  -- before it lies in [base, base + limit]; otherwise (a missing key, another window's count, a
+  -- value that is not one) the window starts with this request.
   local counted = redis.pcall('INCRBY', count_key, incr)
   -- An error comes back as a table, which tonumber() answers nil for (type() would make Redis
   -- intern the string 'number' on every decision: ~180 instructions, callgrind).
@@ -22,19 +23,22 @@ local function count_first(count_key, cost, incr, limit, base, window_left, pack
     if string.find(counted.err, 'WRONGTYPE', 1, true) then error(counted) end
     counted = nil
   end
+  local after = counted and counted - base
+  -- Admitted (the common case first): the count before was this window's and had room.
+  if after and after >= cost and after <= limit then
+    -- A window's first count (a key INCRBY made) gets the TTL until the window ends.
+    if after == cost then redis.call('PEXPIRE', count_key, ttl_ms(window_left)) end
+    return 1, limit - after, window_left, 0, 0, wp and wp + after
+  end
   local used = 0
-  if counted then used = counted - cost - base end
-  if not counted or used < 0 or used > limit then
-    used = 0
+  if not after or after < cost or after - cost > limit then
+    -- Not this window's count: the window starts with this request, if it can ever be admitted.
     if cost <= limit then
       redis.call('SET', count_key, string.format('%d', base + cost), 'PX', ttl_ms(window_left))
-      return 1, limit - cost, window_left, 0, 0, packed and (window_left - 1) * packed + cost
+      return 1, limit - cost, window_left, 0, 0, wp and wp + cost
     end
-  elseif used + cost <= limit then
-    -- A window's first count (a key INCRBY made) gets the TTL until the window ends.
-    if used == 0 then redis.call('PEXPIRE', count_key, ttl_ms(window_left)) end
-    local after = used + cost
-    return 1, limit - after, window_left, 0, 0, packed and (window_left - 1) * packed + after
+  else
+    used = after - cost
   end
   -- Denied: the count goes back to what it was (a key INCRBY made goes away).
   if counted == cost then
@@ -43,5 +47,5 @@ local function count_first(count_key, cost, incr, limit, base, window_left, pack
     redis.call('DECRBY', count_key, incr)
   end
   return 0, limit - used, used > 0 and window_left or 0, cost > limit and -1 or window_left, 0,
-    packed and -((window_left - 1) * packed + used) - 1
+    wp and -(wp + used) - 1
 end

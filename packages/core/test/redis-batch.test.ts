@@ -145,6 +145,44 @@ test('one failing decision never fails its neighbours in the batch', async () =>
   ]);
 });
 
+test("a batch of lone fixedWindow consumes counts exactly and leaves every key with its window's TTL", async () => {
+  const redis = testRedis();
+  const { wrapper, sent } = recording();
+  // limit 3: the count and its window in one integer (layout 1); 1e12: the count alone at
+  // <base>:<window index> (layout 0), whose first count gets its TTL from a PEXPIRE.
+  const small = new RateLimiter({
+    store: redisStore({ client: wrapper }),
+    policies: [fixedWindow({ limit: 3, window: '1h' })],
+    prefix: 'batch9a',
+  });
+  const large = new RateLimiter({
+    store: redisStore({ client: wrapper }),
+    policies: [fixedWindow({ limit: 1e12, window: '1h' })],
+    prefix: 'batch9b',
+  });
+  const keys = Array.from({ length: 24 }, (_, i) => `u${i % 6}`);
+  const [a, b] = await Promise.all([
+    Promise.all(keys.map((k) => small.consume(k))),
+    Promise.all(keys.map((k) => large.consume(k, { cost: 2 }))),
+  ]);
+  // Most calls went in batches (the first of each limiter alone, as a single call).
+  expect(evalshas(sent).filter((s) => s.script === 'fixed-window-batch').length).toBeGreaterThan(0);
+  // Each key: 4 calls, 3 admitted by the small limiter; all 4 by the large one (2 units each).
+  for (let u = 0; u < 6; u++) {
+    const mine = (d: typeof a) => d.filter((_, i) => keys[i] === `u${u}`);
+    expect(mine(a).map((d) => d.allowed)).toEqual([true, true, true, false]);
+    expect(mine(b).map((d) => d.remaining)).toEqual([1e12 - 2, 1e12 - 4, 1e12 - 6, 1e12 - 8]);
+  }
+  // Six counts each (no block was written, so no block key exists).
+  const stored = [...(await redis.keys('batch9a:*')), ...(await redis.keys('batch9b:*'))];
+  expect(stored.length).toBe(12);
+  for (const key of stored) {
+    const pttl = await redis.pttl(key);
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(3_600_000);
+  }
+});
+
 test('NOSCRIPT: each batch recovers with EVAL after SCRIPT FLUSH, without charging twice', async () => {
   const redis = testRedis();
   const { wrapper, sent } = recording();
