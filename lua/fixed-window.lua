@@ -33,7 +33,7 @@
 local function fixed_window_check(key, o, cost)
   local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
   local layout = ARGV[o + 2]
-  local index = math.floor(now / window)
+  local index = (now - now % window) / window
   local count_key, used, base, packed = key, 0, 0, nil
   if layout == '1' then
     -- Exact: the policy guarantees (index + 1) · (limit + 1) ≤ 2^53.
@@ -117,7 +117,7 @@ local function fixed_window_refund(key, o, cost)
     end
     return
   end
-  local index = math.floor(now / window)
+  local index = (now - now % window) / window
   local count_key, used = key, 0
   if layout == '1' then
     local base = index * (limit + 1)
@@ -139,7 +139,7 @@ local function fixed_window_lone(o, cost)
   local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
   local layout, incr = ARGV[o + 2], ARGV[3]
   if layout == '2' then return nil end
-  local index = math.floor(now / window)
+  local index = (now - now % window) / window
   local window_left, base, wp = (index + 1) * window - now, 0, nil
   if layout == '0' then
     local suffix = ':' .. string.format('%d', index)

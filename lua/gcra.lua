@@ -16,11 +16,13 @@ local function gcra_check(key, o, cost)
   local new_tat = tat + cost * interval
   -- packed: reset_after when allowed, -reset_after - 1 when denied; remaining and retry_after
   -- follow from it, the interval, the burst and the cost (gcraAlgorithm.unpack).
+  -- (room - room % interval) / interval: floor(room / interval) (the prelude's ttl_ms says why).
   if cost <= burst and new_tat - now <= tolerance then
-    return 1, math.floor((tolerance - (new_tat - now)) / interval), new_tat - now, 0, 0, new_tat - now, new_tat
+    local room = tolerance - (new_tat - now)
+    return 1, (room - room % interval) / interval, new_tat - now, 0, 0, new_tat - now, new_tat
   end
-  local retry = cost > burst and -1 or new_tat - now - tolerance
-  return 0, math.floor((tolerance - (tat - now)) / interval), tat - now, retry, 0, -(tat - now) - 1
+  local retry, room = cost > burst and -1 or new_tat - now - tolerance, tolerance - (tat - now)
+  return 0, (room - room % interval) / interval, tat - now, retry, 0, -(tat - now) - 1
 end
 local function gcra_commit(key, o, cost, reset, new_tat)
   -- %d: cheaper for Redis than turning a Lua number into a string itself.

@@ -15,7 +15,7 @@
 --         cost > limit)
 local function sliding_window_check(key, o, cost)
   local limit, size, buckets = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
-  local current = math.floor(now / size)
+  local current = (now - now % size) / size
   -- counts[i] is sub-window current - i + 1 (nil is 0); only i <= buckets is in the window.
   local counts, used = {}, 0
   local state = redis.call('GET', key)

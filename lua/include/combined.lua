@@ -35,12 +35,12 @@ local ENTRIES, NOW_MS, READ, WRITTEN, POLICIES, FORMAT, COUNTED
 -- The prelude's ttl_ms as a number: an entry's expiry is a number (scripts/lua-combined.mjs has
 -- the algorithms call this one, and count with the cost as a number where they pass ARGV[3]).
 local function ttl_number(us)
-  return math.ceil(us / 1000) + TTL_PAD
+  return (us + (-us) % 1000) / 1000 + TTL_PAD
 end
 
 -- Reads the key's entries, once per decision (on its first step that needs them).
 local function read_state()
-  READ, NOW_MS = true, math.floor(now / 1000)
+  READ, NOW_MS = true, (now - now % 1000) / 1000
   local stored = redis.call('GET', KEYS[1])
   if stored then
     ENTRIES = { struct.unpack(FORMAT, stored) }
