@@ -3,6 +3,8 @@
  * sections): `node core-worker.js <section> <json args>`, prints one JSON line of results.
  *   redis   { port, pid, inFlight, reps } — every Redis subject, auto-pipelining off and on, with
  *           CPU time per decision of this process and of redis-server (/proc/<pid>/stat)
+ *   pairs   { port, pairs }           — 1 in flight, batched and `batch: false` in alternating
+ *                                       slices (the latency targets' paired ratios)
  *   memory  { reps }                  — in-process stores
  *   flood   { port, reps }            — one key denied over and over, denied cache off / on
  *   cluster, cluster-batches { ports, masterPids, nodeSlots, inFlight, reps } — the Redis Cluster
@@ -18,6 +20,8 @@ import { memorySubjects, redisSubjects } from './subjects.js';
 const KEYS = keySet(10_000);
 const WARMUP_MS = 150 * SCALE;
 const MEASURE_MS = 500 * SCALE;
+const PAIR_MS = 300 * SCALE;
+const PAIR_WARMUP_MS = 50 * SCALE;
 
 export interface RedisRow extends Sample {
   subject: string;
@@ -145,24 +149,62 @@ async function floodSection(port: number, reps: number) {
   return rows;
 }
 
+export interface PairRow {
+  algorithm: string;
+  pair: number;
+  batched: Sample;
+  single: Sample;
+}
+
+/**
+ * 1 in flight, where a batched store sends each decision alone as a single call: fixedWindow and
+ * gcra, batched and with `batch: false`, in back-to-back slices of PAIR_MS whose order alternates,
+ * so each pair's ratio compares two runs a few hundred ms apart rather than two runs a section
+ * apart (the machine's load moves p50 and p99 more than the batcher's bookkeeping does).
+ */
+async function pairsSection(port: number, pairs: number): Promise<PairRow[]> {
+  const client = new Redis({ port, host: '127.0.0.1' });
+  const subjects = await redisSubjects(client);
+  const op = (name: string) => subjects.find((x) => x.name === name)!.op;
+  const rows: PairRow[] = [];
+  for (const algorithm of ['fixedWindow', 'gcra']) {
+    const batched = op(`floodgate ${algorithm}`);
+    const single = op(`floodgate ${algorithm} (batch: false)`);
+    // Untimed first: the scripts loaded (NOSCRIPT once), the code paths compiled.
+    for (const o of [batched, single]) await closedLoop(o, KEYS, 1, PAIR_MS, PAIR_WARMUP_MS);
+    for (let pair = 0; pair < pairs; pair++) {
+      const order = pair % 2 === 0 ? [batched, single] : [single, batched];
+      const samples: Sample[] = [];
+      for (const o of order) samples.push(await closedLoop(o, KEYS, 1, PAIR_MS, PAIR_WARMUP_MS));
+      const [b, u] = pair % 2 === 0 ? samples : [samples[1]!, samples[0]!];
+      rows.push({ algorithm, pair, batched: b!, single: u! });
+    }
+  }
+  await client.quit();
+  return rows;
+}
+
 const [section, json] = process.argv.slice(2);
 const args = JSON.parse(json ?? '{}') as {
   port: number;
   pid: number;
   inFlight: number;
   reps: number;
+  pairs: number;
 };
 const result =
   section === 'redis'
     ? await redisSection(args.port, args.pid, args.inFlight, args.reps)
-    : section === 'memory'
-      ? await memorySection(args.reps)
-      : section === 'flood'
-        ? await floodSection(args.port, args.reps)
-        : section === 'cluster'
-          ? await clusterSection(args as unknown as ClusterArgs)
-          : section === 'cluster-batches'
-            ? await batchSizes(args as unknown as ClusterArgs)
-            : undefined;
+    : section === 'pairs'
+      ? await pairsSection(args.port, args.pairs)
+      : section === 'memory'
+        ? await memorySection(args.reps)
+        : section === 'flood'
+          ? await floodSection(args.port, args.reps)
+          : section === 'cluster'
+            ? await clusterSection(args as unknown as ClusterArgs)
+            : section === 'cluster-batches'
+              ? await batchSizes(args as unknown as ClusterArgs)
+              : undefined;
 if (result === undefined) throw new Error(`unknown section ${section}`);
 process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -29,6 +29,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 const benchDir = join(here, '..');
 const REPS = Number(process.env.BENCH_REPS ?? 3) || 3;
 const HTTP_REPS = REPS + 2;
+/** Alternating slices per algorithm for the 1-in-flight latency targets (core-worker `pairs`). */
+const PAIRS = Number(process.env.BENCH_PAIRS ?? 10) || 10;
 
 function log(message: string) {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
@@ -360,6 +362,9 @@ async function main() {
       );
       await client.flushdb();
     }
+    log(`1 in flight, batched and batch: false in ${PAIRS} alternating pairs`);
+    const latencyPairs = await worker<unknown[]>('pairs', { port: redis.port, pairs: PAIRS });
+    await client.flushdb();
     log('denied flood, local cache off / on');
     const flood = await worker<unknown[]>('flood', { port: redis.port, reps: REPS });
     log('memory store');
@@ -382,6 +387,7 @@ async function main() {
       ceiling: ceilingResult,
       instructions: instructionRows,
       core: core as BenchResults['core'],
+      latencyPairs: latencyPairs as BenchResults['latencyPairs'],
       flood: flood as BenchResults['flood'],
       memory: memory as BenchResults['memory'],
       perKey,
