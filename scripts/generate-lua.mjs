@@ -42,7 +42,8 @@ const engine = singleEngine(engineParts);
 const ENGINE_STATE = /^--- @engine-state\n/m;
 const blocksText = unrollState(read('include/blocks.lua'));
 const stateAt = blocksText.search(ENGINE_STATE);
-if (stateAt < 0) throw new Error('lua/include/blocks.lua no longer holds a `--- @engine-state` line');
+if (stateAt < 0)
+  throw new Error('lua/include/blocks.lua no longer holds a `--- @engine-state` line');
 const blocks = blocksText.replace(ENGINE_STATE, '');
 const batchBlocks = blocksText.slice(0, stateAt).trimEnd();
 const engineState = blocksText.slice(stateAt).replace(ENGINE_STATE, '').trim();
@@ -131,13 +132,18 @@ const algorithms = readdirSync(luaDir)
     const single = source.replace(BATCH_ONLY, '');
     const inBatch = source.replace(BATCH_ONLY, '$1');
     if ((single !== source) !== (lone !== undefined))
-      throw new Error(`lua/${file}: a lone decider is registered and defined under --- @batch, or neither`);
+      throw new Error(
+        `lua/${file}: a lone decider is registered and defined under --- @batch, or neither`,
+      );
     const solo = `local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = ${check}, ${commit}, ${clear}, ${refund}, ${nargs}, nil`;
     return {
       name,
       uses,
       solo: single.replace(line, solo),
-      mixed: single.replace(line, `ALG['${name}'] = { ${check}, ${commit}, ${clear}, ${refund}, ${nargs} }`),
+      mixed: single.replace(
+        line,
+        `ALG['${name}'] = { ${check}, ${commit}, ${clear}, ${refund}, ${nargs} }`,
+      ),
       soloBatch: inBatch.replace(line, lone ? `${solo}\nLONE = ${lone}` : solo),
     };
   });
