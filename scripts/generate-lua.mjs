@@ -59,8 +59,8 @@ const BATCH_HEADER =
 // The engine is made by make_engine(), which include/batch.lua runs for the first call of a batch
 // that needs it: its state (blocks.lua after `--- @engine-state`), decide_several and decide(),
 // the per-call part. Defined at the script's top they would be closures and upvalue objects made
-// on every EVALSHA (~2 900 instructions per decision in a fixedWindow batch of 32 that never uses
-// them: docs/benchmarks.md "Lone consumes").
+// on every EVALSHA (~500 instructions per decision in a fixedWindow batch of 32 that never uses
+// them, ~1 000 in a gcra one: docs/benchmarks.md "Deciders per shape").
 const BATCH_ENGINE = `local decide
 local function make_engine()
 ${engineState}
@@ -77,7 +77,7 @@ const combined = combinedVariant(engineSource, blocks, read('include/combined.lu
 // (include/batch.lua), where a single script parses each one on every call (a tonumber() costs
 // Redis about as much as a GET).
 // The same for redis.pcall (fixedWindow's INCRBY on every lone decision), read from a local the
-// batch header makes (BATCH_HEADER): ~500 instructions a batched fixedWindow decision with tonumber.
+// batch header makes (BATCH_HEADER): ~400 instructions a batched fixedWindow decision with tonumber.
 const forBatch = (text) =>
   text.replaceAll('tonumber(ARGV[', '(NUMS[').replaceAll('redis.pcall(', 'redis_pcall(');
 // Every algorithm file ends with `register('<name>', check, commit, clear|nil, refund, nargs[,
@@ -125,7 +125,7 @@ const algorithms = readdirSync(luaDir)
     const match = REGISTER.exec(source);
     if (!match || match[1] !== name) {
       throw new Error(
-        `lua/${file} must end with register('${name}', check, commit, clear or nil, refund, nargs) (the file name is the algorithm name)`,
+        `lua/${file} must end with register('${name}', check, commit, clear or nil, refund, nargs[, lone]) (the file name is the algorithm name)`,
       );
     }
     const [line, , check, commit, clear, refund, nargs, lone] = match;

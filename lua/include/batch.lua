@@ -4,12 +4,12 @@
 --   `local KEYS, ARGV` + prelude + the algorithms + the block steps
 --   + `local function make_engine()` the engine's state and steps, `return function()` the
 --     engine's per-call part `end end` + this
--- (scripts/generate-lua.mjs), so the algorithms and the engine read the KEYS and ARGV of the call being decided, which this
--- loop points at each call in turn. Everything that depends only on a call's ARGV is worked out
--- once per shape, not once per call: NUMS, each ARGV as a number (the generator has the batch
--- script's algorithms read NUMS[i] where the single script parses tonumber(ARGV[i])), and the
--- prelude's read_call(), run again only when the shape changes (or a refund, which goes on as
--- a read, changed MODE).
+-- (scripts/generate-lua.mjs), so the algorithms and the engine read the KEYS and ARGV of the
+-- call being decided, which this loop points at each call in turn. Everything that depends only
+-- on a call's ARGV is worked out once per shape, not once per call: NUMS, each ARGV as a number
+-- (the generator has the batch script's algorithms read NUMS[i] where the single script parses
+-- tonumber(ARGV[i])), the prelude's read_call(), run again only when the shape changes (or a
+-- refund, which goes on as a read, changed MODE), and a lone consume's decider (below).
 --
 -- BATCH_ARGV[1]  S, the number of distinct call shapes in the batch
 -- then S shapes  nkeys, nargs, and the nargs ARGV of a single call (its ARGV[2] '' = Redis TIME:
@@ -80,9 +80,9 @@ NO_BLOCKS = redis.call('EXISTS', unpack(block_keys)) == 0
 -- makes of it (include/engine.lua: no block to read, ALONE, check then commit, nothing to lock
 -- out), so it runs that path directly on its key: no KEYS table, no mode dispatch, nothing the
 -- shape settles decided again per call (docs/benchmarks.md "Lone consumes"). An algorithm may
--- register a decider maker (LONE, scripts/generate-lua.mjs: fixedWindow's), run once per shape, with
--- what the shape and the clock settle worked out; otherwise the decider is its check then its
--- commit. Either gives check's values (allowed, remaining, reset, retry, delay, packed). The
+-- register a decider maker (LONE, scripts/generate-lua.mjs: fixedWindow's), run once per shape,
+-- with what the shape and the clock settle worked out; otherwise the decider is its check then
+-- its commit. Either gives check's values (allowed, remaining, reset, retry, delay, packed). The
 -- combined layout's shapes have several policies and never take it. A lone consume writes no
 -- block, so NO_BLOCKS holds for the rest of a run of them.
 local LONE_CHECK, LONE_COMMIT, LONE_O

@@ -22,7 +22,7 @@
 --            Refund answers like a peek of cost 0 after the refund.
 --
 -- Every algorithm file defines, as local functions, and ends with
--- register(name, check, commit, clear, refund, nargs), a line scripts/generate-lua.mjs
+-- register(name, check, commit, clear, refund, nargs[, lone]), a line scripts/generate-lua.mjs
 -- replaces: a script of one algorithm gets locals CHECK, COMMIT, CLEAR, REFUND, NARGS; a mixed
 -- script a table ALG of name -> { check, commit, clear, refund, nargs } (and CHECK nil).
 -- Nothing else is built per call.
@@ -38,6 +38,9 @@
 --   clear(key, o) deletes the state (nil: DEL key).
 --   refund(key, o, cost) gives back up to `cost` units; never creates a key.
 --   nargs: how many ARGV the algorithm takes after its name.
+--   lone(o, cost) (optional; defined between `--- @batch` and `--- @end batch`, which only a
+--     one-algorithm batch script keeps): a decider of one key for a shape of lone consumes, or
+--     nil (include/batch.lua).
 -- The steps on blocks (include/blocks.lua) are defined before this part; those that read or
 -- write a block come from block_steps(), called only on the paths that need them.
 
