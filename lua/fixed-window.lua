@@ -96,7 +96,9 @@ local function fixed_window_commit(key, o, cost, reset, count_key, value, window
 end
 local function fixed_window_clear(key, o)
   if ARGV[o + 2] == '0' then
-    redis.call('DEL', key .. ':' .. string.format('%d', math.floor(now / tonumber(ARGV[o + 1]))))
+    -- The window index exactly as check computes it, so the key deleted is the one it counts in.
+    local window = tonumber(ARGV[o + 1])
+    redis.call('DEL', key .. ':' .. string.format('%d', (now - now % window) / window))
   else
     redis.call('DEL', key)
   end

@@ -79,7 +79,7 @@ local function sliding_window_refund(key, o, cost)
   if not state then return end
   local index, list = string.match(state, '^(%d+):([%d,]*)$')
   index = tonumber(index)
-  if index < math.floor(now / size) then return end
+  if index < (now - now % size) / size then return end
   local counts, last = {}, 0
   for count in string.gmatch(list, '%d+') do counts[#counts + 1] = tonumber(count) end
   if (counts[1] or 0) == 0 then return end
