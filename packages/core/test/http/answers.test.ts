@@ -1,7 +1,8 @@
 /**
- * What the adapters answer in the cases that are not a plain "over quota" (issue 18, items 1–3
- * and the header drafts of issue 14.4), for every adapter (Express, Koa) and every store. The
- * IETF headers are read back with an independent RFC 9651 parser (`structured-headers`), never
+ * What the adapters answer in the cases that are not a plain "over quota" (a cost no policy
+ * can admit, limit 0, a first-request anchor, a store that cannot decide) and in each IETF header
+ * draft, for every
+ * adapter (Express, Koa) and every store. The IETF headers are read back with an independent RFC 9651 parser (`structured-headers`), never
  * with our own formatter.
  */
 import {

@@ -1,5 +1,5 @@
 /**
- * Misconfiguration diagnostics (issue 14.7): each is reported exactly once with its stable code,
+ * Misconfiguration diagnostics: each is reported exactly once with its stable code,
  * can be turned off (all, or per code), and stays silent in a correct setup. Through real
  * servers on Express 4/5 and Koa 2/3.
  */

@@ -1,5 +1,5 @@
 /**
- * `ipHeader` (issue 14.8) at the unit level: the header is believed only from a trusted peer,
+ * `ipHeader` (a CDN's client-IP header) at the unit level: the header is believed only from a trusted peer,
  * CloudFront's `ip:port` forms are read, and anything that is not an address is ignored.
  */
 import { addressFromIpHeader, parseIpHeaderOption } from '../../src/http/ip-header';

@@ -1,5 +1,5 @@
 /**
- * FLOODGATE_UNTRUSTED_PROXY is given once per process, as documented (issue 18.5), however many
+ * FLOODGATE_UNTRUSTED_PROXY is given once per process, as documented, however many
  * middlewares and frameworks see X-Forwarded-For without a trusted proxy. Its own file: jest
  * gives each test file its own module registry, so "once per process" starts fresh here.
  */

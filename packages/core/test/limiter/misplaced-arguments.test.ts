@@ -1,5 +1,5 @@
 /**
- * Slips the library catches (issue 18.6): a Redis client passed where its options belong, and
+ * Slips the library catches: a Redis client passed where its options belong, and
  * a number passed where a call's options belong. (Mounting a middleware factory without calling
  * it is covered in packages/express/test/slips.test.ts and packages/koa/test/slips.test.ts.)
  */

@@ -1,6 +1,6 @@
 /**
  * Every TypeScript/JavaScript code block in README.md, packages/* and examples/* READMEs and
- * docs/*.md type-checks against the workspace sources (issue 18.9), so a snippet cannot rot.
+ * docs/*.md type-checks against the workspace sources, so a snippet cannot rot.
  * A failure names the Markdown file and line. Marking a block (```ts fragment) and declaring
  * what a block assumes (<!-- snippet: … -->) are described in CONTRIBUTING.md and
  * test/docs/snippets.ts.

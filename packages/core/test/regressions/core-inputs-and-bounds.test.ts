@@ -1,5 +1,5 @@
 /**
- * Issue 11's smaller core defects, each reproduced as it was found: options read through a
+ * Core defects, each reproduced as it was found: options read through a
  * polluted prototype, a cold factor that never returned, lone surrogates that shared one Redis
  * key, a clock answering NaN, slidingLog limits that blocked Redis, a full memory store losing a
  * policy's write, and denied-cache entries without a byte bound or a maximum age.

@@ -1,5 +1,5 @@
 /**
- * Type tests (issue 18.7), checked by `tsc -p tsconfig.json` in `npm test`: every supported
+ * Type tests, checked by `tsc -p tsconfig.json` in `npm test`: every supported
  * client compiles as `redisStore({ client })`, and the usual slips do not (an unused
  * `@ts-expect-error` is itself an error). Nothing here runs.
  */
