@@ -1,7 +1,7 @@
 /**
- * What the shared HTTP table (http-adapters.test.ts) needs from each framework: an app with the
- * given limiters mounted, served on a real port. Each adapter package implements it in its
- * test/server.ts.
+ * What the shared HTTP tests (scenarios.ts here, core's test/http/) need from each framework: an
+ * app with the given limiters mounted, served on a real port. express.ts, koa.ts and fastify.ts
+ * implement it.
  */
 import type { Server } from 'node:http';
 

@@ -132,7 +132,7 @@ export function describeHttpScenarios(frameworks: readonly [string, Serve][]): v
         }
       });
 
-      // The warning it gives (once per process) is tested in http-untrusted-proxy.test.ts.
+      // The warning it gives (once per process) is tested in core's test/http/untrusted-proxy-warning.test.ts.
       it('without a trusted proxy, X-Forwarded-For is ignored', async () => {
         const url = await start({ limiters: [{ store, policies: perMinute(1), validate: false }] });
         const a = await request(url).get('/').set('X-Forwarded-For', '198.51.100.1');

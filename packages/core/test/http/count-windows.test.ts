@@ -2,7 +2,7 @@
  * `count` refunds against windows that moved on, over every adapter and both stores: a success
  * held across the end of the window, sub-window (bucket) or log entry it was charged to is not
  * refunded, since the refund would go to a later one that never held it (an attacker holding
- * slow successes would get extra failures). The fixed-window case is in http-count.test.ts.
+ * slow successes would get extra failures). The fixed-window case is in count.test.ts.
  */
 import { memoryStore, type Policy, redisStore, slidingLog, slidingWindow } from '@floodgate/core';
 import {

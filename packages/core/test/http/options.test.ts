@@ -30,7 +30,7 @@ const view = (over: Partial<HttpRequestView> = {}): HttpRequestView => ({
 const policies = fixedWindow({ limit: 2, window: '1m' });
 
 describe('resolveKey', () => {
-  // Diagnostics are tested through real servers (http-diagnostics.test.ts); quiet here.
+  // Diagnostics are tested through real servers (diagnostics.test.ts); quiet here.
   const keys = (o: Record<string, unknown>) =>
     parseKeyOptions<Req>({ validate: false, ...o }, 'rateLimit');
 

@@ -3,7 +3,7 @@
  * docs/*.md type-checks against the workspace sources, so a snippet cannot rot.
  * A failure names the Markdown file and line. Marking a block (```ts fragment) and declaring
  * what a block assumes (<!-- snippet: … -->) are described in CONTRIBUTING.md and
- * test/docs/snippets.ts.
+ * test/meta/snippets.ts.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
