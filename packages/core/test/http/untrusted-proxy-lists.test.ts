@@ -2,7 +2,7 @@
  * FLOODGATE_UNTRUSTED_PROXY for an address list on a middleware that is not keyed by address.
  * Behind a proxy the app does not trust, every client has the proxy's address: with the proxy in
  * an allowed network (here loopback), every client skips the limiter, and nothing but this
- * warning says so. Its own file: the warning is once per process (see http-untrusted-proxy).
+ * warning says so. Its own file: the warning is once per process (see untrusted-proxy-warning.test.ts).
  */
 import { fixedWindow } from '@floodgate/core';
 import { serveExpress } from '@floodgate/http-test-kit';
