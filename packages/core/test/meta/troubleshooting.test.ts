@@ -1,6 +1,6 @@
 /**
  * Every code Floodgate reports (error codes and warning codes, in any package's sources) has
- * an entry in the README's Troubleshooting section, and errors and warnings link to it.
+ * an entry in docs/troubleshooting.md, and errors and warnings link to it.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -27,19 +27,16 @@ const codes = [
   ),
 ].sort();
 
-const readme = readFileSync(join(repo, 'README.md'), 'utf8');
-const troubleshooting = readme.slice(
-  readme.indexOf('\n## Troubleshooting\n'),
-  readme.indexOf('\n## ', readme.indexOf('\n## Troubleshooting\n') + 1),
-);
-/** GitHub's anchor of a heading "### `CODE`": the code in lower case. */
+const page = 'docs/troubleshooting.md';
+const troubleshooting = readFileSync(join(repo, page), 'utf8');
+/** GitHub's anchor of a heading "## `CODE`": the code in lower case. */
 const anchors = new Set(
-  [...troubleshooting.matchAll(/^### `([A-Z0-9_]+)`$/gm)].map((m) => m[1]!.toLowerCase()),
+  [...troubleshooting.matchAll(/^## `([A-Z0-9_]+)`$/gm)].map((m) => m[1]!.toLowerCase()),
 );
 
-describe('README Troubleshooting', () => {
+describe('docs/troubleshooting.md', () => {
   it('exists and the sources report codes', () => {
-    expect(troubleshooting).toContain('## Troubleshooting');
+    expect(troubleshooting.startsWith('# Troubleshooting\n')).toBe(true);
     expect(codes).toEqual(
       expect.arrayContaining(['FLOODGATE_INVALID_OPTION', 'FLOODGATE_HOOK_ERROR']),
     );
@@ -47,7 +44,9 @@ describe('README Troubleshooting', () => {
 
   it.each(codes)('has an entry for %s', (code) => {
     expect(anchors.has(code.toLowerCase())).toBe(true);
-    expect(helpUrl(code)).toMatch(new RegExp(`README\\.md#${code.toLowerCase()}$`));
+    expect(helpUrl(code)).toBe(
+      `https://github.com/floodgate-js/floodgate/blob/main/${page}#${code.toLowerCase()}`,
+    );
   });
 });
 
