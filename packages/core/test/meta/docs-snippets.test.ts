@@ -8,7 +8,13 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { allSnippets, checkSnippets, extractSnippets, markdownFiles } from './snippets';
+import {
+  allSnippets,
+  checkSnippets,
+  extractSnippets,
+  markdownFiles,
+  REFERENCE_PAGES,
+} from './snippets';
 
 /** A Markdown text the checker must judge right (checked in the same program, to save time). */
 const markdown = [
@@ -45,6 +51,8 @@ it('finds the documented files and their blocks', () => {
   expect(files).toEqual(
     expect.arrayContaining([
       'README.md',
+      'CONTRIBUTING.md',
+      ...REFERENCE_PAGES,
       'packages/core/README.md',
       'packages/express/README.md',
       'packages/koa/README.md',
@@ -55,6 +63,14 @@ it('finds the documented files and their blocks', () => {
   for (const file of ['README.md', 'packages/nestjs/README.md', 'docs/reliability.md']) {
     expect(snippets.some((s) => s.file === file)).toBe(true);
   }
+});
+
+it('compiles every block of the reference pages: none is a fragment', () => {
+  const reference = snippets.filter((s) => REFERENCE_PAGES.includes(s.file));
+  for (const page of ['docs/core.md', 'docs/adapters.md', 'docs/architecture.md']) {
+    expect(reference.some((s) => s.file === page)).toBe(true);
+  }
+  expect(reference.filter((s) => s.fragment).map((s) => s.where)).toEqual([]);
 });
 
 it.each(snippets.map((s) => [`${s.where} (${s.language}${s.fragment ? ' fragment' : ''})`, s]))(

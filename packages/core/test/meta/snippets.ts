@@ -17,9 +17,9 @@ import ts from 'typescript';
 
 export const REPO_ROOT = join(__dirname, '../../../..');
 
-/** Markdown files whose blocks are checked: the READMEs and docs/. */
+/** Markdown files whose blocks are checked: the READMEs, CONTRIBUTING.md and docs/. */
 export function markdownFiles(root = REPO_ROOT): string[] {
-  const files = ['README.md'];
+  const files = ['README.md', 'CONTRIBUTING.md'];
   for (const dir of ['packages', 'examples']) {
     for (const name of readdirSync(join(root, dir)).sort()) {
       const readme = join(dir, name, 'README.md');
@@ -53,6 +53,18 @@ const LANGUAGES: Record<string, 'ts' | 'tsx' | 'js' | 'jsx'> = {
   cjs: 'js',
   jsx: 'jsx',
 };
+
+/**
+ * The reference pages: every TypeScript/JavaScript block in them is compiled, none is a
+ * fragment (parsed only), so what they show is what the sources accept.
+ */
+export const REFERENCE_PAGES = [
+  'docs/core.md',
+  'docs/adapters.md',
+  'docs/architecture.md',
+  'docs/troubleshooting.md',
+  'docs/benchmarks.md',
+];
 
 /** One code block of a Markdown file. */
 export interface Snippet {
