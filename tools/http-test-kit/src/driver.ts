@@ -5,6 +5,7 @@
  */
 import type { Server } from 'node:http';
 
+/** How to build the app under test: the limiters to mount and the framework settings. */
 export interface TestAppOptions {
   /** Options of each `rateLimit(...)` to mount, in order (several = stacked limiters). */
   limiters: readonly Record<string, unknown>[];
@@ -36,6 +37,7 @@ export interface MountedLimiter {
   limiterFor(req: unknown): Promise<unknown>;
 }
 
+/** A served app: its base URL and the server behind it. */
 export interface TestApp {
   readonly server: Server;
   readonly url: string;

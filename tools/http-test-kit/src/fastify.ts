@@ -56,6 +56,7 @@ export async function buildFastify(options: TestAppOptions): Promise<FastifyInst
   return app;
 }
 
+/** Serves the app on Fastify 5 (the devDependency `fastify`) on a free port of 127.0.0.1. */
 export async function serveFastify(options: TestAppOptions): Promise<TestApp> {
   const app = await buildFastify(options);
   await app.listen({ port: 0, host: '127.0.0.1' });
