@@ -51,7 +51,7 @@ export type {
   StoreCallEvent,
   StoreErrorEvent,
   StoreFailure,
-} from './failure-policy.js';
+} from './failure-options.js';
 export type { BlockDuration, Policy } from './policy.js';
 export { RateLimiter } from './rate-limiter.js';
 export type {

@@ -11,7 +11,7 @@ import {
   type OnStoreError,
   type RateLimiterHooks,
   readFailureOptions,
-} from './failure-policy.js';
+} from './failure-options.js';
 import { configError, optionNames, ownValue, readOptions } from './options.js';
 import type { Policy } from './policy.js';
 import type { Store } from './stores/store.js';
