@@ -3,7 +3,6 @@
  * key → cost → consume (→ acquire a concurrency slot), then the headers of what was decided
  * and the wait a shaping policy asks for.
  */
-import type { ConcurrencyDecision, Lease } from '../concurrency-limiter.js';
 import type { Decision } from '../decision.js';
 import { describeValue, RateLimitArgumentError } from '../errors.js';
 import type { RateLimiter } from '../rate-limiter.js';
@@ -12,9 +11,10 @@ import { noteCharge } from './budget.js';
 import type { RateLimitHeaderConfig } from './header-options.js';
 import { applyRateLimitHeaders, type HeaderTarget } from './headers.js';
 import { resolveKeyNow } from './key-now.js';
-import { type HttpRequestView, resolveKey } from './keys.js';
+import { resolveKey } from './keys.js';
 import type { HttpRateLimitConfig } from './options.js';
 import { shadowCheck } from './shadow.js';
+import type { HttpCheck, HttpRequestView } from './types.js';
 
 /**
  * The cost of a request: the configured number, or the cost function's result, which must be
@@ -35,22 +35,6 @@ export async function resolveCost<Req>(
     );
   }
   return cost;
-}
-
-/** The outcome of checking one request. */
-export interface HttpCheck {
-  readonly key: string;
-  readonly cost: number;
-  /** The decision to expose and act on: a denial if there was one, else the rate decision. */
-  readonly decision: Decision;
-  /** The rate limiter's decision (undefined with `concurrency` only). */
-  readonly rate: Decision | undefined;
-  /** The concurrency decision (undefined without `concurrency`, or after a rate denial). */
-  readonly concurrency: ConcurrencyDecision | undefined;
-  /** The slot to release when the response ends (admitted with `concurrency`). */
-  readonly lease: Lease | undefined;
-  /** The limiter that decided: with a policies function, the one for the request's set. */
-  readonly limiter: RateLimiter | undefined;
 }
 
 /**

@@ -47,7 +47,6 @@ export { beforeEnd } from './before-end.js';
 export {
   applyCheckHeaders,
   checkHttpRequest,
-  type HttpCheck,
   resolveCost,
   waitForDelay,
 } from './check-request.js';
@@ -114,7 +113,6 @@ export {
   DEFAULT_APP_KEY_QUERY,
   DEFAULT_FALLBACK_KEY,
   DEFAULT_KEY_SOURCE,
-  type HttpRequestView,
   KEY_OPTION_NAMES,
   type KeyConfig,
   type KeyFunction,
@@ -151,3 +149,4 @@ export {
 } from './problem.js';
 export { type RateLimitControl, rateLimitControl } from './reset-key.js';
 export { parseShadowOption, shadowCheck, shadowDecision, shadowHooks } from './shadow.js';
+export type { HttpCheck, HttpRequestView } from './types.js';

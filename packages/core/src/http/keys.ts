@@ -26,25 +26,7 @@ import {
   parseIpHeaderOption,
 } from './ip-header.js';
 import { checkProxySetup } from './proxy-checks.js';
-
-/** What the core needs to know about a request; each adapter fills it in. */
-export interface HttpRequestView {
-  /** Client address as the framework resolved it (after its trusted-proxy rules). */
-  readonly ip: string | undefined;
-  /** Request headers, names in lower case (Node's `IncomingMessage.headers`). */
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
-  /** Parsed query string. */
-  readonly query?: Readonly<Record<string, unknown>> | undefined;
-  /** The authenticated principal (`req.user`, `ctx.state.user`), if any. */
-  readonly user?: unknown;
-  /** Whether the framework trusts a proxy (Express `trust proxy`, Koa `app.proxy`). */
-  readonly trustProxy: boolean;
-  /**
-   * Whether it trusts every hop (Express `trust proxy === true`, Koa `app.proxy` with
-   * `maxIpsCount` 0): the leftmost X-Forwarded-For entry, which any client can write, is the IP.
-   */
-  readonly trustsEveryProxy?: boolean;
-}
+import type { HttpRequestView } from './types.js';
 
 /** Built-in key sources. */
 export type KeyName = 'ip' | 'appKey' | 'clientId';

@@ -3,7 +3,7 @@
  * X-Forwarded-For with no trusted proxy, every hop trusted, and a Forwarded header nobody reads.
  */
 import type { Diagnostics } from './diagnostics.js';
-import type { HttpRequestView } from './keys.js';
+import type { HttpRequestView } from './types.js';
 
 /** The proxy diagnostics, on a request keyed by its address. */
 export function checkProxySetup(diagnostics: Diagnostics, view: HttpRequestView): void {
