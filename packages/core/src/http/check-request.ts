@@ -5,6 +5,7 @@
  */
 import type { Decision } from '../decision.js';
 import { describeValue, RateLimitArgumentError } from '../errors.js';
+import { isCost } from '../options.js';
 import type { RateLimiter } from '../rate-limiter.js';
 import { AccessDeniedError, checkAccess } from './access-list.js';
 import { noteCharge } from './budget.js';
@@ -27,7 +28,7 @@ export async function resolveCost<Req>(
 ): Promise<number> {
   if (typeof config.cost === 'number') return config.cost;
   const cost = await config.cost(req);
-  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
+  if (!isCost(cost)) {
     throw new RateLimitArgumentError(
       'cost',
       cost,

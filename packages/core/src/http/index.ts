@@ -12,6 +12,7 @@ export { emitWarning, helpUrl } from '../errors.js';
 // the core's readers reporting fields under the adapter's own names (readAs).
 export {
   configError,
+  isCost,
   type OptionNames,
   optionNames,
   readAs,

@@ -9,7 +9,7 @@ import type { ServerResponse } from 'node:http';
 import type { Clock } from '../clock.js';
 import type { ConcurrencyLimiter } from '../concurrency-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
-import { configError, optionNames } from '../options.js';
+import { configError, isCost, optionNames } from '../options.js';
 import { createRateLimiter, type RateLimiter } from '../rate-limiter.js';
 import { RATE_LIMITER_OPTION_NAMES, type RateLimiterOptions } from '../rate-limiter-options.js';
 import { memoryStore } from '../stores/memory.js';
@@ -209,7 +209,7 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = Server
   let cost: number | ((req: Req) => number | Promise<number>) = 1;
   if (typeof o.cost === 'function') cost = o.cost as (req: Req) => number;
   else if (o.cost !== undefined) {
-    if (typeof o.cost !== 'number' || !Number.isSafeInteger(o.cost) || o.cost < 0) {
+    if (!isCost(o.cost)) {
       throw configError(
         `${where}.cost`,
         o.cost,
