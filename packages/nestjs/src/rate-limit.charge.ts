@@ -4,11 +4,10 @@
  * and policy sets were charged, so no second guard charges them again.
  */
 import type { Decision } from '@floodgate/core';
-import { shadowDecision, storeDecided } from '@floodgate/core/http';
+import { mergeDecisions, shadowDecision, storeDecided } from '@floodgate/core/http';
 import type { ExecutionContext } from '@nestjs/common';
 import { requestOf, transportOf } from './rate-limit.context.js';
 import type { RateLimitDecisionView } from './rate-limit.interfaces.js';
-import { mergeDecisions } from './rate-limit.merge.js';
 import type { KeyedCharge } from './rate-limit.plan.js';
 import type { RateLimitService } from './rate-limit.service.js';
 

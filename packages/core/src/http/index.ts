@@ -6,6 +6,8 @@
  * Published as the `@floodgate/core/http` subpath: for adapter authors, not application code.
  */
 
+// Which policy decides, for several limiters' decisions (one request charged under several keys).
+export { mergeDecisions } from '../decision.js';
 // Every code Floodgate reports links to its README Troubleshooting entry.
 export { emitWarning, helpUrl } from '../errors.js';
 // Option parsing for adapters: one error shape (field, value, stable code) everywhere, and
