@@ -22,7 +22,7 @@ import type {
   RateLimitPolicyFunction,
   RateLimitScope,
   RateLimitWindowOptions,
-} from './rate-limit.interfaces.js';
+} from '../rate-limit.interfaces.js';
 
 /** One limit of a `@RateLimit(...)`, parsed. */
 export interface ParsedLimit {

@@ -33,8 +33,8 @@ import type {
   RateLimitModuleOptions,
   RateLimitPolicyFunction,
   RateLimitScope,
-} from './rate-limit.interfaces.js';
-import { readCount, readScope, readShadow } from './rate-limit.readers.js';
+} from '../rate-limit.interfaces.js';
+import { readCount, readScope, readShadow } from './readers.js';
 
 /** The module's options, parsed. */
 export interface RateLimitConfig {
