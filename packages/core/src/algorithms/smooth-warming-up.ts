@@ -1,3 +1,4 @@
+// smoothWarmingUp: the policy factory, its parameters and the TypeScript twin of lua/smooth-warming-up.lua.
 import type { Duration } from '../duration.js';
 import { formatDuration, parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
