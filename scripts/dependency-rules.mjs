@@ -1,6 +1,6 @@
 // Checks the import graph of packages/*/{src,test}: no cycles, and the layers between packages hold.
 //
-// Rules (docs/architecture.md describes the layers):
+// Rules:
 //   cycle            no file reaches itself through its imports (type-only imports count too)
 //   core-root-http   core's root (packages/core/src outside http/) never imports core's http/
 //   adapter-entry    an adapter's source imports another workspace package only through
