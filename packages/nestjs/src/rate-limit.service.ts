@@ -67,7 +67,10 @@ export class RateLimitService implements OnModuleInit {
   private readonly scopedPolicies = new BoundedCache<string, Policy>();
   private readonly routes = new Map<Type, Map<Handler, RouteLimit>>();
   private readonly parsed = new WeakMap<object, ParsedRoute>();
-  /** One request's limits, from plan to outcome (the guard's steps; reset, block, unblock). */
+  /**
+   * One request's limits, from plan to outcome: the steps RateLimitGuard (and its subclasses)
+   * runs, and the lookup behind reset, block and unblock. Not part of the documented API.
+   */
   readonly requests: RequestLimits = new RequestLimits(this);
 
   constructor(
