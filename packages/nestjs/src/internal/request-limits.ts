@@ -121,7 +121,10 @@ export interface TargetCharge {
 const CHARGED = Symbol.for('floodgate.nestjs.charged');
 const chargedByCall = new WeakMap<object, Set<string>>();
 
-/** A request's limits, from the policy sets that apply to what it was charged and refunded. */
+/**
+ * The per-request steps: which policy sets apply and under which keys, charging them, refunding
+ * by outcome, and finding a request's charges again. One per RateLimitService.
+ */
 export class RequestLimits {
   constructor(private readonly source: LimiterSource) {}
 
