@@ -2,10 +2,10 @@
  * @floodgate/core — rate limiting that decides in one round trip, in Redis (Lua) or in
  * memory (the TypeScript twins), with the same answers from both.
  *
- * This entry is the documented API only (what the README and docs/ describe): the limiters, the policy factories,
- * the stores, their option and decision types, and the errors. The helpers the framework
+ * This entry is the documented API only (what the docs describe): the limiters, the policy
+ * factories, the stores, their option and decision types, and the errors. The helpers the framework
  * adapters share live at `@floodgate/core/http`; engine internals are not exported.
- * The exports test lists every name, so adding one is a decision.
+ * `test/exports.test.ts` lists every name, so adding one is a decision.
  */
 export type { FixedWindowOptions } from './algorithms/fixed-window.js';
 export type { GcraOptions } from './algorithms/gcra.js';
