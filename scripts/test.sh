@@ -12,6 +12,8 @@ echo "== generated scripts are up to date with lua/"
 node scripts/generate-lua.mjs --check
 echo "== lint and format (biome)"
 "${PNPM[@]}" exec biome ci --colors=off .
+echo "== dependency rules (no import cycles, layers in order)"
+node scripts/dependency-rules.mjs
 echo "== type check"
 "${PNPM[@]}" exec tsc -p tsconfig.json --noEmit
 echo "== tests (jest)"

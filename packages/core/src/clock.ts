@@ -1,3 +1,4 @@
+// Time for the limiters: the `clock` option (epoch ms, fractions allowed), read as integer microseconds.
 import { describeValue, RateLimitStoreError } from './errors.js';
 import { configError } from './options.js';
 

@@ -15,7 +15,7 @@ import {
   type FailureConfig,
   type RateLimiterHooks,
   readFailureOptions,
-} from './failure-policy.js';
+} from './failure-options.js';
 import { encodeKey } from './keys.js';
 import { configError, fieldPathOf, optionNames, positiveInteger, readOptions } from './options.js';
 import { readCost } from './rate-limiter-options.js';

@@ -201,7 +201,34 @@ function toSingleDecision(answer: StoreDecision, p: Policy): Decision {
   return answer.reason ? { ...decision, reason: answer.reason } : decision;
 }
 
-/** Whether `candidate` should speak for the decision instead of `current`. */
+/**
+ * Several limiters' decisions as one (a request charged under more than one key): denied when
+ * any denies, and the policy that decides is chosen by the same rule as within one limiter.
+ * Reasons and delays carry over: the first reason given, the longest delay when admitted.
+ */
+export function mergeDecisions(decisions: readonly Decision[]): Decision {
+  const views: PolicyDecision[] = decisions.flatMap((d) => d.policies);
+  const allowed = decisions.every((d) => d.allowed);
+  let decider = views[0]!;
+  for (const v of views.slice(1)) if (decides(v, decider, allowed)) decider = v;
+  const reason = decisions.find((d) => d.reason !== undefined)?.reason;
+  const { name, ...view } = decider;
+  return {
+    ...view,
+    allowed,
+    retryAfter: allowed ? 0 : decider.retryAfter,
+    delay: allowed ? Math.max(...decisions.map((d) => d.delay)) : 0,
+    policy: name,
+    policies: views,
+    ...(reason ? { reason } : {}),
+  };
+}
+
+/**
+ * Which policy decides: whether `candidate` should speak for the decision instead of `current`.
+ * Admitted: the least remaining, then the longest resetAfter. Denied: a denying policy, the one
+ * that waits longest, −1 (never) longest of all.
+ */
 function decides(candidate: PolicyDecision, current: PolicyDecision, admitted: boolean): boolean {
   // Admitted: the tightest policy speaks; on a tie, the one that takes longer to recover.
   if (admitted) {

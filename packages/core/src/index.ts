@@ -2,8 +2,8 @@
  * @floodgate/core — rate limiting that decides in one round trip, in Redis (Lua) or in
  * memory (the TypeScript twins), with the same answers from both.
  *
- * This entry is the documented API only (DESIGN.md §3): the limiters, the policy factories,
- * the stores, their option and decision types, and the errors. The helpers the framework
+ * This entry is the documented API only (what the docs describe): the limiters, the policy
+ * factories, the stores, their option and decision types, and the errors. The helpers the framework
  * adapters share live at `@floodgate/core/http`; engine internals are not exported.
  * `test/meta/exports.test.ts` lists every name, so adding one is a decision.
  */
@@ -51,7 +51,7 @@ export type {
   StoreCallEvent,
   StoreErrorEvent,
   StoreFailure,
-} from './failure-policy.js';
+} from './failure-options.js';
 export type { BlockDuration, Policy } from './policy.js';
 export { RateLimiter } from './rate-limiter.js';
 export type {

@@ -47,7 +47,7 @@ export function encodeKey(key: unknown): string {
 }
 
 /**
- * Whether redisStore keeps these policies' states in one key per caller (DESIGN §5): two or more
+ * Whether redisStore keeps these policies' states in one key per caller: two or more
  * policies whose states are all strings. slidingLog (a sorted set) and fixedWindow's per-window
  * keys (limits too large for one integer: layout 0) keep a key per policy.
  */

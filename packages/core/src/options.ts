@@ -81,6 +81,14 @@ export function readOptions(
   return own;
 }
 
+/**
+ * The cost rule, everywhere a cost is taken (a call's `cost`, an adapter's `cost` option or
+ * cost function): a non-negative safe integer; 0 is a read that charges nothing.
+ */
+export function isCost(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
 /** `object[name]` when `object` has it as an own property, else undefined (never inherited). */
 export function ownValue(object: object, name: string): unknown {
   return Object.hasOwn(object, name) ? (object as Record<string, unknown>)[name] : undefined;

@@ -11,8 +11,8 @@ import {
   type OnStoreError,
   type RateLimiterHooks,
   readFailureOptions,
-} from './failure-policy.js';
-import { configError, optionNames, ownValue, readOptions } from './options.js';
+} from './failure-options.js';
+import { configError, isCost, optionNames, ownValue, readOptions } from './options.js';
 import type { Policy } from './policy.js';
 import type { Store } from './stores/store.js';
 
@@ -178,7 +178,7 @@ export function readCost(
   }
   const cost = ownValue(options, 'cost');
   if (cost === undefined) return 1;
-  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
+  if (!isCost(cost)) {
     throw new RateLimitArgumentError(
       'cost',
       cost,

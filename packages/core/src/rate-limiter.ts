@@ -8,8 +8,8 @@ import { waitForAdmission } from './acquire.js';
 import { type Decision, type StoreDecision, toDecision } from './decision.js';
 import type { DeniedCache } from './denied-cache.js';
 import type { Duration } from './duration.js';
-import { type CallContext, FailureAnswer } from './failure-policy.js';
-import { KEY_MEMO_BYTES, KEY_MEMO_ENTRY_BYTES, KEY_MEMO_SIZE, type KeyMemo } from './key-memo.js';
+import type { CallContext } from './failure-options.js';
+import { FailureAnswer } from './failure-policy.js';
 import { encodeKey, keyTails } from './keys.js';
 import { fieldPathOf, readAs } from './options.js';
 import type { Policy } from './policy.js';
@@ -23,6 +23,29 @@ import {
 } from './rate-limiter-options.js';
 import { breakerOf, StoreGuard } from './store-guard.js';
 import type { PreparedPolicies, Store } from './stores/store.js';
+
+/**
+ * A recent key's storage keys, and one slot per key that an in-process store may fill (the
+ * memory store keeps the key's entry there, saving a hash lookup per decision).
+ */
+interface KeyMemo {
+  readonly keys: readonly string[];
+  readonly slots: unknown[];
+}
+
+/**
+ * Keys whose storage keys a limiter remembers (`keysOf`: a freshly concatenated key costs a
+ * flatten and a hash on every lookup, a remembered one not); past it the memo starts over
+ * (amortised O(1)).
+ */
+const KEY_MEMO_SIZE = 10_000;
+/**
+ * Bytes the memo may hold (2 per UTF-16 unit of each key and storage key, plus a fixed overhead
+ * per entry): keys are caller input, and 10 000 keys of 16 KB would otherwise pin 320 MB.
+ */
+const KEY_MEMO_BYTES = 4 * 1024 * 1024;
+/** The fixed overhead counted per memo entry, in bytes. */
+const KEY_MEMO_ENTRY_BYTES = 200;
 
 /**
  * `new RateLimiter(options)` whose configuration errors name fields under `where`, the

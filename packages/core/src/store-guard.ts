@@ -11,7 +11,7 @@ import {
   type FailureConfig,
   type RateLimiterHooks,
   type StoreFailure,
-} from './failure-policy.js';
+} from './failure-options.js';
 import { abandon } from './stores/send-ticket.js';
 import type { Store } from './stores/store.js';
 

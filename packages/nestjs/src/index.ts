@@ -4,7 +4,7 @@
  * controllers on Express or Fastify, GraphQL resolvers and WebSocket gateways.
  */
 
-export type { RateLimitTarget, RateLimitTargetOptions } from './rate-limit.actions.js';
+export type { RouteLimit } from './internal/routes.js';
 export { RATE_LIMIT_OPTIONS, RateLimitStore } from './rate-limit.constants.js';
 export { connectionKey } from './rate-limit.context.js';
 export {
@@ -40,7 +40,9 @@ export type {
   RateLimitPoliciesOptions,
   RateLimitPolicyFunction,
   RateLimitScope,
+  RateLimitTarget,
+  RateLimitTargetOptions,
   RateLimitWindowOptions,
 } from './rate-limit.interfaces.js';
 export { RateLimitModule } from './rate-limit.module.js';
-export { RATE_LIMIT_CONFIG, RateLimitService, type RouteLimit } from './rate-limit.service.js';
+export { RATE_LIMIT_CONFIG, RateLimitService } from './rate-limit.service.js';

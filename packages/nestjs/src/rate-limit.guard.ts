@@ -18,7 +18,9 @@ import {
 } from '@floodgate/core/http';
 import { type CanActivate, type ExecutionContext, Injectable, Optional } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { chargeAll, marksOf } from './rate-limit.charge.js';
+import { DEFAULT_ERROR_MESSAGE } from './internal/options.js';
+import { CHARGES, CONTEXT, type RecordedCharges } from './internal/request-limits.js';
+import { localLimiters, policySignature, type RouteLimit } from './internal/routes.js';
 import { RATE_LIMIT_GUARD_MARK } from './rate-limit.constants.js';
 import {
   headerTarget,
@@ -35,20 +37,7 @@ import {
   rateLimitBody,
   TOO_MANY_REQUESTS,
 } from './rate-limit.exception.js';
-import { DEFAULT_ERROR_MESSAGE } from './rate-limit.options.js';
-import { settleAfterResponse } from './rate-limit.outcome.js';
-import {
-  appliedSets,
-  CHARGES,
-  CONTEXT,
-  keyCharges,
-  policiesFor,
-  type RecordedCharges,
-  resolveContextKey,
-  screenSets,
-} from './rate-limit.plan.js';
-import { localLimiters, policySignature } from './rate-limit.routes.js';
-import { RateLimitService, type RouteLimit } from './rate-limit.service.js';
+import { RateLimitService } from './rate-limit.service.js';
 
 /**
  * Applies the module's policies and each route's `@RateLimit(...)`: one limiter call per
@@ -111,9 +100,10 @@ export class RateLimitGuard implements CanActivate {
     }
     if (config.skip !== undefined && (await config.skip(context))) return true;
 
-    const sets = await screenSets(
+    const requests = this.rateLimit.requests;
+    const sets = await requests.screenSets(
       context,
-      await appliedSets(
+      await requests.appliedSets(
         context,
         route,
         await this.getPolicies(context),
@@ -121,16 +111,16 @@ export class RateLimitGuard implements CanActivate {
       ),
     );
     if (sets.length === 0) return true;
-    const marks = marksOf(context);
+    const marks = requests.marksOf(context);
     const mark = `${route.route}\n${sets.map((s) => policySignature(s.policies)).join(';')}`;
     if (marks.has(mark)) return true;
     marks.add(mark);
 
-    const charges = await keyCharges(this.rateLimit, context, route, sets, (c, keys) =>
+    const charges = await requests.keyCharges(context, route, sets, (c, keys) =>
       this.getKey(c, keys),
     );
     const cost = await resolveCost(route, context);
-    const { decision, enforced, charged } = await chargeAll(this.rateLimit, charges, cost);
+    const { decision, enforced, charged } = await requests.charge(charges, cost);
     const request = requestOf(context);
     request[DECISION_PROPERTY] = decision;
     request[CHARGES] = { charges, decision } satisfies RecordedCharges;
@@ -145,7 +135,7 @@ export class RateLimitGuard implements CanActivate {
       // An override that returned instead of throwing still denies.
       throw new RateLimitException(decision, rateLimitBody(decision, DEFAULT_ERROR_MESSAGE));
     }
-    settleAfterResponse(context, charged, cost, this.rateLimit.countWarning);
+    requests.settleAfterResponse(context, charged, cost);
     // Shaping policies admit now but ask the request to wait (nginx `delay=`).
     if (enforced) await waitForDelay(decision);
     return true;
@@ -172,7 +162,7 @@ export class RateLimitGuard implements CanActivate {
       const view = requestView(context, requestOf(context));
       await this.checkPrincipal(context, config, view.user, view.headers);
     }
-    return resolveContextKey(context, config);
+    return this.rateLimit.requests.resolveKey(context, config);
   }
 
   /**
@@ -184,7 +174,7 @@ export class RateLimitGuard implements CanActivate {
     context: ExecutionContext,
   ): readonly Policy[] | undefined | Promise<readonly Policy[] | undefined> {
     const own = this.routeOf(context).own;
-    return own && policiesFor(own, context);
+    return own && this.rateLimit.requests.policiesFor(own, context);
   }
 
   /**

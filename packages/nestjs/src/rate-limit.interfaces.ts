@@ -248,3 +248,20 @@ export interface RateLimitModuleAsyncOptions extends Pick<ModuleMetadata, 'impor
   /** As `mode` of `forRoot`. @default 'guard' */
   mode?: 'guard' | 'interceptor';
 }
+
+/** Which of a request's charges to act on. */
+export interface RateLimitTargetOptions {
+  /**
+   * Only the policy set that contains the policy of this name (e.g. the per-username limit of
+   * a login route, not the per-IP one). @default every set the request is charged
+   */
+  policy?: string;
+  /**
+   * Act on the key the request resolves to on another handler, `[Controller, 'method']` (e.g.
+   * a captcha route lifting the login route's lockout). @default the request's own handler
+   */
+  handler?: readonly [controller: Type, method: string];
+}
+
+/** An ExecutionContext, or the request the guard limited (Express `req`, Fastify `request`). */
+export type RateLimitTarget = ExecutionContext | object;

@@ -7,6 +7,7 @@ import { RateLimitConfigError } from '@floodgate/core';
 import { configError, optionNames, readOptions } from '@floodgate/core/http';
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
+import { parseModuleOptions, type RateLimitConfig } from './internal/options.js';
 import { RATE_LIMIT_GLOBAL, RATE_LIMIT_OPTIONS, RateLimitStore } from './rate-limit.constants.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
 import { RateLimitInterceptor } from './rate-limit.interceptor.js';
@@ -15,7 +16,6 @@ import type {
   RateLimitModuleOptions,
   RateLimitOptionsFactory,
 } from './rate-limit.interfaces.js';
-import { parseModuleOptions, type RateLimitConfig } from './rate-limit.options.js';
 import { RATE_LIMIT_CONFIG, RateLimitService } from './rate-limit.service.js';
 
 /** Every option name of `forRootAsync`, checked against RateLimitModuleAsyncOptions. */

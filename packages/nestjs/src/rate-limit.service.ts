@@ -25,22 +25,12 @@ import {
   type Type,
 } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import {
-  type RateLimitTarget,
-  type RateLimitTargetOptions,
-  targetCharges,
-} from './rate-limit.actions.js';
-import { checkHandlers } from './rate-limit.bootstrap.js';
-import { BoundedCache } from './rate-limit.cache.js';
-import {
-  RATE_LIMIT_GLOBAL,
-  RATE_LIMIT_METADATA,
-  SKIP_RATE_LIMIT_METADATA,
-} from './rate-limit.constants.js';
-import type { RateLimitOptions, RateLimitScope } from './rate-limit.interfaces.js';
-import { buildLimiter, type RateLimitConfig } from './rate-limit.options.js';
-import { checkNames, parseSkipNames } from './rate-limit.policies.js';
-import { type ParsedRateLimit, parseRateLimitOptions } from './rate-limit.readers.js';
+import { checkHandlers } from './internal/bootstrap.js';
+import { BoundedCache } from './internal/bounded-cache.js';
+import { buildLimiter, type RateLimitConfig } from './internal/options.js';
+import { checkNames, parseSkipNames } from './internal/policy-checks.js';
+import { type ParsedRateLimit, parseRateLimitOptions } from './internal/readers.js';
+import { RequestLimits } from './internal/request-limits.js';
 import {
   controllerOf,
   policyIdentity,
@@ -48,7 +38,18 @@ import {
   type RouteCharge,
   type RouteLimit,
   routeOf,
-} from './rate-limit.routes.js';
+} from './internal/routes.js';
+import {
+  RATE_LIMIT_GLOBAL,
+  RATE_LIMIT_METADATA,
+  SKIP_RATE_LIMIT_METADATA,
+} from './rate-limit.constants.js';
+import type {
+  RateLimitOptions,
+  RateLimitScope,
+  RateLimitTarget,
+  RateLimitTargetOptions,
+} from './rate-limit.interfaces.js';
 
 /** Injection token of the parsed module options. */
 export const RATE_LIMIT_CONFIG: unique symbol = Symbol('RATE_LIMIT_CONFIG');
@@ -66,6 +67,11 @@ export class RateLimitService implements OnModuleInit {
   private readonly scopedPolicies = new BoundedCache<string, Policy>();
   private readonly routes = new Map<Type, Map<Handler, RouteLimit>>();
   private readonly parsed = new WeakMap<object, ParsedRoute>();
+  /**
+   * One request's limits, from plan to outcome: the steps RateLimitGuard (and its subclasses)
+   * runs, and the lookup behind reset, block and unblock. Not part of the documented API.
+   */
+  readonly requests: RequestLimits = new RequestLimits(this);
 
   constructor(
     @Inject(RATE_LIMIT_CONFIG) readonly config: RateLimitConfig,
@@ -135,7 +141,7 @@ export class RateLimitService implements OnModuleInit {
    * successful login.
    */
   async reset(target: RateLimitTarget, options?: RateLimitTargetOptions): Promise<void> {
-    const charges = await targetCharges(this, target, options);
+    const charges = await this.requests.targetCharges(target, options);
     // A set merged with others under its key: its counters only (and the shared call's
     // denied-cache entry); the shared block stays.
     await Promise.all(
@@ -152,13 +158,13 @@ export class RateLimitService implements OnModuleInit {
     duration: Duration | 'forever',
     options?: RateLimitTargetOptions,
   ): Promise<void> {
-    const charges = await targetCharges(this, target, options);
+    const charges = await this.requests.targetCharges(target, options);
     await Promise.all(charges.map(({ limiter, key }) => limiter.block(key, duration)));
   }
 
   /** Lifts a block (by hand or a lockout) on the key `target` resolves to. */
   async unblock(target: RateLimitTarget, options?: RateLimitTargetOptions): Promise<void> {
-    const charges = await targetCharges(this, target, options);
+    const charges = await this.requests.targetCharges(target, options);
     await Promise.all(charges.map(({ limiter, key }) => limiter.unblock(key)));
   }
 
@@ -295,6 +301,3 @@ function shadowOptions(
     ? { ...options, hooks: shadowHooks(options.hooks) as RateLimiterHooks }
     : options;
 }
-
-export type { RouteCharge, RouteLimit } from './rate-limit.routes.js';
-export { policySignature, routeOf } from './rate-limit.routes.js';

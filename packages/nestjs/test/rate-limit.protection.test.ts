@@ -32,7 +32,7 @@ import {
 } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import request from 'supertest';
-import { BoundedCache } from '../src/rate-limit.cache.js';
+import { BoundedCache } from '../src/internal/bounded-cache.js';
 import { CASES, closeApps, globalModuleBoot, NOW, redisKeys } from './app.js';
 
 /** 401 for `x-result: fail`, 500 for `crash`, else 201. */

@@ -4,6 +4,15 @@
  * and never mutates `state`. Times are integer microseconds.
  */
 
+/**
+ * Greatest common divisor (Euclid), for reducing a rate `limit / window µs` to integers small
+ * enough to stay exact in a double (token bucket, leaky bucket, the smooth policies).
+ */
+export function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+
 /** What every check answers, admitted or not. */
 export interface Verdict {
   allowed: boolean;

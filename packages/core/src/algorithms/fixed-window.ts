@@ -1,3 +1,4 @@
+// fixedWindow: the policy factory, its parameters and the TypeScript twin of lua/fixed-window.lua.
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, fieldPathOf, optionNames, positiveInteger, readOptions } from '../options.js';
@@ -136,7 +137,7 @@ function startedWindow(
   return typeof state === 'object' && 'end' in state && state.end > now ? state : undefined;
 }
 
-/** Check for anchor 'first-request' (lua/fixed-window.lua's fixed_window_check_started). */
+/** Check for anchor 'first-request' (lua/fixed-window.lua: `fixed_window_check`, layout 2). */
 function checkStarted(
   state: FixedWindowState | undefined,
   now: number,

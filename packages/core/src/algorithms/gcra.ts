@@ -1,3 +1,4 @@
+// gcra: the policy factory, its parameters and the TypeScript twin of lua/gcra.lua.
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';

@@ -1,8 +1,9 @@
+// leakyBucket: the policy factory, its parameters and the TypeScript twin of lua/leaky-bucket.lua.
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
-import type { Algorithm } from './algorithm.js';
+import { type Algorithm, gcd } from './algorithm.js';
 
 /**
  * Options of `leakyBucket` (nginx `limit_req`): excess drains at `limit` per `window`; more
@@ -37,11 +38,6 @@ export interface LeakyBucketOptions {
    * progressive with `{ initial, multiplier, max, forgetAfter }`. docs/algorithms.md#blocks
    */
   blockDuration?: BlockDuration;
-}
-
-function gcd(a: number, b: number): number {
-  while (b !== 0) [a, b] = [b, a % b];
-  return a;
 }
 
 /** Every option name of LeakyBucketOptions, checked against the type. */

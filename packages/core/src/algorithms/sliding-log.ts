@@ -1,3 +1,4 @@
+// slidingLog: the policy factory, its parameters and the TypeScript twin of lua/sliding-log.lua.
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';

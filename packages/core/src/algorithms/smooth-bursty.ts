@@ -1,8 +1,9 @@
+// smoothBursty: the policy factory, its parameters and the TypeScript twin of lua/smooth-bursty.lua.
 import type { Duration } from '../duration.js';
 import { formatDuration, parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
-import { type Algorithm, refilled, type Verdict } from './algorithm.js';
+import { type Algorithm, gcd, refilled, type Verdict } from './algorithm.js';
 
 /**
  * Options of `smoothBursty` (Guava `SmoothBursty`): `limit` per `window`, evenly spaced; a
@@ -53,11 +54,6 @@ export const SMOOTH_BURSTY_RETENTION_US = 3_600_000_000;
  * retryAfter −1, a cost 0 reads an empty key (lua/smooth-*.lua).
  */
 export const NOTHING_ADMITTED = -1;
-
-export function gcd(a: number, b: number): number {
-  while (b !== 0) [a, b] = [b, a % b];
-  return a;
-}
 
 /** Every option name of SmoothBurstyOptions, checked against the type. */
 const SMOOTH_BURSTY_OPTION_NAMES = optionNames<SmoothBurstyOptions>({

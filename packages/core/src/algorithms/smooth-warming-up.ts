@@ -1,10 +1,10 @@
+// smoothWarmingUp: the policy factory, its parameters and the TypeScript twin of lua/smooth-warming-up.lua.
 import type { Duration } from '../duration.js';
 import { formatDuration, parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
-import { type Algorithm, refilled } from './algorithm.js';
+import { type Algorithm, gcd, refilled } from './algorithm.js';
 import {
-  gcd,
   NOTHING_ADMITTED,
   notFreeYet,
   nothingAdmitted,

@@ -1,8 +1,9 @@
+// tokenBucket: the policy factory, its parameters and the TypeScript twin of lua/token-bucket.lua.
 import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
-import { type Algorithm, refilled } from './algorithm.js';
+import { type Algorithm, gcd, refilled } from './algorithm.js';
 
 /**
  * Options of `tokenBucket`: holds up to `burst` tokens (default `limit`), refilled
@@ -26,11 +27,6 @@ export interface TokenBucketOptions {
    * progressive with `{ initial, multiplier, max, forgetAfter }`. docs/algorithms.md#blocks
    */
   blockDuration?: BlockDuration;
-}
-
-function gcd(a: number, b: number): number {
-  while (b !== 0) [a, b] = [b, a % b];
-  return a;
 }
 
 /** Every option name of TokenBucketOptions, checked against the type. */

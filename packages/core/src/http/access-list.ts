@@ -10,9 +10,9 @@ import { configError, optionNames } from '../options.js';
 import type { Diagnostics } from './diagnostics.js';
 import { type IpAddressParts, parseIpAddress } from './ip.js';
 import { addressFromIpHeader, type IpHeaderRule, parseRange } from './ip-header.js';
-import type { HttpRequestView } from './keys.js';
+import { checkProxySetup } from './keys.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
-import { checkProxySetup } from './proxy-checks.js';
+import type { HttpRequestView } from './types.js';
 
 /** An `allow` or `deny` list: IPs and CIDRs, or a predicate of the framework's request. */
 export type AccessListOption<Req> = readonly string[] | ((req: Req) => boolean | Promise<boolean>);

@@ -3,18 +3,19 @@
  * key → cost → consume (→ acquire a concurrency slot), then the headers of what was decided
  * and the wait a shaping policy asks for.
  */
-import type { ConcurrencyDecision, Lease } from '../concurrency-limiter.js';
 import type { Decision } from '../decision.js';
 import { describeValue, RateLimitArgumentError } from '../errors.js';
+import { isCost } from '../options.js';
 import type { RateLimiter } from '../rate-limiter.js';
 import { AccessDeniedError, checkAccess } from './access-list.js';
 import { noteCharge } from './budget.js';
 import type { RateLimitHeaderConfig } from './header-options.js';
 import { applyRateLimitHeaders, type HeaderTarget } from './headers.js';
 import { resolveKeyNow } from './key-now.js';
-import { type HttpRequestView, resolveKey } from './keys.js';
+import { resolveKey } from './keys.js';
 import type { HttpRateLimitConfig } from './options.js';
 import { shadowCheck } from './shadow.js';
+import type { HttpCheck, HttpRequestView } from './types.js';
 
 /**
  * The cost of a request: the configured number, or the cost function's result, which must be
@@ -27,7 +28,7 @@ export async function resolveCost<Req>(
 ): Promise<number> {
   if (typeof config.cost === 'number') return config.cost;
   const cost = await config.cost(req);
-  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
+  if (!isCost(cost)) {
     throw new RateLimitArgumentError(
       'cost',
       cost,
@@ -35,22 +36,6 @@ export async function resolveCost<Req>(
     );
   }
   return cost;
-}
-
-/** The outcome of checking one request. */
-export interface HttpCheck {
-  readonly key: string;
-  readonly cost: number;
-  /** The decision to expose and act on: a denial if there was one, else the rate decision. */
-  readonly decision: Decision;
-  /** The rate limiter's decision (undefined with `concurrency` only). */
-  readonly rate: Decision | undefined;
-  /** The concurrency decision (undefined without `concurrency`, or after a rate denial). */
-  readonly concurrency: ConcurrencyDecision | undefined;
-  /** The slot to release when the response ends (admitted with `concurrency`). */
-  readonly lease: Lease | undefined;
-  /** The limiter that decided: with a policies function, the one for the request's set. */
-  readonly limiter: RateLimiter | undefined;
 }
 
 /**

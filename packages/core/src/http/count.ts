@@ -12,8 +12,8 @@ import { configError } from '../options.js';
 import type { Policy } from '../policy.js';
 import type { RateLimiter } from '../rate-limiter.js';
 import { beforeEnd } from './before-end.js';
-import type { HttpCheck } from './check-request.js';
 import { storeDecided } from './headers.js';
+import type { HttpCheck } from './types.js';
 
 /**
  * Which admitted requests count: `'all'`; `'failed'` (status ≥ 400, or the client went away or

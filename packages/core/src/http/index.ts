@@ -6,12 +6,15 @@
  * Published as the `@floodgate/core/http` subpath: for adapter authors, not application code.
  */
 
+// Which policy decides, for several limiters' decisions (one request charged under several keys).
+export { mergeDecisions } from '../decision.js';
 // Every code Floodgate reports links to its entry in docs/troubleshooting.md.
 export { emitWarning, helpUrl } from '../errors.js';
 // Option parsing for adapters: one error shape (field, value, stable code) everywhere, and
 // the core's readers reporting fields under the adapter's own names (readAs).
 export {
   configError,
+  isCost,
   type OptionNames,
   optionNames,
   readAs,
@@ -47,7 +50,6 @@ export { beforeEnd } from './before-end.js';
 export {
   applyCheckHeaders,
   checkHttpRequest,
-  type HttpCheck,
   resolveCost,
   waitForDelay,
 } from './check-request.js';
@@ -114,7 +116,6 @@ export {
   DEFAULT_APP_KEY_QUERY,
   DEFAULT_FALLBACK_KEY,
   DEFAULT_KEY_SOURCE,
-  type HttpRequestView,
   KEY_OPTION_NAMES,
   type KeyConfig,
   type KeyFunction,
@@ -151,3 +152,4 @@ export {
 } from './problem.js';
 export { type RateLimitControl, rateLimitControl } from './reset-key.js';
 export { parseShadowOption, shadowCheck, shadowDecision, shadowHooks } from './shadow.js';
+export type { HttpCheck, HttpRequestView } from './types.js';

@@ -4,7 +4,8 @@
  * a microtask per source per request, which showed in the Express server's CPU per request
  * (docs/benchmarks.md); the answers and errors are the same as `resolveKey`'s.
  */
-import { type HttpRequestView, ipKey, type KeyConfig, keyOfValue, resolveKeyFrom } from './keys.js';
+import { ipKey, type KeyConfig, keyOfValue, resolveKeyFrom } from './keys.js';
+import type { HttpRequestView } from './types.js';
 
 /**
  * The key for a request (see `resolveKey`): a string when every source tried answered

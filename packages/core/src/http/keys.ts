@@ -25,26 +25,7 @@ import {
   isHeaderName,
   parseIpHeaderOption,
 } from './ip-header.js';
-import { checkProxySetup } from './proxy-checks.js';
-
-/** What the core needs to know about a request; each adapter fills it in. */
-export interface HttpRequestView {
-  /** Client address as the framework resolved it (after its trusted-proxy rules). */
-  readonly ip: string | undefined;
-  /** Request headers, names in lower case (Node's `IncomingMessage.headers`). */
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
-  /** Parsed query string. */
-  readonly query?: Readonly<Record<string, unknown>> | undefined;
-  /** The authenticated principal (`req.user`, `ctx.state.user`), if any. */
-  readonly user?: unknown;
-  /** Whether the framework trusts a proxy (Express `trust proxy`, Koa `app.proxy`). */
-  readonly trustProxy: boolean;
-  /**
-   * Whether it trusts every hop (Express `trust proxy === true`, Koa `app.proxy` with
-   * `maxIpsCount` 0): the leftmost X-Forwarded-For entry, which any client can write, is the IP.
-   */
-  readonly trustsEveryProxy?: boolean;
-}
+import type { HttpRequestView } from './types.js';
 
 /** Built-in key sources. */
 export type KeyName = 'ip' | 'appKey' | 'clientId';
@@ -303,4 +284,37 @@ function principalId(user: unknown): unknown {
   if (user === null || typeof user !== 'object') return undefined;
   const u = user as { id?: unknown; clientId?: unknown };
   return u.id ?? u.clientId;
+}
+
+/**
+ * The proxy diagnostics, checked on each request keyed by its address (each reported once):
+ * X-Forwarded-For with no trusted proxy, every hop trusted, and a Forwarded header nobody reads.
+ */
+export function checkProxySetup(diagnostics: Diagnostics, view: HttpRequestView): void {
+  const forwardedFor = view.headers['x-forwarded-for'] !== undefined;
+  if (!view.trustProxy && forwardedFor) {
+    diagnostics.warn(
+      'FLOODGATE_UNTRUSTED_PROXY',
+      'A request carries X-Forwarded-For but no proxy is trusted, so every client behind the proxy ' +
+        'shares one rate limit (the proxy address). Behind N proxies of your own, set Express ' +
+        '`app.set("trust proxy", N)` or Koa `app.proxy = true; app.maxIpsCount = N`.',
+    );
+  }
+  if (view.trustsEveryProxy === true) {
+    diagnostics.warn(
+      'FLOODGATE_PROXY_HOPS',
+      'Every proxy hop is trusted (Express `trust proxy` is true, or Koa `app.proxy` is on with ' +
+        '`maxIpsCount` 0), so the client IP is the leftmost X-Forwarded-For entry, which any ' +
+        'client can forge to get a fresh limit per request. Trust exactly your N proxies: ' +
+        'Express `app.set("trust proxy", N)`, Koa `app.maxIpsCount = N`.',
+    );
+  }
+  if (!forwardedFor && view.headers.forwarded !== undefined) {
+    diagnostics.warn(
+      'FLOODGATE_FORWARDED_IGNORED',
+      'A request carries a Forwarded header but no X-Forwarded-For: Express and Koa read only ' +
+        'X-Forwarded-For, so the address in Forwarded is ignored. Make the proxy send ' +
+        'X-Forwarded-For (or use ipHeader / a key function).',
+    );
+  }
 }

@@ -9,7 +9,7 @@ import type { ServerResponse } from 'node:http';
 import type { Clock } from '../clock.js';
 import type { ConcurrencyLimiter } from '../concurrency-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
-import { configError, optionNames } from '../options.js';
+import { configError, isCost, optionNames } from '../options.js';
 import { createRateLimiter, type RateLimiter } from '../rate-limiter.js';
 import { RATE_LIMITER_OPTION_NAMES, type RateLimiterOptions } from '../rate-limiter-options.js';
 import { memoryStore } from '../stores/memory.js';
@@ -132,110 +132,23 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = Server
   where: string,
   extraNames: readonly string[] = [],
 ): HttpRateLimitConfig<Req, OnLimited, Res> {
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw configError(where, options, 'an options object');
-  }
-  const passed = requestKind(options);
-  if (passed !== undefined) {
-    // `app.use(rateLimit)`: the framework calls the factory itself with each request.
-    throw new RateLimitConfigError(
-      'FLOODGATE_INVALID_OPTION',
-      where,
-      undefined,
-      `${where}() was called with ${passed} instead of options: it was mounted without being called. Write app.use(${where}({ policies: … })), not app.use(${where})`,
-    );
-  }
-  const o = ownOptions(options, where);
-  const own: readonly string[] = [...HTTP_OPTION_NAMES, ...extraNames];
-  const limiterOptions: Record<string, unknown> = {};
-  for (const name of Object.keys(o)) {
-    if (own.includes(name)) continue;
-    if (!RATE_LIMITER_OPTION_NAMES.includes(name as keyof RateLimiterOptions)) {
-      throw new RateLimitConfigError(
-        'FLOODGATE_UNKNOWN_OPTION',
-        `${where}.${name}`,
-        o[name],
-        `${where}.${name} is not an option (adapter options: ${own.join(', ')}; limiter options: ${RATE_LIMITER_OPTION_NAMES.join(', ')})`,
-      );
-    }
-    if (o[name] !== undefined) limiterOptions[name] = o[name];
-  }
-  let limiter: RateLimiter | undefined;
-  let store: Store | undefined;
+  const o = readAdapterOptions(options, where);
+  const limiterOptions = limiterOptionsOf(o, where, [...HTTP_OPTION_NAMES, ...extraNames]);
   const shadow = parseShadowOption(o.shadow, `${where}.shadow`);
   if (shadow && limiterOptions.hooks !== undefined) {
     limiterOptions.hooks = shadowHooks(limiterOptions.hooks);
   }
-  let setOptions: Omit<RateLimiterOptions, 'policies'> | undefined;
-  if (o.limiter !== undefined) {
-    if (shadow) {
-      throw configError(
-        `${where}.shadow`,
-        o.shadow,
-        `used with policies, not with ${where}.limiter (whose own hooks could not tell a would-be denial from a denial)`,
-      );
-    }
-    if (typeof (o.limiter as RateLimiter | null)?.consume !== 'function') {
-      throw configError(`${where}.limiter`, o.limiter, 'a RateLimiter');
-    }
-    const mixed = Object.keys(limiterOptions)[0];
-    if (mixed !== undefined) {
-      throw new RateLimitConfigError(
-        'FLOODGATE_INVALID_OPTION',
-        `${where}.${mixed}`,
-        limiterOptions[mixed],
-        `${where}.${mixed} cannot be combined with ${where}.limiter: configure the limiter itself, or pass policies instead of a limiter`,
-      );
-    }
-    limiter = o.limiter as RateLimiter;
-  } else if (typeof limiterOptions.policies === 'function') {
-    store = (limiterOptions.store as Store | undefined) ?? memoryStore();
-    const { policies: _, ...rest } = limiterOptions;
-    setOptions = { deniedCache: defaultDeniedCache(store), ...rest, store };
-    validateSetOptions(setOptions, where);
-  } else if (o.concurrency === undefined || limiterOptions.policies !== undefined) {
-    store = (limiterOptions.store as Store | undefined) ?? memoryStore();
-    limiter = createRateLimiter(
-      { deniedCache: defaultDeniedCache(store), ...limiterOptions, store } as RateLimiterOptions,
-      where,
-    );
-  }
-  if (o.skip !== undefined && typeof o.skip !== 'function') {
-    throw configError(`${where}.skip`, o.skip, 'a function (req) => boolean');
-  }
-  if (o.onLimited !== undefined && typeof o.onLimited !== 'function') {
-    throw configError(`${where}.onLimited`, o.onLimited, 'a function');
-  }
-  let cost: number | ((req: Req) => number | Promise<number>) = 1;
-  if (typeof o.cost === 'function') cost = o.cost as (req: Req) => number;
-  else if (o.cost !== undefined) {
-    if (typeof o.cost !== 'number' || !Number.isSafeInteger(o.cost) || o.cost < 0) {
-      throw configError(
-        `${where}.cost`,
-        o.cost,
-        'a non-negative integer or a function (req) => number',
-      );
-    }
-    cost = o.cost;
-  }
+  const rate = rateLimitingOf(o, limiterOptions, shadow, where);
+  const { limiter, setOptions } = rate;
+  const perRequest = requestFunctionsOf<Req, OnLimited>(o, where);
   const concurrency = parseConcurrencyOption(
     o.concurrency,
     `${where}.concurrency`,
-    () => limiter?.store ?? store ?? (limiterOptions.store as Store | undefined) ?? memoryStore(),
+    () =>
+      limiter?.store ?? rate.store ?? (limiterOptions.store as Store | undefined) ?? memoryStore(),
     limiterOptions,
   );
-  if (
-    limiter === undefined &&
-    setOptions === undefined &&
-    Object.keys(limiterOptions).some((n) => n !== 'store')
-  ) {
-    const name = Object.keys(limiterOptions).find((n) => n !== 'store')!;
-    throw configError(
-      `${where}.${name}`,
-      limiterOptions[name],
-      'used with policies (there are none: only concurrency is limited)',
-    );
-  }
+  refuseUnusedLimiterOptions(rate, limiterOptions, where);
   const keys = parseKeyOptions<Req>(o, where);
   if (limiter !== undefined) noteBudget(keys.diagnostics, limiter, where);
   return {
@@ -257,13 +170,171 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = Server
       shadow && o.headers === undefined ? false : o.headers,
       `${where}.headers`,
     ),
-    skip: o.skip as HttpRateLimitConfig<Req>['skip'],
-    cost,
-    onLimited: o.onLimited as OnLimited | undefined,
+    ...perRequest,
     budget: limiter === undefined ? undefined : budgetOf(limiter),
     firstRequest: new FirstRequestWatch(),
     ...countOption<Req, Res>(o.count, where, limiter !== undefined || setOptions !== undefined),
   };
+}
+
+/** The options object's own properties; a factory mounted uncalled is named as such. */
+function readAdapterOptions(options: unknown, where: string): Record<string, unknown> {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw configError(where, options, 'an options object');
+  }
+  const passed = requestKind(options);
+  if (passed !== undefined) {
+    // `app.use(rateLimit)`: the framework calls the factory itself with each request.
+    throw new RateLimitConfigError(
+      'FLOODGATE_INVALID_OPTION',
+      where,
+      undefined,
+      `${where}() was called with ${passed} instead of options: it was mounted without being called. Write app.use(${where}({ policies: … })), not app.use(${where})`,
+    );
+  }
+  return ownOptions(options, where);
+}
+
+/** The options that are the limiter's (every name not in `own`); unknown names throw. */
+function limiterOptionsOf(
+  o: Record<string, unknown>,
+  where: string,
+  own: readonly string[],
+): Record<string, unknown> {
+  const limiterOptions: Record<string, unknown> = {};
+  for (const name of Object.keys(o)) {
+    if (own.includes(name)) continue;
+    if (!RATE_LIMITER_OPTION_NAMES.includes(name as keyof RateLimiterOptions)) {
+      throw new RateLimitConfigError(
+        'FLOODGATE_UNKNOWN_OPTION',
+        `${where}.${name}`,
+        o[name],
+        `${where}.${name} is not an option (adapter options: ${own.join(', ')}; limiter options: ${RATE_LIMITER_OPTION_NAMES.join(', ')})`,
+      );
+    }
+    if (o[name] !== undefined) limiterOptions[name] = o[name];
+  }
+  return limiterOptions;
+}
+
+/** How requests are rate limited: a given limiter, one built here, or one per policy set. */
+interface RateLimiting {
+  readonly limiter: RateLimiter | undefined;
+  /** The store of a limiter built here or of the policy sets. */
+  readonly store: Store | undefined;
+  /** The limiter options shared by every policy set (`policies` a function). */
+  readonly setOptions: Omit<RateLimiterOptions, 'policies'> | undefined;
+}
+
+/**
+ * `limiter` as given (never mixed with limiter options or shadow mode), policy sets for a
+ * `policies` function, else a limiter built from the limiter options; none when only
+ * `concurrency` is limited.
+ */
+function rateLimitingOf(
+  o: Record<string, unknown>,
+  limiterOptions: Record<string, unknown>,
+  shadow: boolean,
+  where: string,
+): RateLimiting {
+  if (o.limiter !== undefined) {
+    return {
+      limiter: givenLimiter(o, limiterOptions, shadow, where),
+      store: undefined,
+      setOptions: undefined,
+    };
+  }
+  if (typeof limiterOptions.policies === 'function') {
+    const store = (limiterOptions.store as Store | undefined) ?? memoryStore();
+    const { policies: _, ...rest } = limiterOptions;
+    const setOptions = { deniedCache: defaultDeniedCache(store), ...rest, store };
+    validateSetOptions(setOptions, where);
+    return { limiter: undefined, store, setOptions };
+  }
+  if (o.concurrency === undefined || limiterOptions.policies !== undefined) {
+    const store = (limiterOptions.store as Store | undefined) ?? memoryStore();
+    const limiter = createRateLimiter(
+      { deniedCache: defaultDeniedCache(store), ...limiterOptions, store } as RateLimiterOptions,
+      where,
+    );
+    return { limiter, store, setOptions: undefined };
+  }
+  return { limiter: undefined, store: undefined, setOptions: undefined };
+}
+
+/** The `limiter` option: a RateLimiter, alone (its own hooks could not run in shadow mode). */
+function givenLimiter(
+  o: Record<string, unknown>,
+  limiterOptions: Record<string, unknown>,
+  shadow: boolean,
+  where: string,
+): RateLimiter {
+  if (shadow) {
+    throw configError(
+      `${where}.shadow`,
+      o.shadow,
+      `used with policies, not with ${where}.limiter (whose own hooks could not tell a would-be denial from a denial)`,
+    );
+  }
+  if (typeof (o.limiter as RateLimiter | null)?.consume !== 'function') {
+    throw configError(`${where}.limiter`, o.limiter, 'a RateLimiter');
+  }
+  const mixed = Object.keys(limiterOptions)[0];
+  if (mixed !== undefined) {
+    throw new RateLimitConfigError(
+      'FLOODGATE_INVALID_OPTION',
+      `${where}.${mixed}`,
+      limiterOptions[mixed],
+      `${where}.${mixed} cannot be combined with ${where}.limiter: configure the limiter itself, or pass policies instead of a limiter`,
+    );
+  }
+  return o.limiter as RateLimiter;
+}
+
+/** `skip`, `cost` and `onLimited`: the functions (or numbers) asked per request. */
+function requestFunctionsOf<Req, OnLimited>(
+  o: Record<string, unknown>,
+  where: string,
+): Pick<HttpRateLimitConfig<Req, OnLimited>, 'skip' | 'cost' | 'onLimited'> {
+  if (o.skip !== undefined && typeof o.skip !== 'function') {
+    throw configError(`${where}.skip`, o.skip, 'a function (req) => boolean');
+  }
+  if (o.onLimited !== undefined && typeof o.onLimited !== 'function') {
+    throw configError(`${where}.onLimited`, o.onLimited, 'a function');
+  }
+  let cost: number | ((req: Req) => number | Promise<number>) = 1;
+  if (typeof o.cost === 'function') cost = o.cost as (req: Req) => number;
+  else if (o.cost !== undefined) {
+    if (!isCost(o.cost)) {
+      throw configError(
+        `${where}.cost`,
+        o.cost,
+        'a non-negative integer or a function (req) => number',
+      );
+    }
+    cost = o.cost;
+  }
+  return {
+    skip: o.skip as HttpRateLimitConfig<Req>['skip'],
+    cost,
+    onLimited: o.onLimited as OnLimited | undefined,
+  };
+}
+
+/** Limiter options (other than `store`) with neither a limiter nor policy sets to use them. */
+function refuseUnusedLimiterOptions(
+  rate: RateLimiting,
+  limiterOptions: Record<string, unknown>,
+  where: string,
+): void {
+  if (rate.limiter !== undefined || rate.setOptions !== undefined) return;
+  const name = Object.keys(limiterOptions).find((n) => n !== 'store');
+  if (name === undefined) return;
+  throw configError(
+    `${where}.${name}`,
+    limiterOptions[name],
+    'used with policies (there are none: only concurrency is limited)',
+  );
 }
 
 /** `count` with its warning; it needs policies to refund. */

@@ -3,8 +3,9 @@
  * password reset, a successful login) and its `limiter`.
  */
 import type { RateLimiter } from '../rate-limiter.js';
-import { type HttpRequestView, resolveKey } from './keys.js';
+import { resolveKey } from './keys.js';
 import type { HttpRateLimitConfig } from './options.js';
+import type { HttpRequestView } from './types.js';
 
 /** The handle on a middleware's limiter (`Req`: Express `req`, Koa `ctx`, Fastify `request`). */
 export interface RateLimitControl<Req> {

@@ -7,9 +7,9 @@
  * Headers are off unless `headers` is given; a would-be denial never sends `Retry-After`.
  */
 import type { Decision } from '../decision.js';
-import type { CallContext, RateLimiterHooks } from '../failure-policy.js';
+import type { CallContext, RateLimiterHooks } from '../failure-options.js';
 import { configError } from '../options.js';
-import type { HttpCheck } from './check-request.js';
+import type { HttpCheck } from './types.js';
 
 /** Reads the `shadow` option. @default false */
 export function parseShadowOption(value: unknown, field: string): boolean {

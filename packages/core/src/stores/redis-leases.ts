@@ -4,7 +4,7 @@
  * routing, send tickets: a lease command abandoned by the limiter's timeout never runs later
  * and never takes a slot nobody holds) and the limiter's StoreGuard bounds each call.
  */
-import { readMicros } from '../clock.js';
+import { type Clock, readMicros } from '../clock.js';
 import { RateLimitStoreError } from '../errors.js';
 import {
   LEASE_ACQUIRE_SCRIPT,
@@ -13,7 +13,6 @@ import {
   LEASE_RESET_SCRIPT,
   type LeaseScript,
 } from '../generated/scripts.js';
-import type { RedisStore } from './redis.js';
 import {
   NOT_RUN_REPLY,
   notRunError,
@@ -23,7 +22,25 @@ import {
 } from './send-ticket.js';
 import type { LeaseAnswer, StoreLeases } from './store.js';
 
-export function redisLeases(store: RedisStore): StoreLeases {
+/** What the leases need from a Redis store: its script runner, its clock and its TTL slack. */
+export interface LeaseScriptRunner {
+  /** The client, named in errors. */
+  readonly client: { readonly description: string };
+  /** The injected clock, or undefined for Redis TIME. */
+  readonly clock: Clock | undefined;
+  /** The prelude's TTL pad, as the store passes it to its own scripts. */
+  readonly ttlSlack: string;
+  /** EVALSHA, EVAL on NOSCRIPT, undecoded (RedisStore.runRaw). */
+  runRaw(
+    script: { readonly sha1: string; readonly source: string },
+    keys: readonly string[],
+    args: readonly string[],
+    ticket: SendTicket,
+  ): Promise<unknown>;
+}
+
+/** ConcurrencyLimiter's leases on Redis, run by `store`'s script runner. */
+export function redisLeases(store: LeaseScriptRunner): StoreLeases {
   const clock = store.clock;
   // The prelude's ARGV: mode, now ('' = Redis TIME), cost, TTL pad.
   const head = (): string[] => ['0', clock ? String(readMicros(clock)) : '', '1', store.ttlSlack];

@@ -7,6 +7,7 @@ import { fixedWindow, type Policy, RateLimitConfigError } from '@floodgate/core'
 import {
   type AccessConfig,
   configError,
+  isCost,
   optionNames,
   parseAccessOptions,
   readAs,
@@ -21,7 +22,7 @@ import type {
   RateLimitPolicyFunction,
   RateLimitScope,
   RateLimitWindowOptions,
-} from './rate-limit.interfaces.js';
+} from '../rate-limit.interfaces.js';
 
 /** One limit of a `@RateLimit(...)`, parsed. */
 export interface ParsedLimit {
@@ -186,10 +187,7 @@ function readLimit(o: Record<string, unknown>, field: string): ParsedLimit {
 
 function readCost(value: unknown, field: string): RateLimitCost {
   const cost = value === undefined ? 1 : value;
-  if (
-    typeof cost !== 'function' &&
-    (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)
-  ) {
+  if (typeof cost !== 'function' && !isCost(cost)) {
     throw configError(
       `${field}.cost`,
       cost,

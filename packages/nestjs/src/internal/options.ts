@@ -33,8 +33,8 @@ import type {
   RateLimitModuleOptions,
   RateLimitPolicyFunction,
   RateLimitScope,
-} from './rate-limit.interfaces.js';
-import { readCount, readScope, readShadow } from './rate-limit.readers.js';
+} from '../rate-limit.interfaces.js';
+import { readCount, readScope, readShadow } from './readers.js';
 
 /** The module's options, parsed. */
 export interface RateLimitConfig {
@@ -113,22 +113,57 @@ export function parseModuleOptions(
 ): RateLimitConfig {
   // Own properties only: a polluted Object.prototype must not configure the module.
   const o = ownOptions(options, where);
-  if (!allowGlobal && o.global !== undefined) {
+  if (!allowGlobal) refuseForRootAsyncOnly(o, where);
+  const store = moduleStore(o, where);
+  const scope = readScope(o.scope, `${where}.scope`);
+  const { skip, errorMessage, onMissingPrincipal } = readGuardOptions(o, where);
+  const { limiterOptions, keyOptions } = splitModuleOptions(o, where, allowGlobal);
+  // A limiter validates the policies and the limiter options exactly as it will use them, and
+  // names its fields under this module's name.
+  const dynamic =
+    typeof o.policies === 'function' ? (o.policies as RateLimitPolicyFunction) : undefined;
+  const fixed = dynamic === undefined ? o.policies : undefined;
+  const probe = buildLimiter(store, fixed ?? PROBE_POLICY, limiterOptions, where);
+  const keys = parseKeyOptions<ExecutionContext>(keyOptions, where);
+  return {
+    store,
+    access: {
+      ...parseAccessOptions<ExecutionContext>(o, where),
+      ipHeaders: keys.ipHeaders,
+      // The proxy checks run on address lists whatever the key (a forgeable allowlist).
+      diagnostics: keys.diagnostics,
+    },
+    policies: fixed === undefined ? undefined : probe.policies,
+    dynamic,
+    count: readCount(o.count, `${where}.count`) ?? 'all',
+    shadow: readShadow(o.shadow, `${where}.shadow`) ?? false,
+    headersGiven: o.headers !== undefined,
+    scope,
+    skip,
+    errorMessage,
+    onMissingPrincipal,
+    keys,
+    keyOptions: Object.freeze(keyOptions),
+    headers: parseHeaderOptions(o.headers, `${where}.headers`),
+    limiterOptions: Object.freeze(limiterOptions),
+  };
+}
+
+/** `global` and `mode` from a `forRootAsync` factory: they are read by forRootAsync itself. */
+function refuseForRootAsyncOnly(o: Record<string, unknown>, where: string): void {
+  for (const name of ['global', 'mode'] as const) {
+    if (o[name] === undefined) continue;
     throw new RateLimitConfigError(
       'FLOODGATE_UNKNOWN_OPTION',
-      `${where}.global`,
-      o.global,
-      `${where}.global is not read here: pass global to RateLimitModule.forRootAsync({ global, ... }) itself`,
+      `${where}.${name}`,
+      o[name],
+      `${where}.${name} is not read here: pass ${name} to RateLimitModule.forRootAsync({ ${name}, ... }) itself`,
     );
   }
-  if (!allowGlobal && o.mode !== undefined) {
-    throw new RateLimitConfigError(
-      'FLOODGATE_UNKNOWN_OPTION',
-      `${where}.mode`,
-      o.mode,
-      `${where}.mode is not read here: pass mode to RateLimitModule.forRootAsync({ mode, ... }) itself`,
-    );
-  }
+}
+
+/** The module's store; without one, this process's memory (reported once). */
+function moduleStore(o: Record<string, unknown>, where: string): Store {
   let store = o.store as Store | undefined;
   if (store === undefined) {
     store = memoryStore();
@@ -148,7 +183,14 @@ export function parseModuleOptions(
       'a store: memoryStore() or redisStore({ client })',
     );
   }
-  const scope = readScope(o.scope, `${where}.scope`);
+  return store;
+}
+
+/** What the guard asks per request: `skip`, `errorMessage`, `onMissingPrincipal`. */
+function readGuardOptions(
+  o: Record<string, unknown>,
+  where: string,
+): Pick<RateLimitConfig, 'skip' | 'errorMessage' | 'onMissingPrincipal'> {
   if (o.skip !== undefined && typeof o.skip !== 'function') {
     throw configError(`${where}.skip`, o.skip, 'a function (context) => boolean');
   }
@@ -167,6 +209,19 @@ export function parseModuleOptions(
   if (onMissingPrincipal !== 'error' && onMissingPrincipal !== 'fallback') {
     throw configError(`${where}.onMissingPrincipal`, o.onMissingPrincipal, "'error' or 'fallback'");
   }
+  return {
+    skip: o.skip as RateLimitConfig['skip'],
+    errorMessage: o.errorMessage as RateLimitConfig['errorMessage'],
+    onMissingPrincipal,
+  };
+}
+
+/** The key options and the limiter options among the module's; unknown names throw. */
+function splitModuleOptions(
+  o: Record<string, unknown>,
+  where: string,
+  allowGlobal: boolean,
+): { limiterOptions: Record<string, unknown>; keyOptions: Record<string, unknown> } {
   const own = [...MODULE_OPTION_NAMES, ...(allowGlobal ? ['global', 'mode'] : [])];
   const limiterOptions: Record<string, unknown> = {};
   const keyOptions: Record<string, unknown> = {};
@@ -192,35 +247,7 @@ export function parseModuleOptions(
       );
     }
   }
-  // A limiter validates the policies and the limiter options exactly as it will use them, and
-  // names its fields under this module's name.
-  const dynamic =
-    typeof o.policies === 'function' ? (o.policies as RateLimitPolicyFunction) : undefined;
-  const fixed = dynamic === undefined ? o.policies : undefined;
-  const probe = buildLimiter(store, fixed ?? PROBE_POLICY, limiterOptions, where);
-  const keys = parseKeyOptions<ExecutionContext>(keyOptions, where);
-  return {
-    store,
-    access: {
-      ...parseAccessOptions<ExecutionContext>(o, where),
-      ipHeaders: keys.ipHeaders,
-      // The proxy checks run on address lists whatever the key (a forgeable allowlist).
-      diagnostics: keys.diagnostics,
-    },
-    policies: fixed === undefined ? undefined : probe.policies,
-    dynamic,
-    count: readCount(o.count, `${where}.count`) ?? 'all',
-    shadow: readShadow(o.shadow, `${where}.shadow`) ?? false,
-    headersGiven: o.headers !== undefined,
-    scope,
-    skip: o.skip as RateLimitConfig['skip'],
-    errorMessage: o.errorMessage as RateLimitConfig['errorMessage'],
-    onMissingPrincipal,
-    keys,
-    keyOptions: Object.freeze(keyOptions),
-    headers: parseHeaderOptions(o.headers, `${where}.headers`),
-    limiterOptions: Object.freeze(limiterOptions),
-  };
+  return { limiterOptions, keyOptions };
 }
 
 /**

@@ -13,13 +13,13 @@ import {
   PATH_METADATA,
   VERSION_METADATA,
 } from '@nestjs/common/constants.js';
-import { RATE_LIMIT_GUARD_MARK } from './rate-limit.constants.js';
+import { RATE_LIMIT_GUARD_MARK } from '../rate-limit.constants.js';
 import type {
   RateLimitCost,
   RateLimitCount,
   RateLimitPolicyFunction,
   RateLimitScope,
-} from './rate-limit.interfaces.js';
+} from '../rate-limit.interfaces.js';
 
 // Metadata keys of @nestjs/graphql and @nestjs/websockets (optional peers, never imported).
 export const RESOLVER_TYPE_METADATA = 'graphql:resolver_type';

@@ -12,15 +12,15 @@ import {
   type MetadataScanner,
   type Reflector,
 } from '@nestjs/core';
-import { RATE_LIMIT_METADATA, SKIP_RATE_LIMIT_METADATA } from './rate-limit.constants.js';
-import type { RateLimitOptions } from './rate-limit.interfaces.js';
+import { RATE_LIMIT_METADATA, SKIP_RATE_LIMIT_METADATA } from '../rate-limit.constants.js';
+import type { RateLimitOptions } from '../rate-limit.interfaces.js';
 import {
   hasGuard,
   isRateLimitGuard,
   MESSAGE_METADATA,
   RESOLVER_TYPE_METADATA,
   type RouteLimit,
-} from './rate-limit.routes.js';
+} from './routes.js';
 
 /** What the checks need of the service. */
 export interface RouteResolver {
