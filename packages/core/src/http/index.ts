@@ -78,7 +78,9 @@ export {
 } from './diagnostics.js';
 export {
   DEFAULT_HEADER_CONFIG,
+  DEFAULT_LEGACY_HEADER_NAMES,
   HEADER_DRAFTS,
+  type LegacyHeaderNames,
   parseHeaderOptions,
   type RateLimitHeaderConfig,
   type RateLimitHeaderDraft,
