@@ -8,6 +8,7 @@ import { waitForAdmission } from './acquire.js';
 import { type Decision, type StoreDecision, toDecision } from './decision.js';
 import type { DeniedCache } from './denied-cache.js';
 import type { Duration } from './duration.js';
+import { RateLimitStoreError } from './errors.js';
 import { type CallContext, FailureAnswer } from './failure-policy.js';
 import { KEY_MEMO_BYTES, KEY_MEMO_ENTRY_BYTES, KEY_MEMO_SIZE, type KeyMemo } from './key-memo.js';
 import { encodeKey, keyTails } from './keys.js';
@@ -159,6 +160,24 @@ export class RateLimiter {
     // A reset must reach the store, so its failure is thrown (bounded by `timeout`).
     await this.failure.reset(key);
     await this.guard.bounded(() => this.prepared.reset(keys));
+  }
+
+  /**
+   * Forgets every key of this limiter (its prefix and policies; other limiters sharing the
+   * prefix keep theirs), blocks included, and answers how many storage keys were deleted. The
+   * memory store drops them from its table; Redis SCANs every master (a cluster's included) for
+   * `<prefix>:{*` in pages of RESET_ALL_SCAN_COUNT keys and UNLINKs this limiter's: SCAN walks
+   * the whole keyspace, so on a big database this takes many round trips (it is not bounded by
+   * `timeout`, and keys written meanwhile may survive it). Failures are thrown.
+   */
+  async resetAll(): Promise<number> {
+    const resetAll = this.prepared.resetAll;
+    if (resetAll === undefined) {
+      throw new RateLimitStoreError(`the ${this.store.kind} store cannot resetAll`);
+    }
+    this.deniedCache?.clear();
+    await this.failure.resetAll(this.head);
+    return resetAll(this.head, this.tails);
   }
 
   /**

@@ -63,6 +63,18 @@ export class BlockTable {
     this.blocks.delete(key);
   }
 
+  /** Deletes every block whose key `matches`; how many. */
+  deleteWhere(matches: (key: string) => boolean): number {
+    let deleted = 0;
+    for (const key of this.blocks.keys()) {
+      if (matches(key)) {
+        this.blocks.delete(key);
+        deleted++;
+      }
+    }
+    return deleted;
+  }
+
   /** Drops expired blocks; how many. */
   sweep(now: number): number {
     let dropped = 0;

@@ -7,6 +7,7 @@ import { type Clock, processClock, readClockOption, readMicros } from '../clock.
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { configError, positiveInteger, readOptions } from '../options.js';
 import type { Lockout, Policy } from '../policy.js';
+
 import { BlockTable, longestLockout, refundStates } from './memory-blocks.js';
 import { memoryLeases } from './memory-leases.js';
 import {
@@ -18,6 +19,7 @@ import {
   type Plan,
   SWEEP_INTERVAL_MS,
 } from './memory-options.js';
+import { dropMatching, limiterKeyMatcher } from './reset-all.js';
 import type { PreparedPolicies, PrepareOptions, Store, StoreLeases } from './store.js';
 
 export type { MemoryStoreOptions } from './memory-options.js';
@@ -114,6 +116,10 @@ export class MemoryStore implements Store {
       },
       unblock: async (keys) => {
         this.blocks.delete(keys[n]!);
+      },
+      resetAll: async (head, tails) => {
+        const matches = limiterKeyMatcher(head, tails);
+        return dropMatching(this.entries, matches, this.drop) + this.blocks.deleteWhere(matches);
       },
     };
   }
