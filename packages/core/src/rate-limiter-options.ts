@@ -57,6 +57,13 @@ export interface RateLimiterOptions {
    * @default 'per-caller'
    */
   stateKeys?: StateKeys;
+  /**
+   * Most `acquire` calls waiting on one key in this process (rate-limiter-flexible's
+   * `maxQueueSize`): the next one is refused at once with `reason: 'queue-full'`. Waiters on
+   * one key are served first come, first served whatever this bound.
+   * @default no bound
+   */
+  maxQueueSize?: number;
 }
 
 /** A caller's state on redisStore: one key for all policies, or one key per policy. */
@@ -86,6 +93,7 @@ export const RATE_LIMITER_OPTION_NAMES = optionNames<RateLimiterOptions>({
   hooks: true,
   deniedCache: true,
   stateKeys: true,
+  maxQueueSize: true,
 });
 
 /** A RateLimiter's options, read once into fully defined values. */
@@ -96,6 +104,8 @@ export interface RateLimiterConfig {
   readonly deniedCache: DeniedCache | undefined;
   readonly failure: FailureConfig;
   readonly stateKeys: StateKeys;
+  /** `maxQueueSize`, Infinity when not given. */
+  readonly maxQueueSize: number;
 }
 
 /**
@@ -111,7 +121,16 @@ export function readRateLimiterOptions(options: unknown, where: string): RateLim
     deniedCache: readDeniedCache(o.deniedCache, where),
     failure: readFailureOptions(o, where),
     stateKeys: readStateKeys(o.stateKeys, where),
+    maxQueueSize: readMaxQueueSize(o.maxQueueSize, where),
   };
+}
+
+function readMaxQueueSize(value: unknown, where: string): number {
+  if (value === undefined) return Number.POSITIVE_INFINITY;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw configError(`${where}.maxQueueSize`, value, 'a positive integer');
+  }
+  return value;
 }
 
 function readStateKeys(value: unknown, where: string): StateKeys {

@@ -4,7 +4,7 @@
  * rate-limiter-options.ts, the acquire loop in acquire.ts, the answer when the store fails in
  * failure-policy.ts.
  */
-import { waitForAdmission } from './acquire.js';
+import { AcquireLines } from './acquire.js';
 import { type Decision, type StoreDecision, toDecision } from './decision.js';
 import type { DeniedCache } from './denied-cache.js';
 import type { Duration } from './duration.js';
@@ -64,6 +64,7 @@ export class RateLimiter {
   /** What the memo holds, counted as in KEY_MEMO_BYTES. */
   private keyMemoBytes = 0;
   private readonly guard: StoreGuard;
+  private readonly lines: AcquireLines;
   /** What answers when the store cannot (`onStoreError`). */
   private readonly failure: FailureAnswer;
   /** Local cache of denials, when `deniedCache` is on. */
@@ -79,6 +80,7 @@ export class RateLimiter {
     this.head = `${prefix}:{`;
     this.tails = keyTails(this.policies, this.prepared.combined === true);
     this.deniedCache = config.deniedCache;
+    this.lines = new AcquireLines(config.maxQueueSize);
     this.guard = new StoreGuard(
       config.failure,
       breakerOf(store),
@@ -155,20 +157,16 @@ export class RateLimiter {
 
   /** Forgets everything stored for `key`: it is back to full capacity under every policy. */
   async reset(key: string): Promise<void> {
-    const keys = this.storageKeys(key);
-    this.deniedCache?.forget(key);
+    const keys = this.forget(key);
     // A reset must reach the store, so its failure is thrown (bounded by `timeout`).
     await this.failure.reset(key);
     await this.guard.bounded(() => this.prepared.reset(keys));
   }
 
   /**
-   * Forgets every key of this limiter (its prefix and policies; other limiters sharing the
-   * prefix keep theirs), blocks included, and answers how many storage keys were deleted. The
-   * memory store drops them from its table; Redis SCANs every master (a cluster's included) for
-   * `<prefix>:{*` in pages of RESET_ALL_SCAN_COUNT keys and UNLINKs this limiter's: SCAN walks
-   * the whole keyspace, so on a big database this takes many round trips (it is not bounded by
-   * `timeout`, and keys written meanwhile may survive it). Failures are thrown.
+   * Forgets every key of this limiter, blocks included (other limiters on the prefix keep
+   * theirs); answers how many storage keys went. On Redis a SCAN of every master, slow on big
+   * keyspaces and not bounded by `timeout` (stores/reset-all.ts). Failures are thrown.
    */
   async resetAll(): Promise<number> {
     const resetAll = this.prepared.resetAll;
@@ -187,12 +185,13 @@ export class RateLimiter {
    * charges the request now if its next-free time is within what is left of `maxWait`, and
    * acquire sleeps the returned `delay` (so several processes queue in order on one key). Other
    * policies are retried after each denial's `retryAfter`. The admitting decision's `delay` is
-   * the time already waited for the reservation; nothing more needs to be waited.
+   * the time already waited for the reservation. Waiters on one key in this process are served
+   * first come, first served, at most `maxQueueSize` of them (then reason 'queue-full').
    */
   acquire(key: string, options?: AcquireOptions): Promise<Decision> {
-    return waitForAdmission(options, (cost, slack) =>
-      this.prepared.reserve ? this.reserve(key, cost, slack) : this.consume(key, { cost }),
-    );
+    const reserve = this.prepared.reserve && ((c: number, s: number) => this.reserve(key, c, s));
+    const consume = (cost: number) => this.consume(key, { cost });
+    return this.lines.wait(key, options, reserve ?? consume, (cost) => this.peek(key, { cost }));
   }
 
   /** One reserve-mode round trip (see `acquire`), guarded like `consume`. */

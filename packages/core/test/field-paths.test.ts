@@ -99,6 +99,7 @@ describe('option-name lists tied to their options types', () => {
       'circuitBreaker',
       'deniedCache',
       'hooks',
+      'maxQueueSize',
       'onStoreError',
       'policies',
       'prefix',
