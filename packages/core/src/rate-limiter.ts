@@ -5,6 +5,7 @@
  * failure-policy.ts.
  */
 import { AcquireLines } from './acquire.js';
+import { extendsOnDenial } from './algorithms/fixed-window.js';
 import { type Decision, type StoreDecision, toDecision } from './decision.js';
 import type { DeniedCache } from './denied-cache.js';
 import type { Duration } from './duration.js';
@@ -79,7 +80,8 @@ export class RateLimiter {
     this.prepared = store.prepare(this.policies, { stateKeys: config.stateKeys });
     this.head = `${prefix}:{`;
     this.tails = keyTails(this.policies, this.prepared.combined === true);
-    this.deniedCache = config.deniedCache;
+    // A denial of a fixedWindow with extendWindow moves its own retryAfter: none is cached.
+    this.deniedCache = this.policies.some(extendsOnDenial) ? undefined : config.deniedCache;
     this.lines = new AcquireLines(config.maxQueueSize);
     this.guard = new StoreGuard(
       config.failure,

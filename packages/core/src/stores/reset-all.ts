@@ -27,15 +27,15 @@ export function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }
 
-/** Drops the entries of `table` whose key `matches` (memory store); how many. */
+/** Drops the entries of `table` that `matches` (memory store: resetAll, sweeps); how many. */
 export function dropMatching<E>(
   table: ReadonlyMap<string, E>,
-  matches: (key: string) => boolean,
+  matches: (key: string, entry: E) => boolean,
   drop: (key: string, entry: E) => void,
 ): number {
   let dropped = 0;
   for (const [key, entry] of table) {
-    if (matches(key)) {
+    if (matches(key, entry)) {
       drop(key, entry);
       dropped++;
     }

@@ -20,9 +20,66 @@ export const fixedWindowCases: AlgorithmCases = {
       ),
       window: windowArbitrary,
       anchor: fc.constantFrom('clock' as const, 'first-request' as const, undefined),
+      extendWindow: fc.constantFrom(undefined, undefined, 'on-denial' as const, 'on-hit' as const),
     })
-    .map(({ anchor, ...o }) => fixedWindow(anchor === undefined ? o : { ...o, anchor })),
+    .map(({ anchor, extendWindow, ...o }) =>
+      fixedWindow(
+        extendWindow !== undefined
+          ? { ...o, extendWindow }
+          : anchor === undefined
+            ? o
+            : { ...o, anchor },
+      ),
+    ),
   scenarios: [
+    {
+      name: "fixed window extendWindow 'on-denial': a denied hit pushes the window's end out",
+      policies: () => [fixedWindow({ limit: 2, window: '1s', extendWindow: 'on-denial' })],
+      steps: [
+        { at: 0, expect: { allowed: true, remaining: 1, resetAfter: 1000 } },
+        { at: 100, expect: { allowed: true, remaining: 0, resetAfter: 900 } },
+        // Denied: the window (which would end at 1000) now ends at 1500.
+        { at: 500, expect: { allowed: false, remaining: 0, resetAfter: 1000, retryAfter: 1000 } },
+        // A peek answers what a consume would, and moves nothing.
+        { at: 900, op: 'peek', expect: { allowed: false, retryAfter: 1000 } },
+        { at: 900, cost: 0, expect: { allowed: true, remaining: 0, resetAfter: 600 } },
+        { at: 1200, expect: { allowed: false, retryAfter: 1000 } },
+        { at: 2199.999, cost: 0, expect: { remaining: 0, resetAfter: 0.001 } },
+        { at: 2200, expect: { allowed: true, remaining: 1, resetAfter: 1000 } },
+        // A cost it can never admit is no hit that extends.
+        { at: 2300, cost: 3, expect: { allowed: false, remaining: 1, retryAfter: -1 } },
+        { at: 2300, cost: 0, expect: { allowed: true, remaining: 1, resetAfter: 900 } },
+      ],
+    },
+    {
+      name: "fixed window extendWindow 'on-hit': every hit pushes the window's end out",
+      policies: () => [fixedWindow({ limit: 2, window: '1s', extendWindow: 'on-hit' })],
+      steps: [
+        { at: 0, expect: { allowed: true, remaining: 1, resetAfter: 1000 } },
+        { at: 600, expect: { allowed: true, remaining: 0, resetAfter: 1000 } },
+        { at: 1200, expect: { allowed: false, remaining: 0, retryAfter: 1000 } },
+        { at: 2100, expect: { allowed: false, retryAfter: 1000 } },
+        { at: 3100, expect: { allowed: true, remaining: 1, resetAfter: 1000 } },
+        { at: 3100, op: 'peek', expect: { allowed: true, remaining: 0, resetAfter: 1000 } },
+        { at: 3200, cost: 0, expect: { allowed: true, remaining: 1, resetAfter: 900 } },
+      ],
+    },
+    {
+      name: 'fixed window extendWindow beside another policy: only a denial of its own moves it',
+      policies: () => [
+        fixedWindow({ limit: 2, window: '1s', extendWindow: 'on-denial', name: 'extending' }),
+        fixedWindow({ limit: 1, window: '10s', name: 'strict' }),
+      ],
+      steps: [
+        { at: 0, expect: { allowed: true } },
+        // Denied by 'strict' alone: 'extending' admitted on its own and is left as it was.
+        {
+          at: 500,
+          expect: { allowed: false, policy: 'strict', policies: [{ resetAfter: 500 }, {}] },
+        },
+        { at: 1000, cost: 0, expect: { policies: [{ remaining: 2, resetAfter: 0 }, {}] } },
+      ],
+    },
     {
       name: 'fixed window: limit per aligned window, denial until the window ends',
       policies: () => [fixedWindow({ limit: 3, window: '1s' })],
