@@ -11,7 +11,7 @@ import type { DeniedCache } from './denied-cache.js';
 import type { Duration } from './duration.js';
 import { RateLimitStoreError } from './errors.js';
 import { type CallContext, FailureAnswer } from './failure-policy.js';
-import { KEY_MEMO_BYTES, KEY_MEMO_ENTRY_BYTES, KEY_MEMO_SIZE, type KeyMemo } from './key-memo.js';
+import { type KeyMemo, KeyMemoTable } from './key-memo.js';
 import { encodeKey, keyTails } from './keys.js';
 import { fieldPathOf, readAs } from './options.js';
 import type { Policy } from './policy.js';
@@ -61,9 +61,7 @@ export class RateLimiter {
   private readonly head: string;
   private readonly tails: readonly string[];
   /** Recent keys' storage keys (built once, so their strings keep V8's cached hash) and slots. */
-  private readonly keyMemo = new Map<string, KeyMemo>();
-  /** What the memo holds, counted as in KEY_MEMO_BYTES. */
-  private keyMemoBytes = 0;
+  private readonly keyMemo = new KeyMemoTable((key) => this.storageKeys(key));
   private readonly guard: StoreGuard;
   private readonly lines: AcquireLines;
   /** What answers when the store cannot (`onStoreError`). */
@@ -220,30 +218,6 @@ export class RateLimiter {
   }
 
   /**
-   * `storageKeys` for the hot path, remembered for up to KEY_MEMO_SIZE recent keys: a freshly
-   * concatenated key costs a flatten and a hash on every Map or Redis lookup (measured ~10×
-   * a lookup by a reused string; docs/benchmarks.md).
-   */
-  private keysOf(key: string): KeyMemo {
-    const memo = this.keyMemo;
-    let entry = memo.get(key);
-    if (entry === undefined) {
-      const keys = this.storageKeys(key);
-      entry = { keys, slots: new Array(keys.length) };
-      let bytes = key.length;
-      for (const k of keys) bytes += k.length;
-      bytes = bytes * 2 + KEY_MEMO_ENTRY_BYTES;
-      if (memo.size >= KEY_MEMO_SIZE || this.keyMemoBytes + bytes > KEY_MEMO_BYTES) {
-        memo.clear();
-        this.keyMemoBytes = 0;
-      }
-      memo.set(key, entry);
-      this.keyMemoBytes += bytes;
-    }
-    return entry;
-  }
-
-  /**
    * The hot path. Not `async`: an in-process store or a cached denial answers with an already
    * resolved promise and no extra microtask hops; only a store round trip goes through
    * `decideRemote`. Bad arguments still reject (never throw synchronously).
@@ -268,7 +242,7 @@ export class RateLimiter {
           return Promise.resolve(cached);
         }
       }
-      memo = this.keysOf(key);
+      memo = this.keyMemo.get(key);
     } catch (error) {
       return Promise.reject(error);
     }
