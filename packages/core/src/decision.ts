@@ -23,6 +23,11 @@ export type DecisionReason =
    */
   | 'blocked'
   /**
+   * The key is blocked by the limiter's `ban` (denied `ban.after` times within `ban.window`):
+   * as 'blocked', and the HTTP adapters answer 403 instead of 429.
+   */
+  | 'banned'
+  /**
    * `acquire` only: `maxQueueSize` calls were already waiting on the key in this process, so
    * this one was refused at once (the other fields are a read of the key as it stood).
    */

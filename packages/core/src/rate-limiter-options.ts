@@ -2,6 +2,7 @@
  * The options of a RateLimiter and of its calls, and the readers that validate them once (at
  * construction, or at the start of each call for call arguments).
  */
+import { type BanConfig, type BanOptions, readBanOption } from './ban.js';
 import { DeniedCache, type DeniedCacheOptions } from './denied-cache.js';
 import { type Duration, parseDuration } from './duration.js';
 import { describeValue, RateLimitArgumentError, RateLimitConfigError } from './errors.js';
@@ -64,6 +65,14 @@ export interface RateLimiterOptions {
    * @default no bound
    */
   maxQueueSize?: number;
+  /**
+   * Escalation (@fastify/rate-limit's `ban`): a key denied `after` times within `window` is
+   * blocked for `duration`, and its decisions say reason 'banned' (a 403 from the adapters).
+   * Each denial then costs a second store call (the count), and the denied cache does not
+   * spare it. docs/recipes.md
+   * @default no ban
+   */
+  ban?: BanOptions;
 }
 
 /** A caller's state on redisStore: one key for all policies, or one key per policy. */
@@ -94,6 +103,7 @@ export const RATE_LIMITER_OPTION_NAMES = optionNames<RateLimiterOptions>({
   deniedCache: true,
   stateKeys: true,
   maxQueueSize: true,
+  ban: true,
 });
 
 /** A RateLimiter's options, read once into fully defined values. */
@@ -106,6 +116,7 @@ export interface RateLimiterConfig {
   readonly stateKeys: StateKeys;
   /** `maxQueueSize`, Infinity when not given. */
   readonly maxQueueSize: number;
+  readonly ban: BanConfig | undefined;
 }
 
 /**
@@ -122,6 +133,7 @@ export function readRateLimiterOptions(options: unknown, where: string): RateLim
     failure: readFailureOptions(o, where),
     stateKeys: readStateKeys(o.stateKeys, where),
     maxQueueSize: readMaxQueueSize(o.maxQueueSize, where),
+    ban: readBanOption(o.ban, where),
   };
 }
 

@@ -6,6 +6,7 @@
  */
 import { AcquireLines } from './acquire.js';
 import { extendsOnDenial } from './algorithms/fixed-window.js';
+import { Ban } from './ban.js';
 import { type Decision, type StoreDecision, toDecision } from './decision.js';
 import type { DeniedCache } from './denied-cache.js';
 import type { Duration } from './duration.js';
@@ -64,6 +65,8 @@ export class RateLimiter {
   private readonly keyMemo = new KeyMemoTable((key) => this.storageKeys(key));
   private readonly guard: StoreGuard;
   private readonly lines: AcquireLines;
+  /** The `ban` option's escalation (ban.ts). */
+  private readonly ban: Ban | undefined;
   /** What answers when the store cannot (`onStoreError`). */
   private readonly failure: FailureAnswer;
   /** Local cache of denials, when `deniedCache` is on. */
@@ -81,6 +84,10 @@ export class RateLimiter {
     // A denial of a fixedWindow with extendWindow moves its own retryAfter: none is cached.
     this.deniedCache = this.policies.some(extendsOnDenial) ? undefined : config.deniedCache;
     this.lines = new AcquireLines(config.maxQueueSize);
+    const ban = config.ban;
+    const counter =
+      ban && new RateLimiter({ store, prefix: `${prefix}:ban`, policies: ban.counter });
+    this.ban = ban && new Ban(ban, this, counter!);
     this.guard = new StoreGuard(
       config.failure,
       breakerOf(store),
@@ -111,12 +118,14 @@ export class RateLimiter {
 
   /** Charges `cost` (default 1) against every policy, or nothing if any policy denies. */
   consume(key: string, options?: ConsumeOptions): Promise<Decision> {
-    return this.decide(key, options, false);
+    const decision = this.decide(key, options, false);
+    return this.ban ? decision.then((d) => this.ban!.judge(key, d, false)) : decision;
   }
 
   /** What `consume(key, options)` would answer now, without writing anything. */
   peek(key: string, options?: ConsumeOptions): Promise<Decision> {
-    return this.decide(key, options, true);
+    const decision = this.decide(key, options, true);
+    return this.ban ? decision.then((d) => this.ban!.judge(key, d, true)) : decision;
   }
 
   /**
@@ -142,8 +151,9 @@ export class RateLimiter {
     await this.guard.bounded(() => this.prepared.block(keys, micros));
   }
 
-  /** Lifts a block on `key` (by hand or a lockout) and forgets its lockouts in a row. */
+  /** Lifts a block on `key` (by hand, a lockout or a ban) and forgets its lockouts in a row. */
   async unblock(key: string): Promise<void> {
+    await this.ban?.forget(key);
     const keys = this.forget(key);
     await this.failure.unblock(key);
     await this.guard.bounded(() => this.prepared.unblock(keys));
@@ -157,6 +167,7 @@ export class RateLimiter {
 
   /** Forgets everything stored for `key`: it is back to full capacity under every policy. */
   async reset(key: string): Promise<void> {
+    await this.ban?.forget(key);
     const keys = this.forget(key);
     // A reset must reach the store, so its failure is thrown (bounded by `timeout`).
     await this.failure.reset(key);
@@ -174,6 +185,7 @@ export class RateLimiter {
       throw new RateLimitStoreError(`the ${this.store.kind} store cannot resetAll`);
     }
     this.deniedCache?.clear();
+    await this.ban?.resetAll();
     await this.failure.resetAll(this.head);
     return resetAll(this.head, this.tails);
   }

@@ -142,6 +142,9 @@ export {
   validateSetOptions,
 } from './policy-sets.js';
 export {
+  BANNED_TYPE,
+  type BannedProblem,
+  bannedProblem,
   deniedProblem,
   PROBLEM_CONTENT_TYPE,
   QUOTA_EXCEEDED_TYPE,
