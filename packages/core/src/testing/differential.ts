@@ -16,7 +16,7 @@ import {
   tokenBucket,
 } from '../algorithms/index.js';
 import type { Decision } from '../decision.js';
-import type { Policy } from '../policy.js';
+import type { BlockDuration, Policy } from '../policy.js';
 import { RateLimiter } from '../rate-limiter.js';
 import { memoryStore } from '../stores/memory.js';
 import { fakeClock, type StoreFactory, T0 } from './table.js';
@@ -200,6 +200,16 @@ class Random {
   /** 1 to `max`, now and then 0 (a policy that admits nothing). */
   limit(max: number): number {
     return this.int(0, 9) === 0 ? 0 : this.int(1, max);
+  }
+  /** No lockout (most often), a plain one, or a progressive one. */
+  lockout(): { blockDuration?: BlockDuration } {
+    const roll = this.int(0, 4);
+    if (roll < 3) return {};
+    if (roll === 3) return { blockDuration: this.int(1, 2000) };
+    const initial = this.int(1, 500);
+    const multiplier = this.pick([1, 1.5, 2, 3.25]);
+    const forgetAfter = this.int(0, 3000);
+    return { blockDuration: { initial, multiplier, max: this.int(500, 4000), forgetAfter } };
   }
   /** Whole milliseconds, or a few microseconds (rounding edges). */
   window(): number | `${number}us` {

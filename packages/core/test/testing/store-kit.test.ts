@@ -3,13 +3,16 @@
  * conformance table and the differential harness of `@floodgate/core/testing`, and a broken
  * one (its refunds give nothing back) is caught by both.
  */
-import { memoryStore, type Store } from '@floodgate/core';
+import { memoryStore, redisStore, type Store } from '@floodgate/core';
 import {
   CONFORMANCE_SCENARIOS,
   describeConformance,
   runDifferential,
   runScenario,
 } from '@floodgate/core/testing';
+import { useTestRedis } from '../../../../test/harness/redis';
+
+const redis = useTestRedis();
 
 /**
  * A toy store "in another process": every call is asynchronous and goes through a serialised
@@ -47,6 +50,15 @@ describe('the store kit', () => {
     const report = await runDifferential({ store: (clock) => toyStore(clock), runs: 40 });
     expect(report.failure).toBeUndefined();
     expect(report).toMatchObject({ runs: 40, decisions: 40 * 40 });
+  });
+
+  test('the Redis store (the Lua scripts) passes the same harness', async () => {
+    const report = await runDifferential({
+      store: (clock) => redisStore({ client: redis(), clock, batch: false }),
+      runs: 40,
+      seed: 7,
+    });
+    expect(report.failure).toBeUndefined();
   });
 
   test('catches a store whose refunds give nothing back', async () => {
