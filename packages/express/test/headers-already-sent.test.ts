@@ -1,4 +1,4 @@
-/** A limiter after a middleware that streamed early (core/test/http/headers-already-sent.ts). */
+/** A limiter after a middleware that streamed early (test/harness/headers-already-sent.ts). */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { rateLimit } from '@floodgate/express';
@@ -9,7 +9,7 @@ import {
   type EarlyApp,
   earlyLimiterOptions,
   type Seen,
-} from '../../core/test/http/headers-already-sent';
+} from '../../../test/harness/headers-already-sent';
 
 async function serve(factory: typeof express, seen: Seen): Promise<EarlyApp> {
   const app = factory();

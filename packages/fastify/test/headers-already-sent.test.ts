@@ -1,4 +1,4 @@
-/** A limiter after a hook that streamed early (core/test/http/headers-already-sent.ts). */
+/** A limiter after a hook that streamed early (test/harness/headers-already-sent.ts). */
 import type { AddressInfo } from 'node:net';
 import { rateLimit } from '@floodgate/fastify';
 import Fastify from 'fastify';
@@ -7,7 +7,7 @@ import {
   type EarlyApp,
   earlyLimiterOptions,
   type Seen,
-} from '../../core/test/http/headers-already-sent';
+} from '../../../test/harness/headers-already-sent';
 
 async function serve(seen: Seen): Promise<EarlyApp> {
   const app = Fastify();
