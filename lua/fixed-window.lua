@@ -3,7 +3,8 @@
 --
 -- KEYS    <base>
 -- ARGV    limit, window_us, layout (chosen once per policy, see State): 1 or 0 for 'clock',
---         2 for 'first-request'
+--         2 for 'first-request', 3 and 4 for 'first-request' with extendWindow 'on-denial'
+--         and 'on-hit'
 -- State   layout 1 (whenever (limit + 1) · (windows until 2^53 µs) ≤ 2^53, i.e. about
 --         limit < window in µs): one string integer at <base>, index · (limit + 1) + used,
 --         where index = floor(now / window). The value dates its own count, so a count is only
@@ -21,7 +22,9 @@
 --         layout 2: '<window end µs>:<used>' at <base>, rewritten whole by each write with the
 --         TTL until the window's end (an end and a count do not fit one exact integer). The
 --         window is current while now < end; without one, an admitted cost > 0 starts
---         [now, now + window).
+--         [now, now + window). Layouts 3 and 4 as 2, but a hit (cost > 0, at most limit)
+--         moves the end to now + window: 3 when denied, 4 always; check writes a consuming
+--         denial's new end itself (the count unchanged).
 -- Reply   allowed; remaining = limit - used; reset_after = until the window ends (0 when
 --         nothing is used); retry_after = until the window ends (-1 when cost > limit).
 --         packed: (window_left - 1) · (limit + 1) + count (count after this request when
@@ -47,13 +50,21 @@ local function fixed_window_check(key, o, cost)
     count_key = key .. ':' .. string.format('%d', index)
     if not ALONE then used = tonumber(redis.call('GET', count_key) or 0) end
   else
-    -- Layout 2 (no function of its own: a script's functions are closures made on every call).
+    -- Layouts 2-4 (no function of its own: a script's functions are closures made on every call).
     -- The window's end and count; without a current window, an admitted cost starts one now.
     local window_end, stored = now + window, redis.call('GET', key)
     if stored then
       local e, u = string.match(stored, '^(%d+):(%d+)$')
       e = tonumber(e)
       if e and e > now then window_end, used = e, tonumber(u) end
+    end
+    -- extendWindow: a hit of a cost the policy could admit starts the window over from now
+    -- (3: when denied, 4: any); a consuming denial writes that itself, charging nothing.
+    if cost > 0 and cost <= limit and (layout == '4' or (layout == '3' and used + cost > limit)) then
+      window_end = now + window
+      if used + cost > limit and MODE ~= '1' then
+        redis.call('SET', key, string.format('%d:%d', window_end, used), 'PX', ttl_ms(window))
+      end
     end
     local window_left = window_end - now
     if window * (limit + 1) < 9007199254740992 then packed = limit + 1 end
@@ -108,7 +119,7 @@ end
 local function fixed_window_refund(key, o, cost)
   local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
   local layout = ARGV[o + 2]
-  if layout == '2' then
+  if layout ~= '0' and layout ~= '1' then
     local stored = redis.call('GET', key)
     if not stored then return end
     local e, u = string.match(stored, '^(%d+):(%d+)$')
@@ -135,12 +146,12 @@ end
 -- A batch's lone consumes of this policy (include/batch.lua: one policy, cost > 0, no lockout,
 -- no block in the batch): a decider of one key, made once per shape of calls, with what the
 -- shape and the batch's clock settle (limit, window, index, base, time left, packed width)
--- worked out here instead of on every decision; nil for layout 2 (the engine's check does it).
+-- worked out here instead of on every decision; nil for layouts 2-4 (the engine's check does it).
 -- It decides as check does when ALONE: the same count_first.
 local function fixed_window_lone(o, cost)
   local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
   local layout, incr = ARGV[o + 2], ARGV[3]
-  if layout == '2' then return nil end
+  if layout ~= '0' and layout ~= '1' then return nil end
   local index = (now - now % window) / window
   local window_left, base, wp = (index + 1) * window - now, 0, nil
   if layout == '0' then

@@ -21,7 +21,17 @@ export type DecisionReason =
    * read or charged; `policy` names the blocking policy and `retryAfter` is the time left
    * (−1: blocked for ever).
    */
-  | 'blocked';
+  | 'blocked'
+  /**
+   * The key is blocked by the limiter's `ban` (denied `ban.after` times within `ban.window`):
+   * as 'blocked', and the HTTP adapters answer 403 instead of 429.
+   */
+  | 'banned'
+  /**
+   * `acquire` only: `maxQueueSize` calls were already waiting on the key in this process, so
+   * this one was refused at once (the other fields are a read of the key as it stood).
+   */
+  | 'queue-full';
 
 /** One policy's view of a request. */
 export interface PolicyDecision {

@@ -57,6 +57,11 @@ export class FailureAnswer {
     if (this.fallbackStore) await this.fallbackStore.reset(this.keysOf(key));
   }
 
+  /** Forgets every key of the limiter in the fallback store too (a limiter's `resetAll`). */
+  async resetAll(head: string): Promise<void> {
+    await this.fallbackStore?.resetAll?.(head, this.fallbackTails);
+  }
+
   /** Refunds, blocks and unblocks reach the fallback store too (it may answer later calls). */
   async refund(key: string, cost: number): Promise<void> {
     if (this.fallbackStore) {

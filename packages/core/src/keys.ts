@@ -48,14 +48,18 @@ export function encodeKey(key: unknown): string {
 
 /**
  * Whether redisStore keeps these policies' states in one key per caller: two or more
- * policies whose states are all strings. slidingLog (a sorted set) and fixedWindow's per-window
- * keys (limits too large for one integer: layout 0) keep a key per policy.
+ * policies whose states are all strings. slidingLog (a sorted set), fixedWindow's per-window
+ * keys (limits too large for one integer: layout 0) and fixedWindow with extendWindow (which
+ * writes on a denial, layouts 3 and 4) keep a key per policy.
  */
 export function sharesOneKey(policies: readonly Policy[]): boolean {
   return (
     policies.length > 1 &&
     policies.every(
-      (p) => p.kind !== 'sliding-log' && !(p.kind === 'fixed-window' && p.params[2] === 0),
+      // fixedWindow layouts 3 and 4 (extendWindow) write on a denial, in their own key.
+      (p) =>
+        p.kind !== 'sliding-log' &&
+        !(p.kind === 'fixed-window' && (p.params[2] === 0 || p.params[2]! >= 3)),
     )
   );
 }

@@ -2,6 +2,7 @@
  * The options of a RateLimiter and of its calls, and the readers that validate them once (at
  * construction, or at the start of each call for call arguments).
  */
+import { type BanConfig, type BanOptions, readBanOption } from './ban.js';
 import { DeniedCache, type DeniedCacheOptions } from './denied-cache.js';
 import { type Duration, parseDuration } from './duration.js';
 import { describeValue, RateLimitArgumentError, RateLimitConfigError } from './errors.js';
@@ -57,6 +58,21 @@ export interface RateLimiterOptions {
    * @default 'per-caller'
    */
   stateKeys?: StateKeys;
+  /**
+   * Most `acquire` calls waiting on one key in this process (rate-limiter-flexible's
+   * `maxQueueSize`): the next one is refused at once with `reason: 'queue-full'`. Waiters on
+   * one key are served first come, first served whatever this bound.
+   * @default no bound
+   */
+  maxQueueSize?: number;
+  /**
+   * Escalation (@fastify/rate-limit's `ban`): a key denied `after` times within `window` is
+   * blocked for `duration`, and its decisions say reason 'banned' (a 403 from the adapters).
+   * Each denial then costs a second store call (the count), and the denied cache does not
+   * spare it. docs/recipes.md
+   * @default no ban
+   */
+  ban?: BanOptions;
 }
 
 /** A caller's state on redisStore: one key for all policies, or one key per policy. */
@@ -86,6 +102,8 @@ export const RATE_LIMITER_OPTION_NAMES = optionNames<RateLimiterOptions>({
   hooks: true,
   deniedCache: true,
   stateKeys: true,
+  maxQueueSize: true,
+  ban: true,
 });
 
 /** A RateLimiter's options, read once into fully defined values. */
@@ -96,6 +114,9 @@ export interface RateLimiterConfig {
   readonly deniedCache: DeniedCache | undefined;
   readonly failure: FailureConfig;
   readonly stateKeys: StateKeys;
+  /** `maxQueueSize`, Infinity when not given. */
+  readonly maxQueueSize: number;
+  readonly ban: BanConfig | undefined;
 }
 
 /**
@@ -111,7 +132,17 @@ export function readRateLimiterOptions(options: unknown, where: string): RateLim
     deniedCache: readDeniedCache(o.deniedCache, where),
     failure: readFailureOptions(o, where),
     stateKeys: readStateKeys(o.stateKeys, where),
+    maxQueueSize: readMaxQueueSize(o.maxQueueSize, where),
+    ban: readBanOption(o.ban, where),
   };
+}
+
+function readMaxQueueSize(value: unknown, where: string): number {
+  if (value === undefined) return Number.POSITIVE_INFINITY;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw configError(`${where}.maxQueueSize`, value, 'a positive integer');
+  }
+  return value;
 }
 
 function readStateKeys(value: unknown, where: string): StateKeys {

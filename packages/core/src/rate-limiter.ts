@@ -4,12 +4,16 @@
  * rate-limiter-options.ts, the acquire loop in acquire.ts, the answer when the store fails in
  * failure-policy.ts.
  */
-import { waitForAdmission } from './acquire.js';
+import { AcquireLines } from './acquire.js';
+import { extendsOnDenial } from './algorithms/fixed-window.js';
+import { Ban } from './ban.js';
 import { type Decision, type StoreDecision, toDecision } from './decision.js';
 import type { DeniedCache } from './denied-cache.js';
 import type { Duration } from './duration.js';
+import { RateLimitStoreError } from './errors.js';
 import type { CallContext } from './failure-options.js';
 import { FailureAnswer } from './failure-policy.js';
+import { type KeyMemo, KeyMemoTable } from './key-memo.js';
 import { encodeKey, keyTails } from './keys.js';
 import { fieldPathOf, readAs } from './options.js';
 import type { Policy } from './policy.js';
@@ -23,29 +27,6 @@ import {
 } from './rate-limiter-options.js';
 import { breakerOf, StoreGuard } from './store-guard.js';
 import type { PreparedPolicies, Store } from './stores/store.js';
-
-/**
- * A recent key's storage keys, and one slot per key that an in-process store may fill (the
- * memory store keeps the key's entry there, saving a hash lookup per decision).
- */
-interface KeyMemo {
-  readonly keys: readonly string[];
-  readonly slots: unknown[];
-}
-
-/**
- * Keys whose storage keys a limiter remembers (`keysOf`: a freshly concatenated key costs a
- * flatten and a hash on every lookup, a remembered one not); past it the memo starts over
- * (amortised O(1)).
- */
-const KEY_MEMO_SIZE = 10_000;
-/**
- * Bytes the memo may hold (2 per UTF-16 unit of each key and storage key, plus a fixed overhead
- * per entry): keys are caller input, and 10 000 keys of 16 KB would otherwise pin 320 MB.
- */
-const KEY_MEMO_BYTES = 4 * 1024 * 1024;
-/** The fixed overhead counted per memo entry, in bytes. */
-const KEY_MEMO_ENTRY_BYTES = 200;
 
 /**
  * `new RateLimiter(options)` whose configuration errors name fields under `where`, the
@@ -82,10 +63,11 @@ export class RateLimiter {
   private readonly head: string;
   private readonly tails: readonly string[];
   /** Recent keys' storage keys (built once, so their strings keep V8's cached hash) and slots. */
-  private readonly keyMemo = new Map<string, KeyMemo>();
-  /** What the memo holds, counted as in KEY_MEMO_BYTES. */
-  private keyMemoBytes = 0;
+  private readonly keyMemo = new KeyMemoTable((key) => this.storageKeys(key));
   private readonly guard: StoreGuard;
+  private readonly lines: AcquireLines;
+  /** The `ban` option's escalation (ban.ts). */
+  private readonly ban: Ban | undefined;
   /** What answers when the store cannot (`onStoreError`). */
   private readonly failure: FailureAnswer;
   /** Local cache of denials, when `deniedCache` is on. */
@@ -100,7 +82,13 @@ export class RateLimiter {
     this.prepared = store.prepare(this.policies, { stateKeys: config.stateKeys });
     this.head = `${prefix}:{`;
     this.tails = keyTails(this.policies, this.prepared.combined === true);
-    this.deniedCache = config.deniedCache;
+    // A denial of a fixedWindow with extendWindow moves its own retryAfter: none is cached.
+    this.deniedCache = this.policies.some(extendsOnDenial) ? undefined : config.deniedCache;
+    this.lines = new AcquireLines(config.maxQueueSize);
+    const ban = config.ban;
+    const counter =
+      ban && new RateLimiter({ store, prefix: `${prefix}:ban`, policies: ban.counter });
+    this.ban = ban && new Ban(ban, this, counter!);
     this.guard = new StoreGuard(
       config.failure,
       breakerOf(store),
@@ -131,12 +119,14 @@ export class RateLimiter {
 
   /** Charges `cost` (default 1) against every policy, or nothing if any policy denies. */
   consume(key: string, options?: ConsumeOptions): Promise<Decision> {
-    return this.decide(key, options, false);
+    const decision = this.decide(key, options, false);
+    return this.ban ? decision.then((d) => this.ban!.judge(key, d, false)) : decision;
   }
 
   /** What `consume(key, options)` would answer now, without writing anything. */
   peek(key: string, options?: ConsumeOptions): Promise<Decision> {
-    return this.decide(key, options, true);
+    const decision = this.decide(key, options, true);
+    return this.ban ? decision.then((d) => this.ban!.judge(key, d, true)) : decision;
   }
 
   /**
@@ -162,8 +152,9 @@ export class RateLimiter {
     await this.guard.bounded(() => this.prepared.block(keys, micros));
   }
 
-  /** Lifts a block on `key` (by hand or a lockout) and forgets its lockouts in a row. */
+  /** Lifts a block on `key` (by hand, a lockout or a ban) and forgets its lockouts in a row. */
   async unblock(key: string): Promise<void> {
+    await this.ban?.forget(key);
     const keys = this.forget(key);
     await this.failure.unblock(key);
     await this.guard.bounded(() => this.prepared.unblock(keys));
@@ -177,11 +168,27 @@ export class RateLimiter {
 
   /** Forgets everything stored for `key`: it is back to full capacity under every policy. */
   async reset(key: string): Promise<void> {
-    const keys = this.storageKeys(key);
-    this.deniedCache?.forget(key);
+    await this.ban?.forget(key);
+    const keys = this.forget(key);
     // A reset must reach the store, so its failure is thrown (bounded by `timeout`).
     await this.failure.reset(key);
     await this.guard.bounded(() => this.prepared.reset(keys));
+  }
+
+  /**
+   * Forgets every key of this limiter, blocks included (other limiters on the prefix keep
+   * theirs); answers how many storage keys went. On Redis a SCAN of every master, slow on big
+   * keyspaces and not bounded by `timeout` (stores/reset-all.ts). Failures are thrown.
+   */
+  async resetAll(): Promise<number> {
+    const resetAll = this.prepared.resetAll;
+    if (resetAll === undefined) {
+      throw new RateLimitStoreError(`the ${this.store.kind} store cannot resetAll`);
+    }
+    this.deniedCache?.clear();
+    await this.ban?.resetAll();
+    await this.failure.resetAll(this.head);
+    return resetAll(this.head, this.tails);
   }
 
   /**
@@ -191,12 +198,13 @@ export class RateLimiter {
    * charges the request now if its next-free time is within what is left of `maxWait`, and
    * acquire sleeps the returned `delay` (so several processes queue in order on one key). Other
    * policies are retried after each denial's `retryAfter`. The admitting decision's `delay` is
-   * the time already waited for the reservation; nothing more needs to be waited.
+   * the time already waited for the reservation. Waiters on one key in this process are served
+   * first come, first served, at most `maxQueueSize` of them (then reason 'queue-full').
    */
   acquire(key: string, options?: AcquireOptions): Promise<Decision> {
-    return waitForAdmission(options, (cost, slack) =>
-      this.prepared.reserve ? this.reserve(key, cost, slack) : this.consume(key, { cost }),
-    );
+    const reserve = this.prepared.reserve && ((c: number, s: number) => this.reserve(key, c, s));
+    const consume = (cost: number) => this.consume(key, { cost });
+    return this.lines.wait(key, options, reserve ?? consume, (cost) => this.peek(key, { cost }));
   }
 
   /** One reserve-mode round trip (see `acquire`), guarded like `consume`. */
@@ -220,30 +228,6 @@ export class RateLimiter {
   storageKeys(key: string): string[] {
     const tag = this.head + encodeKey(key);
     return this.tails.map((tail) => tag + tail);
-  }
-
-  /**
-   * `storageKeys` for the hot path, remembered for up to KEY_MEMO_SIZE recent keys: a freshly
-   * concatenated key costs a flatten and a hash on every Map or Redis lookup (measured ~10×
-   * a lookup by a reused string; docs/benchmarks.md).
-   */
-  private keysOf(key: string): KeyMemo {
-    const memo = this.keyMemo;
-    let entry = memo.get(key);
-    if (entry === undefined) {
-      const keys = this.storageKeys(key);
-      entry = { keys, slots: new Array(keys.length) };
-      let bytes = key.length;
-      for (const k of keys) bytes += k.length;
-      bytes = bytes * 2 + KEY_MEMO_ENTRY_BYTES;
-      if (memo.size >= KEY_MEMO_SIZE || this.keyMemoBytes + bytes > KEY_MEMO_BYTES) {
-        memo.clear();
-        this.keyMemoBytes = 0;
-      }
-      memo.set(key, entry);
-      this.keyMemoBytes += bytes;
-    }
-    return entry;
   }
 
   /**
@@ -271,7 +255,7 @@ export class RateLimiter {
           return Promise.resolve(cached);
         }
       }
-      memo = this.keysOf(key);
+      memo = this.keyMemo.get(key);
     } catch (error) {
       return Promise.reject(error);
     }

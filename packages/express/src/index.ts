@@ -102,6 +102,9 @@ class ResponseHeaders {
   set(name: string, value: string): void {
     this.res.setHeader(name, value);
   }
+  sent(): boolean {
+    return this.res.headersSent;
+  }
 }
 
 /**
@@ -140,6 +143,13 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
       applyCheckHeaders(new ResponseHeaders(res), check, config.headers);
       if (!decision.allowed && !decision.shadow) {
         if (!config.onLimited) {
+          // Headers already out (a handler streamed early): no 429 can be sent any more, and
+          // an error would only reach the error handler with the response half written. The
+          // request is refused all the same: the response ends and no later handler runs.
+          if (res.headersSent) {
+            res.end();
+            return;
+          }
           const problem = deniedProblem(decision);
           res.status(problem.status).setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
           res.end(JSON.stringify(problem));

@@ -115,6 +115,7 @@ function limitRequests(config: Config) {
       {
         get: (name) => reply.getHeader(name),
         set: (name, value) => reply.header(name, value),
+        sent: () => reply.sent || reply.raw.headersSent,
       },
       check,
       config.headers,
@@ -123,6 +124,12 @@ function limitRequests(config: Config) {
       if (config.onLimited) {
         await config.onLimited(request, reply, decision);
         if (reply.sent) return reply;
+      } else if (reply.raw.headersSent) {
+        // Headers already out: no 429 can be sent; the request is refused by ending the
+        // response here, outside Fastify's reply (which would fail writing its own headers).
+        reply.hijack();
+        reply.raw.end();
+        return reply;
       } else {
         const problem = deniedProblem(decision);
         return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));

@@ -83,12 +83,20 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
       {
         get: (name) => ctx.response.get(name) || undefined,
         set: (name, value) => ctx.set(name, value),
+        sent: () => ctx.headerSent,
       },
       check,
       config.headers,
     );
     if (!decision.allowed && !decision.shadow) {
       if (config.onLimited) return config.onLimited(ctx, next, decision);
+      if (ctx.headerSent) {
+        // Headers already out: no 429 can be sent; the request is refused by ending the
+        // response here, and Koa must not write a body of its own after it.
+        ctx.respond = false;
+        ctx.res.end();
+        return;
+      }
       const problem = deniedProblem(decision);
       ctx.status = problem.status;
       ctx.type = PROBLEM_CONTENT_TYPE;

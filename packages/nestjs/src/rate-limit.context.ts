@@ -108,6 +108,7 @@ export function headerTarget(
       return {
         get: (name) => adapter.getHeader(response, name),
         set: (name, value) => adapter.setHeader(response, name, value),
+        sent: () => adapter.isHeadersSent(response),
       };
     }
   }
@@ -116,8 +117,12 @@ export function headerTarget(
     getHeader(name: string): string | undefined;
     setHeader?(name: string, value: string): void;
     header?(name: string, value: string): void;
+    headersSent?: boolean;
+    sent?: boolean;
+    raw?: { headersSent?: boolean };
   };
   return {
+    sent: () => r.headersSent === true || r.sent === true || r.raw?.headersSent === true,
     get: (name) => r.getHeader(name),
     set: (name, value) => {
       if (typeof r.header === 'function') r.header(name, value);

@@ -15,11 +15,14 @@ import {
 } from '@nestjs/common';
 import { transportOf } from './rate-limit.context.js';
 
-/** The 429 (or 503) body: Nest's error shape plus the decision (times in milliseconds). */
+/**
+ * The 429 (503, or 403 for a ban) body: Nest's error shape plus the decision (times in
+ * milliseconds).
+ */
 export interface RateLimitBody {
-  readonly statusCode: 429 | 503;
+  readonly statusCode: 429 | 503 | 403;
   readonly message: string;
-  readonly error: 'Too Many Requests' | 'Service Unavailable';
+  readonly error: 'Too Many Requests' | 'Service Unavailable' | 'Forbidden';
   /** The policy that decided. */
   readonly policy: string;
   readonly limit: number;
@@ -37,21 +40,32 @@ export interface RateLimitBody {
 
 /**
  * The body of a denial with `message`: 429 when the policies denied, 503 when the store could
- * not decide and `onStoreError: 'closed'` refused.
+ * not decide and `onStoreError: 'closed'` refused, 403 when the limiter's `ban` banned the key.
  */
 export function rateLimitBody(decision: Decision, message: string): RateLimitBody {
   const decided = storeDecided(decision);
+  const banned = decision.reason === 'banned';
   return {
-    statusCode: decided ? HttpStatus.TOO_MANY_REQUESTS : HttpStatus.SERVICE_UNAVAILABLE,
+    statusCode: banned
+      ? HttpStatus.FORBIDDEN
+      : decided
+        ? HttpStatus.TOO_MANY_REQUESTS
+        : HttpStatus.SERVICE_UNAVAILABLE,
     message,
-    error: decided ? 'Too Many Requests' : 'Service Unavailable',
+    error: banned ? 'Forbidden' : decided ? 'Too Many Requests' : 'Service Unavailable',
     policy: decision.policy,
     limit: decision.limit,
     remaining: decision.remaining,
     retryAfter: decision.retryAfter,
     resetAfter: decision.resetAfter,
-    ...(decision.reason === 'blocked' ? { blocked: true as const } : {}),
+    ...(decision.reason === 'blocked' || banned ? { blocked: true as const } : {}),
   };
+}
+
+/** The `message` of a denial without `errorMessage`. */
+function defaultMessage(decision: Decision): RateLimitBody['error'] {
+  if (decision.reason === 'banned') return 'Forbidden';
+  return storeDecided(decision) ? 'Too Many Requests' : 'Service Unavailable';
 }
 
 export class RateLimitException extends HttpException {
@@ -59,10 +73,7 @@ export class RateLimitException extends HttpException {
   readonly decision: Decision;
 
   constructor(decision: Decision, body?: string | object) {
-    const fields = rateLimitBody(
-      decision,
-      storeDecided(decision) ? 'Too Many Requests' : 'Service Unavailable',
-    );
+    const fields = rateLimitBody(decision, defaultMessage(decision));
     super(body ?? fields, fields.statusCode, { description: fields.error });
     this.decision = decision;
   }

@@ -15,6 +15,12 @@ export class RateLimitExceptionFilter implements ExceptionFilter<RateLimitExcept
   catch(exception: RateLimitException, host: ArgumentsHost): void {
     const { httpAdapter } = this.adapterHost;
     const response = host.switchToHttp().getResponse();
+    // Headers already out (a middleware streamed early): no 429 can be sent, so the response
+    // ends as it is, as Nest's own exception filter does.
+    if (httpAdapter.isHeadersSent(response)) {
+      httpAdapter.end(response);
+      return;
+    }
     httpAdapter.setHeader(response, 'Content-Type', PROBLEM_CONTENT_TYPE);
     // A string body keeps the Content-Type above on both platforms.
     httpAdapter.reply(

@@ -207,6 +207,7 @@ export class RateLimitGuard implements CanActivate {
   private errorMessage(context: ExecutionContext, decision: Decision): string {
     const option = this.rateLimit.config.errorMessage;
     if (option === undefined) {
+      if (decision.reason === 'banned') return 'Forbidden';
       return storeDecided(decision) ? DEFAULT_ERROR_MESSAGE : 'Service Unavailable';
     }
     return typeof option === 'function' ? option(context, decision) : option;

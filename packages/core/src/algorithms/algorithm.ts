@@ -28,7 +28,9 @@ export interface Verdict {
 
 /**
  * What `check` hands to the store's write (Lua: `commit`) when it admits a cost > 0: the state
- * to store and how long it matters (µs, the key's TTL).
+ * to store and how long it matters (µs, the key's TTL). A denial that carries one (fixedWindow
+ * `extendWindow`) is written too when the call consumes: it pushes a window's end out and
+ * charges nothing (the Lua check writes it itself).
  */
 export interface Charge<S> {
   next: S;

@@ -29,6 +29,17 @@ export interface FixedWindowOptions {
    * @default 'clock'
    */
   anchor?: FixedWindowAnchor;
+  /**
+   * A hit that pushes the window's end out again to `window` from now, keeping its count (only
+   * with anchor 'first-request', which it implies): `'on-denial'`, a denied request of a cost
+   * the policy could admit (@fastify/rate-limit's `continueExceeding`: a client that keeps
+   * hammering stays limited until it pauses for a whole window); `'on-hit'`, every request of
+   * cost > 0, admitted or denied (rate-limit-redis' `resetExpiryOnChange`). A denied request
+   * still charges nothing; a limiter with such a policy keeps no denied cache (every denial
+   * moves its own retryAfter). docs/algorithms.md#fixed-window
+   * @default none: a window ends `window` after it started
+   */
+  extendWindow?: FixedWindowExtension;
   /** Name used in headers. @default `fixed-<limit>-per-<window>` */
   name?: string;
   /**
@@ -43,9 +54,13 @@ const FIXED_WINDOW_OPTION_NAMES = optionNames<FixedWindowOptions>({
   limit: true,
   window: true,
   anchor: true,
+  extendWindow: true,
   name: true,
   blockDuration: true,
 });
+
+/** When a hit pushes a window's end out again (FixedWindowOptions.extendWindow). */
+export type FixedWindowExtension = 'on-denial' | 'on-hit';
 
 /** Where `fixedWindow`'s windows start (FixedWindowOptions.anchor). */
 export type FixedWindowAnchor = 'clock' | 'first-request';
@@ -57,6 +72,14 @@ const DEFAULT_ANCHOR: FixedWindowAnchor = 'clock';
 const LAYOUT_PER_WINDOW_KEY = 0;
 const LAYOUT_PACKED = 1;
 const LAYOUT_FIRST_REQUEST = 2;
+/** Anchor 'first-request' with extendWindow 'on-denial' (3) or 'on-hit' (4). */
+const LAYOUT_EXTEND_ON_DENIAL = 3;
+const LAYOUT_EXTEND_ON_HIT = 4;
+
+/** Whether `policy` is a fixedWindow whose denials push its window's end out (and write). */
+export function extendsOnDenial(policy: Policy): boolean {
+  return policy.kind === 'fixed-window' && (policy.params[2] ?? 0) >= LAYOUT_EXTEND_ON_DENIAL;
+}
 
 /**
  * At most `limit` units per window, windows aligned to `floor(now / window)`, or starting at a
@@ -70,28 +93,45 @@ export function fixedWindow(options: FixedWindowOptions): Policy {
   // 0 admits nothing: a maintenance switch (docs/algorithms.md#limit-0).
   const limit = positiveInteger(o.limit, `${where}.limit`, 0);
   const windowUs = parseDuration(o.window, `${where}.window`);
-  const anchor = o.anchor ?? DEFAULT_ANCHOR;
+  const extend = o.extendWindow;
+  if (extend !== undefined && extend !== 'on-denial' && extend !== 'on-hit') {
+    throw configError(`${where}.extendWindow`, extend, "'on-denial' or 'on-hit'");
+  }
+  const anchor = o.anchor ?? (extend === undefined ? DEFAULT_ANCHOR : 'first-request');
   if (anchor !== 'clock' && anchor !== 'first-request') {
     throw configError(`${where}.anchor`, o.anchor, "'clock' or 'first-request'");
   }
+  if (extend !== undefined && anchor !== 'first-request') {
+    // Windows aligned to the clock end at fixed instants: there is no end to push out.
+    throw configError(`${where}.anchor`, o.anchor, "'first-request' (extendWindow needs it)");
+  }
   // The layout is a parameter, so the two anchors' policies have different ids (and keys).
   const layout =
-    anchor === 'first-request'
-      ? LAYOUT_FIRST_REQUEST
-      : packsIntoOneInteger(limit, windowUs)
-        ? LAYOUT_PACKED
-        : LAYOUT_PER_WINDOW_KEY;
+    extend === 'on-hit'
+      ? LAYOUT_EXTEND_ON_HIT
+      : extend === 'on-denial'
+        ? LAYOUT_EXTEND_ON_DENIAL
+        : anchor === 'first-request'
+          ? LAYOUT_FIRST_REQUEST
+          : packsIntoOneInteger(limit, windowUs)
+            ? LAYOUT_PACKED
+            : LAYOUT_PER_WINDOW_KEY;
   const fromFirst = anchor === 'first-request';
   return definePolicy({
     kind: 'fixed-window',
     tag: 'fw',
     name: o.name,
     nameField: `${where}.name`,
-    defaultName: `fixed-${rateName(limit, windowUs)}${fromFirst ? '-first-request' : ''}`,
+    defaultName: `fixed-${rateName(limit, windowUs)}${fromFirst ? '-first-request' : ''}${extend ? `-extend-${extend}` : ''}`,
     limit,
     windowUs,
     capacity: limit,
-    options: { limit, window: windowUs / 1000, ...(fromFirst ? { anchor } : {}) },
+    options: {
+      limit,
+      window: windowUs / 1000,
+      ...(fromFirst ? { anchor } : {}),
+      ...(extend ? { extendWindow: extend } : {}),
+    },
     params: [limit, windowUs, layout] satisfies FixedWindowParams,
     blockDuration: o.blockDuration,
   });
@@ -125,7 +165,8 @@ interface StartedWindow {
 
 /**
  * The ARGV lua/fixed-window.lua reads after the algorithm name (µs for times); `layout` is 1
- * (packed) or 0 (per window key) for anchor 'clock', 2 for 'first-request'.
+ * (packed) or 0 (per window key) for anchor 'clock', 2 for 'first-request', 3 and 4 for
+ * 'first-request' with extendWindow 'on-denial' and 'on-hit'.
  */
 export type FixedWindowParams = readonly [limit: number, window: number, layout: number];
 
@@ -137,21 +178,30 @@ function startedWindow(
   return typeof state === 'object' && 'end' in state && state.end > now ? state : undefined;
 }
 
-/** Check for anchor 'first-request' (lua/fixed-window.lua: `fixed_window_check`, layout 2). */
+/**
+ * Check for anchor 'first-request' (lua/fixed-window.lua's layout 2, 3 and 4). With
+ * extendWindow, a hit that extends starts the window over from now; a denial that does hands
+ * the store the extended window to write (written only when the call consumes).
+ */
 function checkStarted(
   state: FixedWindowState | undefined,
   now: number,
   cost: number,
-  limit: number,
-  window: number,
+  [limit, window, layout]: FixedWindowParams,
 ): CheckResult<FixedWindowState> {
   const current = startedWindow(state, now);
   const used = current?.used ?? 0;
   // No current window: an admitted cost > 0 starts one now.
-  const end = current?.end ?? now + window;
+  let end = current?.end ?? now + window;
+  const extend =
+    cost > 0 &&
+    cost <= limit &&
+    (layout === LAYOUT_EXTEND_ON_HIT ||
+      (layout === LAYOUT_EXTEND_ON_DENIAL && used + cost > limit));
+  if (extend) end = now + window;
   const verdict: CheckResult<FixedWindowState> = windowVerdict(used, cost, limit, end - now);
-  if (verdict.allowed) {
-    verdict.next = { end, used: used + cost };
+  if (verdict.allowed || extend) {
+    verdict.next = { end, used: verdict.allowed ? used + cost : used };
     verdict.ttl = end - now;
   }
   return verdict;
@@ -184,8 +234,9 @@ function windowVerdict(used: number, cost: number, limit: number, windowLeft: nu
 /** Twin of lua/fixed-window.lua. */
 export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams> = {
   kind: 'fixed-window',
-  check(state, now, cost, [limit, window, layout]) {
-    if (layout === LAYOUT_FIRST_REQUEST) return checkStarted(state, now, cost, limit, window);
+  check(state, now, cost, params) {
+    const [limit, window, layout] = params;
+    if (layout >= LAYOUT_FIRST_REQUEST) return checkStarted(state, now, cost, params);
     const packed = layout === LAYOUT_PACKED;
     const index = Math.floor(now / window);
     let used = 0;
@@ -207,7 +258,7 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
   refund(state, now, cost, [limit, window, layout]) {
     // The current window's count only; its TTL stays the window's end (Lua: DECRBY), and a
     // window of anchor 'first-request' keeps its end.
-    if (layout === LAYOUT_FIRST_REQUEST) {
+    if (layout >= LAYOUT_FIRST_REQUEST) {
       const current = startedWindow(state, now);
       if (current === undefined || current.used === 0) return undefined;
       const used = current.used - Math.min(cost, current.used);

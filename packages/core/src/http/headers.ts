@@ -21,6 +21,12 @@ import { DEFAULT_HEADER_CONFIG, type RateLimitHeaderConfig } from './header-opti
 export interface HeaderTarget {
   get(name: string): string | number | readonly string[] | undefined;
   set(name: string, value: string): void;
+  /**
+   * True when the response's headers have already gone out (a handler streamed early, a
+   * limiter placed late): nothing is set then, as express-rate-limit does, and the request is
+   * still counted. @default never
+   */
+  sent?(): boolean;
 }
 
 // RFC 9651 §3.3.1: Integers have at most 15 digits.
@@ -213,7 +219,9 @@ export interface HeaderContext {
 /**
  * Sets every enabled header group for `decision` on `target`. A decision the store did not
  * make (`storeDecided`) gets no quota headers, only `Retry-After` when it denies. A shadow
- * decision (`shadow: true`) never gets `Retry-After`: it was not refused.
+ * decision (`shadow: true`) never gets `Retry-After`: it was not refused, and it counts as
+ * admitted for `config.admitted`. Nothing is set once the target's headers were sent, nor on an
+ * admitted response with `admitted: false`, nor on a denied one with `denied: false`.
  */
 export function applyRateLimitHeaders(
   target: HeaderTarget,
@@ -222,6 +230,8 @@ export function applyRateLimitHeaders(
   context: HeaderContext = {},
 ): void {
   if (decision.policies.length === 0) return;
+  if (!(decision.allowed || decision.shadow ? config.admitted : config.denied)) return;
+  if (target.sent?.() === true) return;
   const { quotaUnit } = context;
   if (storeDecided(decision)) {
     const draft = config.standard;
@@ -231,10 +241,10 @@ export function applyRateLimitHeaders(
       appendTo(target, 'RateLimit', formatRateLimit(decision));
     } else if (draft !== false && quotaUnit === undefined) {
       appendTo(target, 'RateLimit-Policy', formatUnnamedRateLimitPolicy(decision));
-      setSingleValued(target, draft, decision);
+      setSingleValued(target, draft, decision, config);
     }
     if (config.legacy && quotaUnit === undefined) {
-      setSingleValued(target, 'legacy', decision, context.now ?? Date.now());
+      setSingleValued(target, 'legacy', decision, config, context.now ?? Date.now());
     }
   }
   // A would-be denial in shadow mode is answered 200: Retry-After would tell clients to wait.
@@ -262,14 +272,16 @@ function setSingleValued(
   target: HeaderTarget,
   format: 'draft-6' | 'draft-7' | 'legacy',
   decision: Decision,
+  config: RateLimitHeaderConfig,
   now = 0,
 ): void {
+  const legacyNames = config.legacyNames;
   const decider =
     decision.policies.find((p) => p.name === decision.policy) ?? decision.policies[0]!;
   const remaining = Math.max(0, Math.floor(decider.remaining));
   const remainingHeader =
     format === 'legacy'
-      ? 'X-RateLimit-Remaining'
+      ? legacyNames.remaining
       : format === 'draft-6'
         ? 'RateLimit-Remaining'
         : undefined;
@@ -280,9 +292,9 @@ function setSingleValued(
   if (Number.isFinite(current) && current <= remaining) return;
   const reset = policyResetSeconds(decider);
   if (format === 'legacy') {
-    target.set('X-RateLimit-Limit', sfInteger(decision.limit));
-    target.set('X-RateLimit-Remaining', sfInteger(remaining));
-    target.set('X-RateLimit-Reset', sfInteger(Math.ceil((now + policyResetMs(decider)) / 1000)));
+    target.set(legacyNames.limit, sfInteger(decision.limit));
+    target.set(legacyNames.remaining, sfInteger(remaining));
+    target.set(legacyNames.reset, sfInteger(Math.ceil((now + policyResetMs(decider)) / 1000)));
   } else if (format === 'draft-6') {
     target.set('RateLimit-Limit', sfInteger(decider.quota));
     target.set('RateLimit-Remaining', sfInteger(remaining));

@@ -80,7 +80,9 @@ export {
 } from './diagnostics.js';
 export {
   DEFAULT_HEADER_CONFIG,
+  DEFAULT_LEGACY_HEADER_NAMES,
   HEADER_DRAFTS,
+  type LegacyHeaderNames,
   parseHeaderOptions,
   type RateLimitHeaderConfig,
   type RateLimitHeaderDraft,
@@ -141,6 +143,9 @@ export {
   validateSetOptions,
 } from './policy-sets.js';
 export {
+  BANNED_TYPE,
+  type BannedProblem,
+  bannedProblem,
   deniedProblem,
   PROBLEM_CONTENT_TYPE,
   QUOTA_EXCEEDED_TYPE,

@@ -16,6 +16,8 @@ export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-ty
  * type that is an identifier only, not a page to fetch.
  */
 export const STORE_UNAVAILABLE_TYPE = 'tag:floodgate.dev,2026:problem:store-unavailable';
+/** Problem type URI for a client banned by the limiter's `ban` (denied too often). */
+export const BANNED_TYPE = 'tag:floodgate.dev,2026:problem:banned';
 
 /** RFC 9457 body of a 429. */
 export interface QuotaExceededProblem {
@@ -31,6 +33,31 @@ export interface QuotaExceededProblem {
    * none for a block without end).
    */
   readonly blocked?: true;
+}
+
+/** RFC 9457 body of the 403 sent to a banned client (`ban`: denied too often in a window). */
+export interface BannedProblem {
+  readonly type: typeof BANNED_TYPE;
+  readonly title: 'Forbidden';
+  readonly status: 403;
+  readonly detail: string;
+  /** The policy the ban speaks for (the limiter's first, as for a block by hand). */
+  readonly 'violated-policies': string[];
+}
+
+/** The problem body of a banned client: how long the ban lasts, if it ends. */
+export function bannedProblem(decision: Decision): BannedProblem {
+  const seconds = retryAfterSeconds(decision);
+  return {
+    type: BANNED_TYPE,
+    title: 'Forbidden',
+    status: 403,
+    detail:
+      seconds === undefined
+        ? 'This client was refused too often and is banned until it is unblocked.'
+        : `This client was refused too often and is banned; retry in ${seconds} s.`,
+    'violated-policies': [decision.policy],
+  };
 }
 
 /** RFC 9457 body of a 503 sent when the store could not decide and the limiter fails closed. */
@@ -92,10 +119,13 @@ export function storeUnavailableProblem(decision: Decision): StoreUnavailablePro
 
 /**
  * The status and body of a denied decision: 503 with `store-unavailable` when no store decided
- * (`onStoreError: 'closed'` refused; the client did nothing wrong), otherwise 429 with
- * `quota-exceeded`.
+ * (`onStoreError: 'closed'` refused; the client did nothing wrong), 403 `banned` for a key the
+ * limiter's `ban` blocked (@fastify/rate-limit's `ban`), otherwise 429 with `quota-exceeded`.
  */
-export function deniedProblem(decision: Decision): QuotaExceededProblem | StoreUnavailableProblem {
+export function deniedProblem(
+  decision: Decision,
+): QuotaExceededProblem | StoreUnavailableProblem | BannedProblem {
+  if (decision.reason === 'banned') return bannedProblem(decision);
   return storeDecided(decision)
     ? quotaExceededProblem(decision)
     : storeUnavailableProblem(decision);

@@ -1,8 +1,9 @@
 /**
  * The memory store's block states (lockouts and blocks by hand): the twin of the block string
- * in lua/include/blocks.lua, one entry per block key.
+ * in lua/include/blocks.lua, one entry per block key; and the writes a decision makes besides
+ * its charge (refunds, a denial that extends its window).
  */
-import type { Algorithm, Params } from '../algorithms/algorithm.js';
+import type { Algorithm, CheckResult, Params } from '../algorithms/algorithm.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { type Lockout, lockoutLength } from '../policy.js';
 
@@ -61,6 +62,18 @@ export class BlockTable {
 
   delete(key: string): void {
     this.blocks.delete(key);
+  }
+
+  /** Deletes every block whose key `matches`; how many. */
+  deleteWhere(matches: (key: string) => boolean): number {
+    let deleted = 0;
+    for (const key of this.blocks.keys()) {
+      if (matches(key)) {
+        this.blocks.delete(key);
+        deleted++;
+      }
+    }
+    return deleted;
   }
 
   /** Drops expired blocks; how many. */
@@ -138,4 +151,18 @@ export function refundStates(
       entry.expiresAt = now + refunded.ttl;
     }
   }
+}
+
+/**
+ * Writes a denial's new state in place, as the Lua check does (fixedWindow `extendWindow`: only
+ * a current window extends, so its entry exists).
+ */
+export function extendDenied(
+  entry: { state: unknown; expiresAt: number } | undefined,
+  r: CheckResult<unknown>,
+  now: number,
+): void {
+  if (r.allowed || r.next === undefined || entry === undefined) return;
+  entry.state = r.next;
+  entry.expiresAt = now + r.ttl!;
 }

@@ -7,7 +7,8 @@ import { type Clock, processClock, readClockOption, readMicros } from '../clock.
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { configError, positiveInteger, readOptions } from '../options.js';
 import type { Lockout, Policy } from '../policy.js';
-import { BlockTable, longestLockout, refundStates } from './memory-blocks.js';
+
+import { BlockTable, extendDenied, longestLockout, refundStates } from './memory-blocks.js';
 import { memoryLeases } from './memory-leases.js';
 import {
   DEFAULT_MAX_KEYS,
@@ -18,6 +19,7 @@ import {
   type Plan,
   SWEEP_INTERVAL_MS,
 } from './memory-options.js';
+import { dropMatching, limiterKeyMatcher } from './reset-all.js';
 import type { PreparedPolicies, PrepareOptions, Store, StoreLeases } from './store.js';
 
 export type { MemoryStoreOptions } from './memory-options.js';
@@ -115,6 +117,10 @@ export class MemoryStore implements Store {
       unblock: async (keys) => {
         this.blocks.delete(keys[n]!);
       },
+      resetAll: async (head, tails) => {
+        const matches = limiterKeyMatcher(head, tails);
+        return dropMatching(this.entries, matches, this.drop) + this.blocks.deleteWhere(matches);
+      },
     };
   }
 
@@ -159,14 +165,8 @@ export class MemoryStore implements Store {
   /** Drops every expired key now. */
   sweep(): number {
     const now = readMicros(this.clock);
-    let dropped = 0;
-    for (const [key, entry] of this.entries) {
-      if (entry.expiresAt <= now) {
-        this.drop(key, entry);
-        dropped++;
-      }
-    }
-    return dropped + this.blocks.sweep(now);
+    const expired = (_: string, entry: Entry) => entry.expiresAt <= now;
+    return dropMatching(this.entries, expired, this.drop) + this.blocks.sweep(now);
   }
 
   private readonly drop = (key: string, entry: Entry): void => {
@@ -237,6 +237,7 @@ export class MemoryStore implements Store {
       return { admitted, results };
     }
     if (!peek) {
+      if (cost > 0) for (let i = 0; i < n; i++) extendDenied(found[i], results[i]!, now);
       const by = longestLockout(results, lockouts, this.blocks.level(keys[n]!, now));
       if (by >= 0) return this.lockOut(keys, by, lockouts[by]!, now);
     }
@@ -267,6 +268,7 @@ export class MemoryStore implements Store {
     const state = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
     const r = algorithm.check(state, now, cost, params, slack);
     if (!r.allowed) {
+      if (!peek && cost > 0) extendDenied(entry, r, now);
       const lockout = plan.lockouts[0];
       if (!peek && r.retryAfter >= 0 && lockout) return this.lockOut(keys, 0, lockout, now);
       return { admitted: false, results: [r] }; // no other key to describe as it stands

@@ -24,6 +24,12 @@ export interface ScriptClient {
   ): Promise<unknown>;
   /** Any other command (e.g. CONFIG GET), sent to the node that holds `key` on a cluster. */
   command(key: string, args: readonly string[]): Promise<unknown>;
+  /**
+   * The keys matching a glob `pattern`, by SCAN with COUNT `count` on every master (a cluster's
+   * included), one page of keys at a time, as the limiter names them (without an ioredis
+   * `keyPrefix`). Delete them with `command(key, ['UNLINK', key])`.
+   */
+  scan?(pattern: string, count: number): AsyncGenerator<string[]>;
   /** EVAL (which also caches the script), with the same ticket rules as `evalsha`. */
   eval(
     script: string,
@@ -74,10 +80,14 @@ interface IoredisLike extends IoredisClient {
   sendCommand: (command: IoredisCommand) => Promise<unknown>;
   isCluster?: boolean;
   options?: { keyPrefix?: string };
+  /** A Cluster's nodes (`nodes('master')`). */
+  nodes?: (role: string) => { call: Fn }[];
 }
 interface NodeRedisLike extends NodeRedisClient {
   sendCommand: Fn;
   masters?: unknown;
+  /** A cluster's client for one of its `masters`. */
+  nodeClient?: (node: unknown) => { sendCommand: Fn } | Promise<{ sendCommand: Fn }>;
   /** Only a node-redis `createSentinel()` client has it. */
   getSentinelNode?: unknown;
 }
@@ -170,7 +180,41 @@ function ioredisShim(client: IoredisLike, Command: IoredisCommandClass): ScriptC
         new SendOnceCommand('eval', [script, keys.length, ...keys, ...args], ticket),
       ),
     command: (_key, args) => client.call(...args),
+    scan: (pattern, count) => {
+      // SCAN's MATCH is not prefixed by ioredis, and its replies carry the prefix.
+      const prefix = keyPrefix ?? '';
+      const nodes = client.isCluster && client.nodes ? client.nodes('master') : [client];
+      return scanNodes(
+        nodes.map((node) => (args: readonly string[]) => node.call(...args)),
+        prefix + pattern,
+        count,
+        (key) => (key.startsWith(prefix) ? key.slice(prefix.length) : key),
+      );
+    },
   };
+}
+
+type SendRaw = (args: readonly string[]) => Promise<unknown>;
+
+/** SCAN every node in turn until its cursor comes back to 0; yields each non-empty page. */
+async function* scanNodes(
+  nodes: readonly SendRaw[],
+  pattern: string,
+  count: number,
+  unprefix: (key: string) => string = (key) => key,
+): AsyncGenerator<string[]> {
+  for (const send of nodes) {
+    let cursor = '0';
+    do {
+      const reply = (await send(['SCAN', cursor, 'MATCH', pattern, 'COUNT', String(count)])) as [
+        unknown,
+        unknown[],
+      ];
+      cursor = String(reply[0]);
+      const keys = reply[1].map((k) => unprefix(String(k)));
+      if (keys.length > 0) yield keys;
+    } while (cursor !== '0');
+  }
 }
 
 /** `ECHO floodgate:not-run`, in the Redis protocol: what a command that may not run sends. */
@@ -240,6 +284,21 @@ function nodeRedisShim(client: NodeRedisLike): ScriptClient {
       // command would go to a replica).
       if (sentinel) return client.sendCommand(false, [...args]);
       return cluster ? client.sendCommand(key, true, [...args]) : client.sendCommand([...args]);
+    },
+    scan: (pattern, count) => {
+      let nodes: SendRaw[];
+      if (cluster) {
+        const masters = client.masters as readonly unknown[];
+        nodes = masters.map((master) => async (args: readonly string[]) => {
+          const node = await client.nodeClient!(master);
+          return node.sendCommand([...args]);
+        });
+      } else if (sentinel) {
+        nodes = [(args) => client.sendCommand(false, [...args])];
+      } else {
+        nodes = [(args) => client.sendCommand([...args])];
+      }
+      return scanNodes(nodes, pattern, count);
     },
   };
 }

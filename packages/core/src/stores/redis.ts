@@ -29,6 +29,7 @@ import {
   NO_DECISION,
   unpackers,
 } from './redis-reply.js';
+import { deleteLimiterKeys } from './reset-all.js';
 import { batchScriptFor, combinedScriptFor, scriptFor } from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
 import type { PreparedPolicies, PrepareOptions, Store, StoreLeases } from './store.js';
@@ -235,6 +236,7 @@ export class RedisStore implements Store {
       unblock: async (keys) => {
         await call(keys, MODE_UNBLOCK, 0, asReset);
       },
+      resetAll: (head, tails) => deleteLimiterKeys(client, head, tails),
     };
   }
 

@@ -97,6 +97,12 @@ export interface PreparedPolicies {
   /** Deletes the state behind `keys`, blocks included. */
   reset(keys: readonly string[]): Promise<void>;
   /**
+   * Deletes the state of every key of this limiter: every storage key that starts with `head`
+   * (`<prefix>:{`) and ends in one of `tails` (keys.ts `keyTails`), blocks included. Answers
+   * how many storage keys were deleted. Stores without it cannot `resetAll`.
+   */
+  resetAll?(head: string, tails: readonly string[]): Promise<number>;
+  /**
    * Gives back up to `cost` units to every policy (per algorithm: docs/algorithms.md) and
    * answers a read (cost 0) of the key as it then stands, in the same atomic step.
    */

@@ -204,6 +204,27 @@ describe.each(MODES)('Lua scripts and TypeScript twins agree on random traces (%
     );
   });
 
+  test('fixed-window extendWindow (its denials write)', async () => {
+    // Small limits and windows of the order of the trace's steps, so that denials that move a
+    // window's end, and calls between the old end and the new, come up in most traces.
+    const extending = fc
+      .record({
+        limit: fc.integer({ min: 1, max: 3 }),
+        window: fc.integer({ min: 50, max: 600 }),
+        extendWindow: fc.constantFrom('on-denial' as const, 'on-hit' as const),
+      })
+      .map((o) => fixedWindow(o));
+    await fc.assert(
+      fc.asyncProperty(
+        mode as fc.Arbitrary<number | undefined>,
+        policySet([withLockout(extending), ...ALGORITHM_CASES.map((c) => c.arbitrary)], 2),
+        fc.array(step, { minLength: 20, maxLength: 60, size: 'max' }),
+        runTrace,
+      ),
+      { numRuns: 60 },
+    );
+  });
+
   test('mixed policy sets (one script, all-or-nothing)', async () => {
     await fc.assert(
       fc.asyncProperty(

@@ -138,7 +138,18 @@ describe('parseHttpRateLimitOptions', () => {
   it('builds a limiter on the memory store by default', async () => {
     const config = parseHttpRateLimitOptions<Req>({ policies }, 'rateLimit');
     expect(config.limiter!.store.kind).toBe('memory');
-    expect(config.headers).toEqual({ standard: 'draft-10', legacy: false, retryAfter: true });
+    expect(config.headers).toEqual({
+      standard: 'draft-10',
+      legacy: false,
+      legacyNames: {
+        limit: 'X-RateLimit-Limit',
+        remaining: 'X-RateLimit-Remaining',
+        reset: 'X-RateLimit-Reset',
+      },
+      retryAfter: true,
+      admitted: true,
+      denied: true,
+    });
     expect(config.cost).toBe(1);
   });
 

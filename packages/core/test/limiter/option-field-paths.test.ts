@@ -96,9 +96,11 @@ describe('option-name lists tied to their options types', () => {
 
   it('the RateLimiter list is the one both adapters and the limiter read', () => {
     expect([...RATE_LIMITER_OPTION_NAMES].sort()).toEqual([
+      'ban',
       'circuitBreaker',
       'deniedCache',
       'hooks',
+      'maxQueueSize',
       'onStoreError',
       'policies',
       'prefix',

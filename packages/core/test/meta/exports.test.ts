@@ -119,3 +119,27 @@ describe('@floodgate/core/http subpath', () => {
     expect(typeof http.parseHttpRateLimitOptions).toBe('function');
   });
 });
+
+describe('@floodgate/core/testing subpath', () => {
+  it('publishes the store kit without importing a test runner', async () => {
+    const pkg = require('../package.json') as { exports: Record<string, Record<string, string>> };
+    expect(JSON.stringify(pkg.exports['./testing'])).toMatch(
+      /"\.\/dist\/(.+\/)?testing\/index\.d\.ts"/,
+    );
+    const testing = await import('@floodgate/core/testing');
+    expect(typeof testing.runScenario).toBe('function');
+    expect(typeof testing.runDifferential).toBe('function');
+    expect(testing.CONFORMANCE_SCENARIOS.length).toBeGreaterThan(50);
+    const { readFileSync, readdirSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const dir = join(__dirname, '../src/testing');
+    const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) =>
+      f.endsWith('.ts'),
+    );
+    for (const file of files) {
+      expect(readFileSync(join(dir, file), 'utf8')).not.toMatch(
+        /from '(jest|@jest\/|vitest|fast-check)/,
+      );
+    }
+  });
+});

@@ -295,7 +295,7 @@ describe('the key memo', () => {
       policies: fixedWindow({ limit: 1, window: '1h' }),
     });
     for (let i = 0; i < 2000; i++) await limiter.consume(`${i}:${'x'.repeat(16 * 1024)}`);
-    const memo = (limiter as unknown as { keyMemo: Map<string, unknown> }).keyMemo;
+    const memo = (limiter as unknown as { keyMemo: { memo: Map<string, unknown> } }).keyMemo.memo;
     let bytes = 0;
     for (const key of memo.keys()) bytes += key.length * 2;
     expect(bytes).toBeLessThanOrEqual(8 * 1024 * 1024);

@@ -1,0 +1,215 @@
+/**
+ * The conformance table's shape and runner: scenarios on a fake clock, each a list of calls
+ * with the decision fields they must return, run against any store. Plain results (no test
+ * runner imported): `runScenario` answers the mismatches, `describeConformance` registers one
+ * test per scenario with the runner functions it is given.
+ */
+import type { Decision } from '../decision.js';
+import type { Duration } from '../duration.js';
+import type { Policy } from '../policy.js';
+import { RateLimiter } from '../rate-limiter.js';
+import type { Store } from '../stores/store.js';
+
+/** A day boundary: every window length used in the table is aligned to it. */
+export const T0 = 1_699_977_600_000;
+
+/** The decision fields a step expects; only the fields given are compared. */
+export interface Expectation {
+  allowed?: boolean;
+  limit?: number;
+  remaining?: number;
+  resetAfter?: number;
+  retryAfter?: number;
+  delay?: number;
+  policy?: string;
+  reason?: string;
+  /** Per-policy fields, by index; only the fields given are compared. */
+  policies?: Array<
+    Partial<
+      Record<
+        'name' | 'allowed' | 'remaining' | 'resetAfter' | 'retryAfter' | 'delay' | 'limit',
+        unknown
+      >
+    >
+  >;
+}
+
+/** One call of a scenario. */
+export interface Step {
+  /** Milliseconds after T0 (fractions allowed); steps run in order. */
+  at: number;
+  /**
+   * `refund` gives back `cost` and answers the decision as it then stands; `block` blocks the
+   * key for `duration`; `unblock` lifts it. @default 'consume'
+   */
+  op?: 'consume' | 'peek' | 'reset' | 'refund' | 'block' | 'unblock';
+  /** For `block`. */
+  duration?: Duration | 'forever';
+  /** @default 'user' */
+  key?: string;
+  /** @default 1 (omitted from the call) */
+  cost?: number;
+  /** Run the same call this many times, each expected to match. @default 1 */
+  times?: number;
+  expect?: Expectation;
+}
+
+/** A named list of steps against a limiter of `policies()`. */
+export interface Scenario {
+  name: string;
+  policies: () => Policy[];
+  steps: Step[];
+}
+
+/** A clock the table moves: `clock()` answers `now`. */
+export interface FakeClock {
+  now: number;
+  clock: () => number;
+}
+
+/** A FakeClock at `start` (default T0). */
+export function fakeClock(start = T0): FakeClock {
+  const c: FakeClock = { now: start, clock: () => c.now };
+  return c;
+}
+
+/** Builds the store under test on the clock the scenario moves. */
+export type StoreFactory = (clock: () => number) => Store | Promise<Store>;
+
+/** The fields of `decision` named by `expectation`, in its order. */
+export function pick(decision: Decision, expectation: Expectation): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const field of Object.keys(expectation) as Array<keyof Expectation>) {
+    if (field === 'policies') {
+      out.policies = expectation.policies!.map((want, i) => {
+        const got = decision.policies[i] as unknown as Record<string, unknown> | undefined;
+        const view: Record<string, unknown> = {};
+        for (const f of Object.keys(want)) view[f] = got?.[f];
+        return view;
+      });
+    } else {
+      out[field] = (decision as unknown as Record<string, unknown>)[field];
+    }
+  }
+  return out;
+}
+
+/** A step whose decision differed from what it expects. */
+export interface Mismatch {
+  /** e.g. `step 3 (at 300ms, call 2)`. */
+  readonly where: string;
+  readonly expected: Record<string, unknown>;
+  /** The same fields of the decision the store gave. */
+  readonly actual: Record<string, unknown>;
+}
+
+/** How `runScenario` issues calls. */
+export interface RunOptions {
+  /**
+   * `'at once'` makes every call of a scenario before awaiting any (the clock still set per
+   * step; resets and the like apart), so that a batching store decides them together; the
+   * answers must be those of calls made one by one. @default 'one by one'
+   */
+  issue?: 'one by one' | 'at once';
+  /** The limiter's key prefix (a shared store needs one per scenario run). @default unique */
+  prefix?: string;
+}
+
+let run = 0;
+
+/** Runs one scenario against a store `factory` builds; answers the steps that differed. */
+export async function runScenario(
+  scenario: Scenario,
+  factory: StoreFactory,
+  options: RunOptions = {},
+): Promise<Mismatch[]> {
+  const time = fakeClock();
+  const limiter = new RateLimiter({
+    store: await factory(time.clock),
+    policies: scenario.policies(),
+    prefix: options.prefix ?? `conf${process.pid}x${run++}`,
+  });
+  const calls: Array<{ where: string; expect: Expectation; decision: Promise<Decision> }> = [];
+  for (const [index, step] of scenario.steps.entries()) {
+    time.now = T0 + step.at;
+    const key = step.key ?? 'user';
+    const cost = step.cost === undefined ? undefined : { cost: step.cost };
+    for (let i = 0; i < (step.times ?? 1); i++) {
+      const where = `step ${index} (at ${step.at}ms${step.times ? `, call ${i + 1}` : ''})`;
+      if (step.op !== undefined && step.op !== 'consume' && step.op !== 'peek') {
+        // reset, refund, block and unblock reach the store after an await: calls made in their
+        // tick could overtake them, so they wait for the calls before them, and later ones wait.
+        await Promise.all(calls.map((c) => c.decision));
+        if (step.op === 'reset') await limiter.reset(key);
+        else if (step.op === 'block') await limiter.block(key, step.duration ?? 'forever');
+        else if (step.op === 'unblock') await limiter.unblock(key);
+        else {
+          const decision = await limiter.refund(key, cost);
+          calls.push({ where, expect: step.expect ?? {}, decision: Promise.resolve(decision) });
+        }
+        continue;
+      }
+      const decision = step.op === 'peek' ? limiter.peek(key, cost) : limiter.consume(key, cost);
+      calls.push({ where, expect: step.expect ?? {}, decision });
+      if (options.issue !== 'at once') await decision;
+    }
+  }
+  const mismatches: Mismatch[] = [];
+  for (const { where, expect, decision } of calls) {
+    const actual = pick(await decision, expect);
+    if (JSON.stringify(actual) !== JSON.stringify(expect)) {
+      mismatches.push({ where, expected: { ...expect }, actual });
+    }
+  }
+  return mismatches;
+}
+
+/** The part of a test runner `describeConformance` uses (jest, vitest, mocha + chai…). */
+export interface TestRunner {
+  describe(name: string, body: () => void): void;
+  it(name: string, body: () => Promise<void>): void;
+  /** Fails the test when `mismatches` is not empty (e.g. `expect(m).toEqual([])`). */
+  assertNone(mismatches: readonly Mismatch[]): void;
+}
+
+/** Registers one test per scenario against the store `factory` builds. */
+export function describeConformance(
+  runner: TestRunner,
+  label: string,
+  scenarios: readonly Scenario[],
+  factory: StoreFactory,
+  options: RunOptions = {},
+): void {
+  runner.describe(`conformance: ${label}`, () => {
+    for (const scenario of scenarios) {
+      runner.it(scenario.name, async () => {
+        runner.assertNone(await runScenario(scenario, factory, options));
+      });
+    }
+  });
+}
+
+/**
+ * `limit: 0` (docs/algorithms.md#limit-0), the same for every algorithm: cost 0 is an admitted
+ * read, every cost > 0 is denied with retryAfter −1 (never admissible), so its lockout never
+ * fires, nothing is written and a refund has nothing to give back. `policy` has a 1 m lockout.
+ */
+export function limitZeroScenario(algorithm: string, policy: () => Policy): Scenario {
+  const read = { allowed: true, limit: 0, remaining: 0, resetAfter: 0, retryAfter: 0 };
+  const never = { allowed: false, limit: 0, remaining: 0, resetAfter: 0, retryAfter: -1 };
+  return {
+    name: `${algorithm}: limit 0 admits nothing (retryAfter -1), cost 0 reads, no lockout, no state`,
+    policies: () => [policy()],
+    steps: [
+      { at: 0, cost: 0, expect: read },
+      { at: 0, expect: { ...never, reason: undefined } },
+      { at: 0, cost: 7, times: 2, expect: never },
+      { at: 10, op: 'peek', expect: never },
+      { at: 10, op: 'peek', cost: 0, expect: read },
+      { at: 20, op: 'refund', cost: 3, expect: read },
+      // Not blocked: a denial of a cost the policy can never admit is no reason to lock out.
+      { at: 30, cost: 0, expect: { ...read, reason: undefined } },
+      { at: 5000, expect: never },
+    ],
+  };
+}
