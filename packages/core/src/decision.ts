@@ -21,7 +21,11 @@ export type DecisionReason =
    * read or charged; `policy` names the blocking policy and `retryAfter` is the time left
    * (−1: blocked for ever).
    */
-  | 'blocked';
+  | 'blocked'
+  /** Overload protection (`adaptiveConcurrency`): the request's class had no room under the limit. */
+  | 'overloaded'
+  /** Overload protection: the event loop was too busy for the request's class. */
+  | 'event-loop';
 
 /** One policy's view of a request. */
 export interface PolicyDecision {
