@@ -4,6 +4,12 @@
  * controllers on Express or Fastify, GraphQL resolvers and WebSocket gateways.
  */
 
+export {
+  LoadShedderGuard,
+  type LoadShedderOptions,
+  loadShedder,
+  ServiceOverloadedException,
+} from './load-shedder.guard.js';
 export type { RateLimitTarget, RateLimitTargetOptions } from './rate-limit.actions.js';
 export { RATE_LIMIT_OPTIONS, RateLimitStore } from './rate-limit.constants.js';
 export { connectionKey } from './rate-limit.context.js';
