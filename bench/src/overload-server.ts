@@ -53,8 +53,8 @@ async function main(): Promise<void> {
   let state = (): { limit: number; inFlight: number } => ({ limit: 0, inFlight: 0 });
 
   if (subject === 'floodgate') {
-    // Gradient2 with Netflix's parameters except three: minLimit 1 (a service of 8 slots, not
-    // 20+), rttTolerance 1.1 (shrink as soon as latency is 10 % over its long-term average, not
+    // Gradient2 with Netflix's parameters except these: bounds for a service of C slots (start at
+    // C, between 1 and 4 × C; Netflix's 20 to 200 suit bigger services), rttTolerance 1.1 (shrink as soon as latency is 10 % over its long-term average, not
     // 50 %), and the critical reserve sized to the critical demand at 3 × C (0.2 × 3 = 0.6 of
     // capacity; no sheddable traffic here, so no default reserve). OVERLOAD_FLOODGATE (JSON)
     // replaces them to try other settings.
@@ -63,7 +63,9 @@ async function main(): Promise<void> {
         process.env.OVERLOAD_FLOODGATE ??
           JSON.stringify({
             algorithm: 'gradient2',
+            initialLimit: slots,
             minLimit: 1,
+            maxLimit: slots * 4,
             rttTolerance: 1.1,
             criticalReserve: 0.6,
             defaultReserve: 0,

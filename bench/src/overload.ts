@@ -58,6 +58,7 @@ function startServer(subject: OverloadSubject): Promise<{ child: ChildProcess; p
   });
   return new Promise((resolve, reject) => {
     child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`the ${subject} server exited (${code})`)));
     child.once('message', (m: { port: number }) => resolve({ child, port: m.port }));
   });
 }
