@@ -134,8 +134,16 @@ describe('adaptiveConcurrency event-loop signal', () => {
     });
     expect(shed.tryAcquire({ criticality: 'critical' }).allowed).toBe(true);
     expect(shed.eventLoopUtilization).toBeGreaterThan(0.6);
-    await new Promise((resolve) => setTimeout(resolve, 120)); // idle: the next sample is low
-    expect(shed.tryAcquire({ criticality: 'sheddable' }).allowed).toBe(true);
+    // Idle again: a later sample is low and sheddable requests get in (polled, bounded: ~2 s,
+    // as another process may keep this one from running on a busy machine).
+    let admitted = false;
+    for (let i = 0; i < 40 && !admitted; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const d = shed.tryAcquire({ criticality: 'sheddable' });
+      admitted = d.allowed;
+      d.lease?.release();
+    }
+    expect(admitted).toBe(true);
   });
 
   it('is off by default', () => {
