@@ -31,7 +31,11 @@ export type DecisionReason =
    * `acquire` only: `maxQueueSize` calls were already waiting on the key in this process, so
    * this one was refused at once (the other fields are a read of the key as it stood).
    */
-  | 'queue-full';
+  | 'queue-full'
+  /** Overload protection (`adaptiveConcurrency`): the request's class had no room under the limit. */
+  | 'overloaded'
+  /** Overload protection: the event loop was too busy for the request's class. */
+  | 'event-loop';
 
 /** One policy's view of a request. */
 export interface PolicyDecision {

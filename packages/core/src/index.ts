@@ -52,6 +52,20 @@ export type {
   StoreErrorEvent,
   StoreFailure,
 } from './failure-options.js';
+export {
+  AdaptiveConcurrency,
+  type AdaptiveConcurrencyOptions,
+  type AdaptiveDecision,
+  type AdaptiveLease,
+  adaptiveConcurrency,
+  type ReleaseOptions,
+  type SheddingOptions,
+} from './overload/adaptive-concurrency.js';
+export type { AimdOptions } from './overload/aimd.js';
+export type { Criticality } from './overload/criticality.js';
+export type { EventLoopOptions } from './overload/event-loop.js';
+export type { Gradient2Options } from './overload/gradient2.js';
+export type { VegasOptions } from './overload/vegas.js';
 export type { BlockDuration, Policy } from './policy.js';
 export { RateLimiter } from './rate-limiter.js';
 export type {

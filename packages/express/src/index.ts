@@ -191,3 +191,9 @@ function fail(error: unknown, res: Response, next: NextFunction): void {
   }
   next(error);
 }
+
+export {
+  type LoadShedderMiddleware,
+  type LoadShedderOptions,
+  loadShedder,
+} from './load-shedder.js';

@@ -282,3 +282,5 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (
  */
 export const rateLimit = fp(plugin, { fastify: '5.x', name: '@floodgate/fastify' });
 export default rateLimit;
+
+export { type LoadShedderOptions, loadShedder, loadShedderHook } from './load-shedder.js';

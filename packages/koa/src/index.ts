@@ -108,3 +108,9 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   };
   return Object.assign(middleware, rateLimitControl(config, requestView));
 }
+
+export {
+  type LoadShedderMiddleware,
+  type LoadShedderOptions,
+  loadShedder,
+} from './load-shedder.js';

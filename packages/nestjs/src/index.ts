@@ -5,6 +5,12 @@
  */
 
 export type { RouteLimit } from './internal/routes.js';
+export {
+  LoadShedderGuard,
+  type LoadShedderOptions,
+  loadShedder,
+  ServiceOverloadedException,
+} from './load-shedder.guard.js';
 export { RATE_LIMIT_OPTIONS, RateLimitStore } from './rate-limit.constants.js';
 export { connectionKey } from './rate-limit.context.js';
 export {

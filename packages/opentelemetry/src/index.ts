@@ -171,3 +171,10 @@ function outcomeOf(decision: Decision, context: CallContext): DecisionOutcome {
   if (decision.shadow || context.shadow) return 'shadow-denied';
   return (decision.reason as string | undefined) === 'blocked' ? 'blocked' : 'denied';
 }
+
+export {
+  OVERLOAD_METRIC_NAMES,
+  type OverloadMetricsOptions,
+  overloadMetrics,
+  type StopOverloadMetrics,
+} from './overload.js';

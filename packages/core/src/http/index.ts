@@ -128,6 +128,17 @@ export {
   resolveKey,
 } from './keys.js';
 export {
+  type LoadShedderConfig,
+  type LoadShedderOptions,
+  OVERLOADED_TYPE,
+  type OverloadedAnswer,
+  type OverloadedProblem,
+  overloadedAnswer,
+  parseLoadShedderOptions,
+  releaseWhenFinished,
+  shedRequest,
+} from './load-shedder.js';
+export {
   HTTP_OPTION_NAMES,
   type HttpRateLimitConfig,
   type HttpRateLimitOptions,

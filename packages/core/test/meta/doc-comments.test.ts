@@ -13,6 +13,7 @@ const HOVERED: Record<string, string[]> = {
   'core/src/index.ts': [
     'RateLimiter',
     'ConcurrencyLimiter',
+    'adaptiveConcurrency',
     'memoryStore',
     'redisStore',
     'FixedWindowOptions',

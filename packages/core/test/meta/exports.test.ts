@@ -10,6 +10,8 @@ import * as root from '../../src/index';
 
 /** Values: what `import { … } from '@floodgate/core'` gives at run time. */
 const VALUES = [
+  'AdaptiveConcurrency',
+  'adaptiveConcurrency',
   'ConcurrencyLimiter',
   'RateLimitArgumentError',
   'RateLimitConfigError',
@@ -29,6 +31,16 @@ const VALUES = [
 
 /** Types: the options, decisions and error codes of the values above. */
 const TYPES = [
+  'AdaptiveConcurrencyOptions',
+  'AdaptiveDecision',
+  'AdaptiveLease',
+  'AimdOptions',
+  'Criticality',
+  'EventLoopOptions',
+  'Gradient2Options',
+  'ReleaseOptions',
+  'SheddingOptions',
+  'VegasOptions',
   'AcquireOptions',
   'BlockDuration',
   'CallContext',

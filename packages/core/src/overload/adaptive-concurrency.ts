@@ -1,0 +1,309 @@
+/**
+ * adaptiveConcurrency: an in-process concurrency limit that finds the service's capacity from
+ * the latency (and drops) of the requests it admits — Gradient2, Vegas or AIMD, with Netflix's
+ * concurrency-limits defaults — and sheds lower criticality classes first.
+ */
+import { randomUUID } from 'node:crypto';
+import { type Clock, processClock, readClockOption, readMicros } from '../clock.js';
+import type { Decision, PolicyDecision } from '../decision.js';
+import { RateLimitArgumentError } from '../errors.js';
+import { configError, fieldPathOf, optionalName, ownValue, readOptions } from '../options.js';
+import { AIMD_OPTION_NAMES, AimdLimit, type AimdOptions } from './aimd.js';
+import {
+  type Criticality,
+  ceilingOf,
+  type Reserves,
+  readCriticality,
+  readReserves,
+} from './criticality.js';
+import { type EventLoopOptions, EventLoopSignal } from './event-loop.js';
+import { GRADIENT2_OPTION_NAMES, Gradient2Limit, type Gradient2Options } from './gradient2.js';
+import type { LimitAlgorithm } from './limit-algorithm.js';
+import { VEGAS_OPTION_NAMES, VegasLimit, type VegasOptions } from './vegas.js';
+
+/** The options every algorithm shares. */
+export interface SheddingOptions {
+  /** Name used in decisions (`policy`). @default `adaptive-<algorithm>` */
+  name?: string;
+  /** Epoch milliseconds for latency measurement; inject one for deterministic tests. @default the process clock */
+  clock?: Clock;
+  /** Share of the limit (0 to 0.999) that only critical requests may fill. @default 0.2 */
+  criticalReserve?: number;
+  /** Further share of the limit (0 to 0.999) that sheddable requests may not fill. @default 0.1 */
+  defaultReserve?: number;
+  /**
+   * Refuse sheddable and default requests while the event loop is too busy (`true`: the
+   * default thresholds). @default false
+   */
+  eventLoop?: boolean | EventLoopOptions;
+}
+
+/** `adaptiveConcurrency` options: the algorithm and its parameters, plus the shared ones. */
+export type AdaptiveConcurrencyOptions = SheddingOptions &
+  (
+    | ({ /** @default 'gradient2' */ algorithm?: 'gradient2' } & Gradient2Options)
+    | ({ algorithm: 'vegas' } & VegasOptions)
+    | ({ algorithm: 'aimd' } & AimdOptions)
+  );
+
+/** What the algorithm learns when a lease is released. */
+export interface ReleaseOptions {
+  /** The request's latency in milliseconds. @default the time since acquire, by `clock` */
+  latency?: number;
+  /** The request was dropped (timed out, or failed because the service was overloaded). @default false */
+  dropped?: boolean;
+}
+
+/** A slot of the adaptive limit, held from acquire to release. */
+export interface AdaptiveLease {
+  /** Unique per acquire (a random UUID). */
+  readonly id: string;
+  /** Frees the slot and feeds the latency to the algorithm; true the first time, then false. */
+  release(options?: ReleaseOptions): boolean;
+}
+
+/** A Decision of the shedder: `limit` is the adaptive limit, `remaining` the class's room. */
+export interface AdaptiveDecision extends Decision {
+  /** The class the request was admitted or shed as. */
+  readonly criticality: Criticality;
+  /** Requests in flight after this decision. */
+  readonly inFlight: number;
+  /** Present when admitted: release it when the work ends. */
+  readonly lease?: AdaptiveLease;
+}
+
+const SHARED_NAMES = [
+  'algorithm',
+  'name',
+  'clock',
+  'criticalReserve',
+  'defaultReserve',
+  'eventLoop',
+];
+const ALGORITHMS = {
+  gradient2: {
+    names: GRADIENT2_OPTION_NAMES,
+    create: (o: Record<string, unknown>, w: string) => new Gradient2Limit(o, w),
+  },
+  vegas: {
+    names: VEGAS_OPTION_NAMES,
+    create: (o: Record<string, unknown>, w: string) => new VegasLimit(o, w),
+  },
+  aimd: {
+    names: AIMD_OPTION_NAMES,
+    create: (o: Record<string, unknown>, w: string) => new AimdLimit(o, w),
+  },
+} as const;
+
+/** Smoothed latency for `retryAfter`: TCP's SRTT gain of 1/8. */
+const SRTT_GAIN = 8;
+
+/** The adaptive limit and its bookkeeping; build one with `adaptiveConcurrency(...)`. */
+export class AdaptiveConcurrency {
+  readonly algorithm: 'gradient2' | 'vegas' | 'aimd';
+  /** The name decisions carry in `policy`. */
+  readonly name: string;
+  /** The estimator (its state is readable for tests and metrics). */
+  readonly estimator: LimitAlgorithm;
+  private readonly clock: Clock;
+  private readonly reserves: Reserves;
+  private readonly eventLoop: EventLoopSignal | undefined;
+  private held = 0;
+  /** Smoothed latency in microseconds (0 before the first sample). */
+  private srtt = 0;
+  private readonly listeners = new Set<(decision: AdaptiveDecision) => void>();
+
+  constructor(options: AdaptiveConcurrencyOptions = {}) {
+    const where = fieldPathOf(options, 'adaptiveConcurrency');
+    const algorithm = ownValue(options ?? {}, 'algorithm') ?? 'gradient2';
+    if (typeof algorithm !== 'string' || !Object.hasOwn(ALGORITHMS, algorithm)) {
+      throw configError(`${where}.algorithm`, algorithm, "'gradient2', 'vegas' or 'aimd'");
+    }
+    this.algorithm = algorithm as keyof typeof ALGORITHMS;
+    const spec = ALGORITHMS[this.algorithm];
+    const o = readOptions(options, where, [...SHARED_NAMES, ...spec.names]);
+    this.estimator = spec.create(o, where);
+    this.name = optionalName(o.name, `${where}.name`) ?? `adaptive-${this.algorithm}`;
+    this.clock = readClockOption(o.clock, `${where}.clock`) ?? processClock;
+    this.reserves = readReserves(o, where);
+    const loop = o.eventLoop;
+    if (loop !== undefined && loop !== false) {
+      this.eventLoop = new EventLoopSignal(loop === true ? {} : loop, `${where}.eventLoop`);
+    }
+  }
+
+  /** The current adaptive limit in whole requests. */
+  get limit(): number {
+    return this.estimator.limit;
+  }
+
+  /** Requests admitted and not yet released. */
+  get inFlight(): number {
+    return this.held;
+  }
+
+  /** Event-loop utilization (0 to 1) over the last interval; undefined without `eventLoop`. */
+  get eventLoopUtilization(): number | undefined {
+    return this.eventLoop?.utilization();
+  }
+
+  /**
+   * Admits the request when its class has room under the limit (and the event loop is not too
+   * busy for it): the decision carries a lease to release when the work ends. Otherwise the
+   * decision is denied (`reason` 'overloaded' or 'event-loop'; `retryAfter` the recent latency).
+   */
+  async acquire(options?: { criticality?: Criticality }): Promise<AdaptiveDecision> {
+    return this.tryAcquire(options);
+  }
+
+  /** `acquire` without the promise, for adapters on the request path. */
+  tryAcquire(options?: { criticality?: Criticality }): AdaptiveDecision {
+    if (options !== undefined && (options === null || typeof options !== 'object')) {
+      throw new RateLimitArgumentError('options', options, 'acquire options must be an object');
+    }
+    for (const name of Object.keys(options ?? {})) {
+      if (name !== 'criticality') {
+        throw new RateLimitArgumentError(
+          name,
+          undefined,
+          `${name} is not an acquire option (known: criticality)`,
+        );
+      }
+    }
+    const criticality = readCriticality(options?.criticality);
+    const limit = this.estimator.limit;
+    const ceiling = ceilingOf(limit, criticality, this.reserves);
+    let decision: AdaptiveDecision;
+    if (this.eventLoop?.sheds(criticality)) {
+      decision = this.denied(limit, criticality, 'event-loop');
+    } else if (this.held >= ceiling) {
+      decision = this.denied(limit, criticality, 'overloaded');
+    } else {
+      this.held += 1;
+      decision = this.decisionOf(true, limit, ceiling - this.held, 0, criticality, undefined);
+      decision = { ...decision, lease: this.lease(this.held) };
+    }
+    for (const listener of this.listeners) listener(decision);
+    return decision;
+  }
+
+  /** Calls `listener` with every decision (metrics); returns the unsubscribe function. */
+  subscribe(listener: (decision: AdaptiveDecision) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private lease(inFlight: number): AdaptiveLease {
+    const started = readMicros(this.clock);
+    let released = false;
+    return {
+      id: randomUUID(),
+      release: (options?: ReleaseOptions): boolean => {
+        const sample = readRelease(options);
+        if (released) return false;
+        released = true;
+        this.held -= 1;
+        const latency = sample.latency ?? readMicros(this.clock) - started;
+        this.learn(Math.max(1, latency), inFlight, sample.dropped);
+        return true;
+      },
+    };
+  }
+
+  private learn(rtt: number, inFlight: number, dropped: boolean): void {
+    this.srtt = this.srtt === 0 ? rtt : this.srtt + Math.floor((rtt - this.srtt) / SRTT_GAIN);
+    this.estimator.update({ rtt, inFlight, dropped });
+  }
+
+  private denied(
+    limit: number,
+    criticality: Criticality,
+    reason: 'overloaded' | 'event-loop',
+  ): AdaptiveDecision {
+    // A slot frees, on average, after about one recent latency.
+    const retryAfter = Math.max(1, Math.ceil(this.srtt / 1000));
+    return this.decisionOf(false, limit, 0, retryAfter, criticality, reason);
+  }
+
+  private decisionOf(
+    allowed: boolean,
+    limit: number,
+    remaining: number,
+    retryAfter: number,
+    criticality: Criticality,
+    reason: 'overloaded' | 'event-loop' | undefined,
+  ): AdaptiveDecision {
+    const view: PolicyDecision = {
+      name: this.name,
+      allowed,
+      limit,
+      quota: limit,
+      remaining: Math.max(0, remaining),
+      resetAfter: retryAfter,
+      retryAfter,
+      delay: 0,
+      window: 0,
+    };
+    const { name, ...fields } = view;
+    return {
+      ...fields,
+      policy: name,
+      policies: [view],
+      criticality,
+      inFlight: this.held,
+      ...(reason === undefined ? {} : { reason }),
+    };
+  }
+}
+
+/** Checks `release` options: latency in non-negative milliseconds, dropped a boolean. */
+function readRelease(options: ReleaseOptions | undefined): { latency?: number; dropped: boolean } {
+  if (options === undefined) return { dropped: false };
+  if (options === null || typeof options !== 'object') {
+    throw new RateLimitArgumentError('options', options, 'release options must be an object');
+  }
+  const { latency, dropped } = options;
+  if (
+    latency !== undefined &&
+    (typeof latency !== 'number' || !Number.isFinite(latency) || latency < 0)
+  ) {
+    throw new RateLimitArgumentError(
+      'latency',
+      latency,
+      `latency must be milliseconds >= 0, got ${String(latency)}`,
+    );
+  }
+  if (dropped !== undefined && typeof dropped !== 'boolean') {
+    throw new RateLimitArgumentError(
+      'dropped',
+      dropped,
+      `dropped must be a boolean, got ${String(dropped)}`,
+    );
+  }
+  return {
+    ...(latency === undefined ? {} : { latency: Math.round(latency * 1000) }),
+    dropped: dropped === true,
+  };
+}
+
+/**
+ * An in-process adaptive concurrency limit with criticality-aware shedding.
+ *
+ * @example
+ * ```ts
+ * import { adaptiveConcurrency } from '@floodgate/core';
+ *
+ * const shed = adaptiveConcurrency({ algorithm: 'gradient2' });
+ * const d = await shed.acquire({ criticality: 'critical' });
+ * if (d.allowed) {
+ *   try {
+ *     await doWork();
+ *   } finally {
+ *     d.lease?.release(); // latency measured from acquire to release
+ *   }
+ * }
+ * ```
+ */
+export function adaptiveConcurrency(options: AdaptiveConcurrencyOptions = {}): AdaptiveConcurrency {
+  return new AdaptiveConcurrency(options);
+}

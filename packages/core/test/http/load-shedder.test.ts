@@ -1,0 +1,75 @@
+/**
+ * The shared layer of every adapter's `loadShedder(...)`: option parsing (errors named under the
+ * adapter's field), admission by the request's class, and the 503 answer of a shed request.
+ * Each adapter runs load-shedder-table.ts through a real server in its own package.
+ */
+import { adaptiveConcurrency } from '@floodgate/core';
+import {
+  OVERLOADED_TYPE,
+  overloadedAnswer,
+  parseLoadShedderOptions,
+  shedRequest,
+} from '@floodgate/core/http';
+import { configErrorOf } from '../config-error';
+
+type Req = { criticality?: string };
+
+describe('parseLoadShedderOptions', () => {
+  it('builds a Gradient2 limit with the defaults when given none', () => {
+    expect(parseLoadShedderOptions({}, 'loadShedder').limiter.algorithm).toBe('gradient2');
+  });
+
+  it('names fields of inline limiter options under the adapter', () => {
+    const error = configErrorOf(() =>
+      parseLoadShedderOptions({ limiter: { algorithm: 'aimd', smoothing: 1 } }, 'loadShedder'),
+    );
+    expect([error.field, error.code]).toEqual([
+      'loadShedder.limiter.smoothing',
+      'FLOODGATE_UNKNOWN_OPTION',
+    ]);
+  });
+
+  it.each([
+    [{ criticality: 'urgent' }, 'loadShedder.criticality'],
+    [{ limiter: 5 }, 'loadShedder.limiter'],
+    [{ skip: true }, 'loadShedder.skip'],
+    [{ priority: () => 'critical' }, 'loadShedder.priority'],
+  ])('refuses %j at construction', (options, field) => {
+    expect(configErrorOf(() => parseLoadShedderOptions(options, 'loadShedder')).field).toBe(field);
+  });
+});
+
+describe('shedRequest', () => {
+  const limiter = () =>
+    adaptiveConcurrency({ algorithm: 'aimd', initialLimit: 1, minLimit: 1, maxLimit: 1 });
+
+  it('admits by the class the function gives, and lets skipped requests pass without a slot', () => {
+    const config = parseLoadShedderOptions<Req>(
+      {
+        limiter: limiter(),
+        criticality: (req: Req) => req.criticality as never,
+        skip: (req: Req) => req.criticality === 'health',
+      },
+      'loadShedder',
+    );
+    expect(shedRequest(config, { criticality: 'health' })).toBeUndefined();
+    expect(shedRequest(config, {})?.allowed).toBe(false); // 'default' may fill 1 × 0.8 = 0 slots
+    expect(shedRequest(config, { criticality: 'critical' })?.allowed).toBe(true);
+    expect(() => shedRequest(config, { criticality: 'urgent' })).toThrow(/criticality must be/);
+  });
+
+  it('answers a shed request with 503, Retry-After in whole seconds and a problem body', () => {
+    const config = parseLoadShedderOptions<Req>(
+      { limiter: limiter(), criticality: 'sheddable' },
+      'loadShedder',
+    );
+    const decision = shedRequest(config, {});
+    expect(decision?.allowed).toBe(false);
+    const answer = overloadedAnswer(decision!);
+    expect(answer).toMatchObject({
+      status: 503,
+      headers: { 'Retry-After': '1', 'Content-Type': 'application/problem+json' },
+      problem: { type: OVERLOADED_TYPE, status: 503, criticality: 'sheddable' },
+    });
+  });
+});

@@ -1,0 +1,161 @@
+/**
+ * The adaptive limit algorithms against hand-computed traces: each expected limit below is
+ * worked out from the formula (integer thousandths of a request, integer microseconds), so a
+ * change to a formula, a default or a rounding fails here.
+ */
+import { AimdLimit } from '../../src/overload/aimd';
+import { Gradient2Limit, LongRtt } from '../../src/overload/gradient2';
+import { log10Root, VegasLimit } from '../../src/overload/vegas';
+
+const MS = 1000;
+
+describe('AIMD', () => {
+  it('halves the limit on each drop with backoffRatio 0.5, down to minLimit', () => {
+    const aimd = new AimdLimit(
+      { initialLimit: 40, minLimit: 1, maxLimit: 50, backoffRatio: 0.5 },
+      'aimd',
+    );
+    const limits: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      aimd.update({ rtt: 10 * MS, inFlight: 40, dropped: true });
+      limits.push(aimd.limit);
+    }
+    expect(limits).toEqual([20, 10, 5, 2, 1, 1, 1]);
+  });
+
+  it("backs off by Netflix's default 0.9, rounding down", () => {
+    const aimd = new AimdLimit({ initialLimit: 40, minLimit: 1 }, 'aimd');
+    const limits: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      aimd.update({ rtt: 10 * MS, inFlight: 1, dropped: true });
+      limits.push(aimd.limit);
+    }
+    // 40 × 0.9 = 36, 32.4, 28.8, 25.2, 22.5, 19.8
+    expect(limits).toEqual([36, 32, 28, 25, 22, 19]);
+  });
+
+  it('grows by one only while half the limit is in use, and treats latency over timeout as a drop', () => {
+    const aimd = new AimdLimit({ initialLimit: 10, minLimit: 1, timeout: '100ms' }, 'aimd');
+    aimd.update({ rtt: 10 * MS, inFlight: 4, dropped: false }); // 8 < 10: app-limited
+    expect(aimd.limit).toBe(10);
+    aimd.update({ rtt: 10 * MS, inFlight: 5, dropped: false });
+    expect(aimd.limit).toBe(11);
+    aimd.update({ rtt: 100 * MS, inFlight: 6, dropped: false }); // not above the timeout
+    expect(aimd.limit).toBe(12);
+    aimd.update({ rtt: 100 * MS + 1, inFlight: 6, dropped: false });
+    expect(aimd.limit).toBe(10); // 12 × 0.9 = 10.8
+  });
+
+  it('never exceeds maxLimit (Netflix defaults: 20 to 200)', () => {
+    const aimd = new AimdLimit({}, 'aimd');
+    expect(aimd.limit).toBe(20);
+    for (let i = 0; i < 300; i++) aimd.update({ rtt: MS, inFlight: 200, dropped: false });
+    expect(aimd.limit).toBe(200);
+    aimd.update({ rtt: MS, inFlight: 200, dropped: true });
+    expect(aimd.limit).toBe(180);
+  });
+});
+
+describe('Vegas', () => {
+  const never = () => 0.999; // jitter 0.999: probes as late as possible
+
+  it('estimates the queue as ceil(limit × (1 − rttNoLoad / rtt)) and moves the limit by it', () => {
+    const vegas = new VegasLimit({ random: never }, 'vegas');
+    vegas.update({ rtt: 10 * MS, inFlight: 10, dropped: false }); // first sample: rttNoLoad
+    expect(vegas.rttNoLoadMicros).toBe(10 * MS);
+    expect(vegas.limit).toBe(20);
+    // queue 0 ≤ threshold 1: grow by beta (6 × log10Root(20) = 6)
+    vegas.update({ rtt: 10 * MS, inFlight: 10, dropped: false });
+    expect(vegas.limit).toBe(26);
+    // queue = ceil(26 × (1 − 10/20)) = 13 > beta 6: shrink by 1
+    expect(vegas.queueSize(20 * MS)).toBe(13);
+    vegas.update({ rtt: 20 * MS, inFlight: 13, dropped: false });
+    expect(vegas.limit).toBe(25);
+    // queue = ceil(25 × (1 − 10/12.5)) = 5: between alpha 3 and beta 6, hold
+    expect(vegas.queueSize(12.5 * MS)).toBe(5);
+    vegas.update({ rtt: 12.5 * MS, inFlight: 13, dropped: false });
+    expect(vegas.limit).toBe(25);
+    // queue = ceil(25 × 0.5 / 10.5) = ceil(1.19) = 2 < alpha 3: grow by log10Root = 1
+    expect(vegas.queueSize(10.5 * MS)).toBe(2);
+    vegas.update({ rtt: 10.5 * MS, inFlight: 13, dropped: false });
+    expect(vegas.limit).toBe(26);
+    // a drop shrinks by log10Root whatever the queue
+    vegas.update({ rtt: 10 * MS, inFlight: 1, dropped: true });
+    expect(vegas.limit).toBe(25);
+    // under half the limit in use (12 × 2 < 25): no change
+    vegas.update({ rtt: 10 * MS, inFlight: 12, dropped: false });
+    expect(vegas.limit).toBe(25);
+  });
+
+  it('smooths each step when smoothing < 1', () => {
+    const vegas = new VegasLimit({ random: never, smoothing: 0.5 }, 'vegas');
+    vegas.update({ rtt: 10 * MS, inFlight: 10, dropped: false });
+    vegas.update({ rtt: 10 * MS, inFlight: 10, dropped: false });
+    // 20 × 0.5 + 26 × 0.5 = 23
+    expect(vegas.limit).toBe(23);
+  });
+
+  it('re-probes rttNoLoad after probeMultiplier × limit × jitter samples', () => {
+    // limit 4, jitter 0.5, multiplier 1: a probe when 0.5 × 4 ≤ samples since the last one
+    const vegas = new VegasLimit(
+      { initialLimit: 4, maxLimit: 4, probeMultiplier: 1, random: () => 0 },
+      'vegas',
+    );
+    vegas.update({ rtt: 10 * MS, inFlight: 4, dropped: false });
+    expect(vegas.rttNoLoadMicros).toBe(10 * MS);
+    vegas.update({ rtt: 30 * MS, inFlight: 4, dropped: false }); // the probe takes it as is
+    expect(vegas.rttNoLoadMicros).toBe(30 * MS);
+    vegas.update({ rtt: 40 * MS, inFlight: 4, dropped: false });
+    expect(vegas.rttNoLoadMicros).toBe(30 * MS);
+  });
+
+  it("uses Netflix's log10 root: at least 1, 2 from 100, the square root from 1000", () => {
+    expect([1, 20, 99, 100, 999, 1000, 1500].map(log10Root)).toEqual([1, 1, 1, 2, 2, 31, 38]);
+  });
+});
+
+describe('Gradient2', () => {
+  it('smooths the gradient of the long-term to the latest latency into the limit', () => {
+    const g = new Gradient2Limit({ initialLimit: 20, minLimit: 1 }, 'gradient2');
+    const step = (rtt: number, inFlight = 20) => {
+      g.update({ rtt, inFlight, dropped: false });
+      return [g.longRttMicros, g.limit];
+    };
+    // gradient 1 (capped): 20 × 0.8 + (20 + 4) × 0.2 = 20.8
+    expect(step(10 * MS)).toEqual([10_000, 20]);
+    // 20.8 × 0.8 + 24.8 × 0.2 = 21.6
+    expect(step(10 * MS)).toEqual([10_000, 21]);
+    // long = 50000 / 3 = 16666; gradient = 1.5 × 16666 / 30000 = 0.833;
+    // 21.6 × 0.8 + (17.992 + 4) × 0.2 = 21.678
+    expect(step(30 * MS)).toEqual([16_666, 21]);
+    // long = 27500; gradient 0.687; 21.678 × 0.8 + (14.892 + 4) × 0.2 = 21.120
+    expect(step(60 * MS)).toEqual([27_500, 21]);
+    // long = 62000; gradient 0.465, held at 0.5; 21.120 × 0.8 + (10.560 + 4) × 0.2 = 19.808
+    expect(step(200 * MS)).toEqual([62_000, 19]);
+    // app-limited (5 × 2 < 19.8): the limit holds; latency back to normal: long 53333 > 2 × 10000,
+    // so it decays by 5 % at once (50666)
+    expect(step(10 * MS, 5)).toEqual([50_666, 19]);
+  });
+
+  it('averages the first 10 samples, then exponentially with factor 2 / (longWindow + 1)', () => {
+    const long = new LongRtt(600);
+    for (let i = 0; i < 10; i++) long.add(10 * MS);
+    expect(long.value).toBe(10 * MS);
+    // (10000 × 599 + 70000 × 2) / 601 = 10199.67
+    expect(long.add(70 * MS)).toBe(10_199);
+  });
+
+  it("keeps Netflix's defaults: limit 20 within [20, 200], growing by queueSize 4 × 0.2 per sample", () => {
+    const g = new Gradient2Limit({}, 'gradient2');
+    for (let i = 0; i < 5; i++) g.update({ rtt: 10 * MS, inFlight: 200, dropped: false });
+    expect(g.limit).toBe(24);
+    // Latency × 50: the limit falls to minLimit, never below, then the long-term average catches up
+    const limits: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      g.update({ rtt: 500 * MS, inFlight: 200, dropped: false });
+      limits.push(g.limit);
+    }
+    expect(Math.min(...limits)).toBe(20);
+    expect(limits.at(-1)).toBeGreaterThan(20);
+  });
+});
