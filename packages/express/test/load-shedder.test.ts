@@ -3,17 +3,17 @@
  * adapter runs (packages/core/test/http/load-shedder-table.ts), and its option errors.
  */
 import * as expressShedder from '@floodgate/express';
-import express from 'express';
-import { configErrorOf } from '../../core/test/config-error';
 import {
+  configErrorOf,
   criticalityOf,
   describeLoadShedder,
   held,
   listen,
-  type Serve,
-} from '../../core/test/http/load-shedder-table';
+  type ServeShedder,
+} from '@floodgate/http-test-kit';
+import express from 'express';
 
-const serveExpress: Serve = (limiter) => {
+const serveExpress: ServeShedder = (limiter) => {
   const app = express();
   app.use(
     expressShedder.loadShedder({

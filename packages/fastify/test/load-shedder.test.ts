@@ -3,16 +3,16 @@
  * adapter runs (packages/core/test/http/load-shedder-table.ts), and its option errors.
  */
 import * as fastifyShedder from '@floodgate/fastify';
-import Fastify from 'fastify';
-import { configErrorOf } from '../../core/test/config-error';
 import {
+  configErrorOf,
   criticalityOf,
   describeLoadShedder,
   held,
-  type Serve,
-} from '../../core/test/http/load-shedder-table';
+  type ServeShedder,
+} from '@floodgate/http-test-kit';
+import Fastify from 'fastify';
 
-const serveFastify: Serve = async (limiter) => {
+const serveFastify: ServeShedder = async (limiter) => {
   const app = Fastify();
   await app.register(fastifyShedder.loadShedder, {
     limiter,

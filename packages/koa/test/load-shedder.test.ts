@@ -2,18 +2,19 @@
  * `loadShedder(...)` of @floodgate/koa through a real server: the load-shedder table every
  * adapter runs (packages/core/test/http/load-shedder-table.ts), and its option errors.
  */
-import * as koaShedder from '@floodgate/koa';
-import Koa from 'koa';
-import { configErrorOf } from '../../core/test/config-error';
+
 import {
+  configErrorOf,
   criticalityOf,
   describeLoadShedder,
   held,
   listen,
-  type Serve,
-} from '../../core/test/http/load-shedder-table';
+  type ServeShedder,
+} from '@floodgate/http-test-kit';
+import * as koaShedder from '@floodgate/koa';
+import Koa from 'koa';
 
-const serveKoa: Serve = (limiter) => {
+const serveKoa: ServeShedder = (limiter) => {
   const app = new Koa();
   app.use(
     koaShedder.loadShedder({

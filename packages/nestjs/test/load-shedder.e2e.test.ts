@@ -4,18 +4,18 @@
  */
 import 'reflect-metadata';
 import type { IncomingMessage, Server } from 'node:http';
+import {
+  configErrorOf,
+  criticalityOf,
+  describeLoadShedder,
+  held,
+  type ServeShedder,
+} from '@floodgate/http-test-kit';
 import { loadShedder } from '@floodgate/nestjs';
 import { Controller, Get, Res } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
-import { configErrorOf } from '../../core/test/config-error';
-import {
-  criticalityOf,
-  describeLoadShedder,
-  held,
-  type Serve,
-} from '../../core/test/http/load-shedder-table';
 
 @Controller()
 class HoldController {
@@ -30,7 +30,7 @@ class HoldController {
 }
 
 const serveNest =
-  (platform: 'express' | 'fastify'): Serve =>
+  (platform: 'express' | 'fastify'): ServeShedder =>
   async (limiter) => {
     const moduleRef = await Test.createTestingModule({ controllers: [HoldController] }).compile();
     const app = moduleRef.createNestApplication(

@@ -3,6 +3,7 @@
  * criticality class and reason, read with the OpenTelemetry SDK's in-memory exporter.
  */
 import { adaptiveConcurrency } from '@floodgate/core';
+import { configErrorOf } from '@floodgate/http-test-kit';
 import { OVERLOAD_METRIC_NAMES, overloadMetrics } from '@floodgate/opentelemetry';
 import {
   AggregationTemporality,
@@ -11,7 +12,6 @@ import {
   MeterProvider,
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics';
-import { configErrorOf } from '../../core/test/config-error';
 
 function inMemoryMetrics() {
   const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);

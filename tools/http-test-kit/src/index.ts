@@ -1,4 +1,6 @@
-/** The shared HTTP test kit: drivers per adapter, the framework and store tables, the scenario table. */
+/** The shared test kit: drivers per adapter, the framework and store tables, the scenario tables, option-error helper. */
+
+export { configErrorOf } from './config-error';
 export {
   holdRequests,
   type MountedLimiter,
@@ -10,6 +12,14 @@ export {
 export { serveExpress, serveExpress4 } from './express';
 export { buildFastify, serveFastify } from './fastify';
 export { serveKoa, serveKoa2 } from './koa';
+export {
+  criticalityOf,
+  describeLoadShedder,
+  held,
+  listen,
+  type Running,
+  type ServeShedder,
+} from './load-shedder';
 export { describeHttpScenarios } from './scenarios';
 export {
   type Adapter,

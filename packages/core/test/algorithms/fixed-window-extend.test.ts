@@ -3,8 +3,9 @@
  * 'first-request', refuses 'clock'), distinct ids, and a limiter that keeps no denied cache for
  * it (each denial moves its own retryAfter, so a cached one would end the window too early).
  */
+
+import { configErrorOf } from '@floodgate/http-test-kit';
 import { fixedWindow, memoryStore, RateLimiter } from '../../src/index';
-import { configErrorOf } from '../config-error';
 
 describe('fixedWindow extendWindow', () => {
   it('implies anchor first-request; refuses anchor clock and unknown values', () => {

@@ -4,6 +4,8 @@
  * Redis or in memory, alone or beside other policies. The decisions themselves are in the
  * conformance table (limitZeroScenario) and the differential test.
  */
+
+import { configErrorOf } from '@floodgate/http-test-kit';
 import { keysWithTtl, useTestRedis } from '../../../../test/harness/redis';
 import {
   fixedWindow,
@@ -20,7 +22,6 @@ import {
   smoothWarmingUp,
   tokenBucket,
 } from '../../src/index';
-import { configErrorOf } from '../config-error';
 
 const testRedis = useTestRedis();
 

@@ -1,6 +1,7 @@
 /** slidingWindow and leakyBucket: bad options fail at construction, naming the field and the value. */
+
+import { configErrorOf } from '@floodgate/http-test-kit';
 import { leakyBucket, slidingWindow } from '../../src/index';
-import { configErrorOf } from '../config-error';
 
 const factories = {
   slidingWindow: (o: unknown) => slidingWindow(o as never),

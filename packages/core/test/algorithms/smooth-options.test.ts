@@ -1,8 +1,8 @@
 /** smoothBursty and smoothWarmingUp validate their options once, naming the field. */
 
+import { configErrorOf } from '@floodgate/http-test-kit';
 import { DEFAULT_COLD_FACTOR } from '../../src/algorithms/smooth-warming-up';
 import { smoothBursty, smoothWarmingUp } from '../../src/index';
-import { configErrorOf } from '../config-error';
 
 describe('smoothWarmingUp options', () => {
   test.each([

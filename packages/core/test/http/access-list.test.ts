@@ -11,12 +11,17 @@ import {
   parseIpAddress,
 } from '@floodgate/core/http';
 import { rateLimit } from '@floodgate/express';
-import { FRAMEWORKS, storesOn, useTestApp, useTestRedisConnection } from '@floodgate/http-test-kit';
+import {
+  configErrorOf,
+  FRAMEWORKS,
+  storesOn,
+  useTestApp,
+  useTestRedisConnection,
+} from '@floodgate/http-test-kit';
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
 import request from 'supertest';
 import { flushRedis } from '../../../../test/harness/redis';
-import { configErrorOf } from '../config-error';
 
 type Req = { get(name: string): string | undefined };
 

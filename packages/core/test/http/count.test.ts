@@ -7,6 +7,7 @@ import http from 'node:http';
 import { fixedWindow, memoryStore, redisStore, type Store } from '@floodgate/core';
 import { rateLimit } from '@floodgate/express';
 import {
+  configErrorOf,
   FRAMEWORKS,
   holdRequests,
   storesOn,
@@ -15,7 +16,6 @@ import {
 } from '@floodgate/http-test-kit';
 import request from 'supertest';
 import { flushRedis } from '../../../../test/harness/redis';
-import { configErrorOf } from '../config-error';
 
 type Req = { get(name: string): string | undefined };
 

@@ -6,9 +6,8 @@
  */
 import { fixedWindow, memoryStore } from '@floodgate/core';
 import { parseHeaderOptions } from '@floodgate/core/http';
-import { NEWEST_FRAMEWORKS, useTestApp } from '@floodgate/http-test-kit';
+import { configErrorOf, NEWEST_FRAMEWORKS, useTestApp } from '@floodgate/http-test-kit';
 import request from 'supertest';
-import { configErrorOf } from '../config-error';
 
 // Aligned to a minute plus 15 s: a 1 m window has 45 s left.
 const WINDOW_START = 1_700_000_040_000;

@@ -10,7 +10,7 @@ import {
   parseLoadShedderOptions,
   shedRequest,
 } from '@floodgate/core/http';
-import { configErrorOf } from '../config-error';
+import { configErrorOf } from '@floodgate/http-test-kit';
 
 type Req = { criticality?: string };
 

@@ -4,8 +4,9 @@
  * them (the next is refused at once with reason 'queue-full'), and a waiter whose `maxWait`
  * passes while others are ahead gives up on time. Fake timers and a clock that follows them.
  */
+
+import { configErrorOf } from '@floodgate/http-test-kit';
 import { type Decision, fixedWindow, memoryStore, RateLimiter, tokenBucket } from '../../src/index';
-import { configErrorOf } from '../config-error';
 import { T0 } from '../conformance/table';
 
 beforeEach(() => {

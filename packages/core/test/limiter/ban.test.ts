@@ -3,10 +3,11 @@
  * for `duration` and its decisions say reason 'banned'; a lockout stays 'blocked'; unblock and
  * reset lift a ban. Memory store and Redis, on a clock the test moves.
  */
+
+import { configErrorOf } from '@floodgate/http-test-kit';
 import { Redis } from 'ioredis';
 import { flushRedis, testRedisUrl, workerDb } from '../../../../test/harness/redis';
 import { fixedWindow, memoryStore, RateLimiter, redisStore, type Store } from '../../src/index';
-import { configErrorOf } from '../config-error';
 
 let redis: Redis;
 beforeAll(() => {

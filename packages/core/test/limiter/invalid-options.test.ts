@@ -1,4 +1,6 @@
 /** Bad options fail at construction with RateLimitConfigError naming the field and the value. */
+
+import { configErrorOf } from '@floodgate/http-test-kit';
 import {
   fixedWindow,
   gcra,
@@ -9,7 +11,6 @@ import {
   slidingLog,
   tokenBucket,
 } from '../../src/index';
-import { configErrorOf } from '../config-error';
 
 const factories = {
   fixedWindow: (o: unknown) => fixedWindow(o as never),

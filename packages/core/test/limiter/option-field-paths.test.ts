@@ -11,8 +11,8 @@ import {
   RATE_LIMITER_OPTION_NAMES,
   readAs,
 } from '@floodgate/core/http';
+import { configErrorOf } from '@floodgate/http-test-kit';
 import { optionNames } from '../../src/options';
-import { configErrorOf } from '../config-error';
 
 const policies = fixedWindow({ limit: 2, window: '1m' });
 const parse = (options: Record<string, unknown>) =>

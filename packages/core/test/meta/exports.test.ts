@@ -134,7 +134,7 @@ describe('@floodgate/core/http subpath', () => {
 
 describe('@floodgate/core/testing subpath', () => {
   it('publishes the store kit without importing a test runner', async () => {
-    const pkg = require('../package.json') as { exports: Record<string, Record<string, string>> };
+    const pkg = require('../../package.json') as { exports: Record<string, Record<string, string>> };
     expect(JSON.stringify(pkg.exports['./testing'])).toMatch(
       /"\.\/dist\/(.+\/)?testing\/index\.d\.ts"/,
     );
@@ -144,7 +144,7 @@ describe('@floodgate/core/testing subpath', () => {
     expect(testing.CONFORMANCE_SCENARIOS.length).toBeGreaterThan(50);
     const { readFileSync, readdirSync } = await import('node:fs');
     const { join } = await import('node:path');
-    const dir = join(__dirname, '../src/testing');
+    const dir = join(__dirname, '../../src/testing');
     const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) =>
       f.endsWith('.ts'),
     );

@@ -11,7 +11,7 @@ import {
   RateLimitStoreError,
 } from '@floodgate/core';
 import { emitWarning, helpUrl } from '@floodgate/core/http';
-import { configErrorOf } from '../config-error';
+import { configErrorOf } from '@floodgate/http-test-kit';
 import { packageSources } from './package-sources';
 
 const repo = join(__dirname, '../../../..');

@@ -3,8 +3,9 @@
  * feeds the measured latency (injected clock) to the algorithm, criticality reserves, the
  * event-loop signal and option validation.
  */
+
+import { configErrorOf } from '@floodgate/http-test-kit';
 import { adaptiveConcurrency, RateLimitArgumentError } from '../../src/index';
-import { configErrorOf } from '../config-error';
 
 /** A fixed limit of `n`: AIMD with min = initial = max. */
 const fixed = (n: number, extra: Record<string, unknown> = {}) =>

@@ -4,6 +4,8 @@
  * key, a clock answering NaN, slidingLog limits that blocked Redis, a full memory store losing a
  * policy's write, and denied-cache entries without a byte bound or a maximum age.
  */
+
+import { configErrorOf } from '@floodgate/http-test-kit';
 import { useTestRedis } from '../../../../test/harness/redis';
 import { MAX_SLIDING_LOG_LIMIT } from '../../src/algorithms/sliding-log';
 import {
@@ -19,7 +21,6 @@ import {
   smoothWarmingUp,
   tokenBucket,
 } from '../../src/index';
-import { configErrorOf } from '../config-error';
 import { fakeClock, T0 } from '../conformance/table';
 
 const testRedis = useTestRedis();

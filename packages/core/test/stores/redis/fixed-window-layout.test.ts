@@ -3,11 +3,12 @@
  * whenever that is exact for every time below 2^53 µs (72 bytes for a short key); otherwise the
  * count at a key named after the window. Either way a count is only read in its own window.
  */
+
+import { configErrorOf } from '@floodgate/http-test-kit';
 import { keysWithTtl, useTestRedis } from '../../../../../test/harness/redis';
 import { packsIntoOneInteger } from '../../../src/algorithms/fixed-window';
 import { fixedWindow, type Policy, RateLimiter, redisStore } from '../../../src/index';
 import { INJECTED_CLOCK_TTL_SLACK_MS } from '../../../src/stores/redis';
-import { configErrorOf } from '../../config-error';
 import { limiterAt, onlyKey, T0 } from './redis-state';
 
 const testRedis = useTestRedis();

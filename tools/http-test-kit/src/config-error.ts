@@ -1,4 +1,5 @@
-import { RateLimitConfigError } from '../src/index';
+/** configErrorOf: the RateLimitConfigError a construction throws, for option tests in every package. */
+import { RateLimitConfigError } from '@floodgate/core';
 
 /** Runs `build` and returns the RateLimitConfigError it throws; fails the test if it throws none. */
 export function configErrorOf(build: () => unknown): RateLimitConfigError {

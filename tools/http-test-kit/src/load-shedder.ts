@@ -28,7 +28,7 @@ export interface Running {
 }
 
 /** Serves an app whose load shedder admits under `limiter`. */
-export type Serve = (limiter: AdaptiveConcurrency) => Promise<Running>;
+export type ServeShedder = (limiter: AdaptiveConcurrency) => Promise<Running>;
 
 /** Serves a plain Node request listener on 127.0.0.1 (Express, Koa). */
 export const listen = async (handler: http.RequestListener): Promise<Running> => {
@@ -44,7 +44,7 @@ async function until(probe: () => boolean): Promise<void> {
 }
 
 /** Runs the table against one adapter. */
-export function describeLoadShedder(name: string, serve: Serve): void {
+export function describeLoadShedder(name: string, serve: ServeShedder): void {
   describe(`loadShedder on ${name}`, () => {
     let now = 1_000_000;
     let running: Running | undefined;
