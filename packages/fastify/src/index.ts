@@ -20,6 +20,7 @@ import {
   rateLimitControl,
   refundByOutcome,
   releaseWhenDone,
+  trustsEveryHop,
   UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
@@ -84,7 +85,9 @@ type Config = HttpRateLimitConfig<FastifyRequest, OnLimited, FastifyReply>;
 
 /**
  * The client as Fastify sees it: `request.ip` honours the server's `trustProxy`. Fastify gives
- * requests an `ips` property only when `trustProxy` is set (there is no public flag for it).
+ * requests an `ips` property only when `trustProxy` is set (there is no public flag for it), and
+ * whether that setting believes every hop (`true`, or a function or list that trusts any
+ * address) is asked of Fastify itself, with a probe request, once per server.
  */
 function requestView(request: FastifyRequest): HttpRequestView {
   return {
@@ -93,6 +96,7 @@ function requestView(request: FastifyRequest): HttpRequestView {
     query: request.query as Record<string, unknown> | undefined,
     user: (request as { user?: unknown }).user,
     trustProxy: 'ips' in request,
+    trustsEveryProxy: trustsEveryHop(request),
   };
 }
 

@@ -19,10 +19,11 @@ export function checkProxySetup(diagnostics: Diagnostics, view: HttpRequestView)
   if (view.trustsEveryProxy === true) {
     diagnostics.warn(
       'FLOODGATE_PROXY_HOPS',
-      'Every proxy hop is trusted (Express `trust proxy` is true, or Koa `app.proxy` is on with ' +
-        '`maxIpsCount` 0), so the client IP is the leftmost X-Forwarded-For entry, which any ' +
-        'client can forge to get a fresh limit per request. Trust exactly your N proxies: ' +
-        'Express `app.set("trust proxy", N)`, Koa `app.maxIpsCount = N`.',
+      'Every proxy hop is trusted (Express `trust proxy` is true, Koa `app.proxy` is on with ' +
+        '`maxIpsCount` 0, or Fastify `trustProxy` trusts any address), so the client IP is the ' +
+        'leftmost X-Forwarded-For entry, which any client can forge to get a fresh limit per ' +
+        'request. Trust exactly your N proxies: Express `app.set("trust proxy", N)`, Koa ' +
+        '`app.maxIpsCount = N`, Fastify `trustProxy: "<your proxies\' addresses or CIDRs>"`.',
     );
   }
   if (!forwardedFor && view.headers.forwarded !== undefined) {
