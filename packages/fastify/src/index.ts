@@ -18,9 +18,9 @@ import {
   parseHttpRateLimitOptions,
   type RateLimitControl,
   rateLimitControl,
+  rawProxyTrust,
   refundByOutcome,
   releaseWhenDone,
-  trustsEveryHop,
   UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
@@ -84,10 +84,9 @@ const WHERE = 'rateLimit';
 type Config = HttpRateLimitConfig<FastifyRequest, OnLimited, FastifyReply>;
 
 /**
- * The client as Fastify sees it: `request.ip` honours the server's `trustProxy`. Fastify gives
- * requests an `ips` property only when `trustProxy` is set (there is no public flag for it), and
- * whether that setting believes every hop (`true`, or a function or list that trusts any
- * address) is asked of Fastify itself, with a probe request, once per server.
+ * The client as Fastify sees it: `request.ip` honours the server's `trustProxy`. Whether that
+ * setting believed this request's proxy (a hop count does nothing from Fastify 5.12 on), and
+ * whether it believes every hop, are read from Fastify itself (there is no public flag).
  */
 function requestView(request: FastifyRequest): HttpRequestView {
   return {
@@ -95,8 +94,7 @@ function requestView(request: FastifyRequest): HttpRequestView {
     headers: request.headers,
     query: request.query as Record<string, unknown> | undefined,
     user: (request as { user?: unknown }).user,
-    trustProxy: 'ips' in request,
-    trustsEveryProxy: trustsEveryHop(request),
+    ...rawProxyTrust(request, request.headers),
   };
 }
 

@@ -149,6 +149,6 @@ export {
   type StoreUnavailableProblem,
   storeUnavailableProblem,
 } from './problem.js';
-export { type RawBackedRequest, trustsEveryHop } from './raw-proxy-trust.js';
+export { type RawBackedRequest, rawProxyTrust, trustsEveryHop } from './raw-proxy-trust.js';
 export { type RateLimitControl, rateLimitControl } from './reset-key.js';
 export { parseShadowOption, shadowCheck, shadowDecision, shadowHooks } from './shadow.js';

@@ -13,7 +13,9 @@ export function checkProxySetup(diagnostics: Diagnostics, view: HttpRequestView)
       'FLOODGATE_UNTRUSTED_PROXY',
       'A request carries X-Forwarded-For but no proxy is trusted, so every client behind the proxy ' +
         'shares one rate limit (the proxy address). Behind N proxies of your own, set Express ' +
-        '`app.set("trust proxy", N)` or Koa `app.proxy = true; app.maxIpsCount = N`.',
+        '`app.set("trust proxy", N)` or Koa `app.proxy = true; app.maxIpsCount = N`; on Fastify ' +
+        'list the proxies, `trustProxy: "<their addresses or CIDRs>"` (Fastify 5.12 and later ' +
+        'ignore a number).',
     );
   }
   if (view.trustsEveryProxy === true) {

@@ -2,8 +2,10 @@
  * Proxy trust read from a request whose `ip` getter resolves X-Forwarded-For from `this.raw`
  * with the server's trust setting (Fastify, and NestJS on Fastify), where the setting itself is
  * not readable: whether it trusts every hop is found by asking the framework for the address of
- * a probe request.
+ * a probe request, and whether it trusted this request's peer by its `ips`.
  */
+import type { HttpRequestView } from './keys.js';
+
 /** A request as Fastify shapes it: the Node request on `raw`, `ip`/`ips` from its trust setting. */
 export interface RawBackedRequest {
   readonly raw: unknown;
@@ -51,4 +53,25 @@ export function trustsEveryHop(request: RawBackedRequest): boolean {
     everyHopByPrototype.set(prototype, everyHop);
   }
   return everyHop;
+}
+
+/**
+ * The proxy fields of an HttpRequestView for a Fastify-shaped request: `trustProxy` says whether
+ * the framework took this request's address from X-Forwarded-For (so a request that carries one
+ * from an untrusted peer, or under a setting that trusts nothing, such as a hop count on
+ * Fastify 5.12 and later, is reported as FLOODGATE_UNTRUSTED_PROXY), `trustsEveryProxy` whether
+ * any client can choose its address (FLOODGATE_PROXY_HOPS).
+ */
+export function rawProxyTrust(
+  request: RawBackedRequest,
+  headers: HttpRequestView['headers'],
+): Pick<HttpRequestView, 'trustProxy' | 'trustsEveryProxy'> {
+  if (!('ips' in request)) return { trustProxy: false, trustsEveryProxy: false };
+  // Without X-Forwarded-For there is nothing to trust; only read `ips` when there is one.
+  const forwarded = headers['x-forwarded-for'] !== undefined;
+  const ips = forwarded ? request.ips : undefined;
+  return {
+    trustProxy: forwarded ? Array.isArray(ips) && ips.length > 1 : true,
+    trustsEveryProxy: trustsEveryHop(request),
+  };
 }
