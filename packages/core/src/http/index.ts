@@ -18,7 +18,7 @@ export {
   readOptions,
 } from '../options.js';
 export { createRateLimiter } from '../rate-limiter.js';
-export { RATE_LIMITER_OPTION_NAMES } from '../rate-limiter-options.js';
+export { DEFAULT_PREFIX, RATE_LIMITER_OPTION_NAMES } from '../rate-limiter-options.js';
 export {
   ACCESS_DENIED_TYPE,
   ACCESS_OPTION_NAMES,
