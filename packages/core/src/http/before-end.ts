@@ -51,17 +51,26 @@ export function beforeEnd(response: ServerResponse, task: () => Promise<unknown>
     const settled = Promise.allSettled(tasks.map((run) => run()));
     void Promise.race([settled, waited]).then(() => {
       clearTimeout(timer);
-      response.write = write;
-      response.end = end;
-      for (const call of held!) call.send.apply(response, call.args);
+      const calls = held!;
+      flushed = true;
+      // Put the originals back unless a later middleware (compression) wrapped ours: its wrapper
+      // still calls through them, which now pass straight on.
+      if (response.write === writeAfterTasks) response.write = write;
+      if (response.end === endAfterTasks) response.end = end;
+      for (const call of calls) call.send.apply(response, call.args);
     });
   };
-  response.write = function writeAfterTasks(...args: unknown[]) {
+  let flushed = false;
+  const writeAfterTasks = function writeAfterTasks(this: unknown, ...args: unknown[]) {
+    if (flushed) return (write as (...a: unknown[]) => boolean).apply(response, args);
     hold(write as (...a: unknown[]) => unknown, args);
     return true;
   } as ServerResponse['write'];
-  response.end = function endAfterTasks(...args: unknown[]) {
+  const endAfterTasks = function endAfterTasks(this: unknown, ...args: unknown[]) {
+    if (flushed) return (end as (...a: unknown[]) => ServerResponse).apply(response, args);
     hold(end as (...a: unknown[]) => unknown, args);
     return response;
   } as ServerResponse['end'];
+  response.write = writeAfterTasks;
+  response.end = endAfterTasks;
 }

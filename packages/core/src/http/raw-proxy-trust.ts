@@ -15,7 +15,7 @@ export interface RawBackedRequest {
 
 // The probe: a peer and 24 forwarded hops, all public documentation addresses (RFC 5737) that
 // no proxy of anyone's has. A setting that walks to the leftmost entry trusts any client's
-// claim: `true`, a function or a range list that trusts every address, or a hop count of 25 or
+// claim: `true`, a function or a range list that trusts every address, or a hop count of 24 or
 // more (Fastify before 5.12; no real chain has that many proxies).
 const PROBE_PEER = '198.51.100.250';
 const PROBE_CLIENT = '192.0.2.1';
