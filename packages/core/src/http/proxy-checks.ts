@@ -11,8 +11,9 @@ export function checkProxySetup(diagnostics: Diagnostics, view: HttpRequestView)
   if (!view.trustProxy && forwardedFor) {
     diagnostics.warn(
       'FLOODGATE_UNTRUSTED_PROXY',
-      'A request carries X-Forwarded-For but no proxy is trusted, so every client behind the proxy ' +
-        'shares one rate limit (the proxy address). Behind N proxies of your own, set Express ' +
+      'A request carries X-Forwarded-For but its sender is not a trusted proxy (none is trusted, ' +
+        'or on Fastify not this one), so behind a proxy every client shares one rate limit (the ' +
+        'proxy address). Behind N proxies of your own, set Express ' +
         '`app.set("trust proxy", N)` or Koa `app.proxy = true; app.maxIpsCount = N`; on Fastify ' +
         'list the proxies, `trustProxy: "<their addresses or CIDRs>"` (Fastify 5.12 and later ' +
         'ignore a number).',
