@@ -59,10 +59,10 @@ it('writes after the tasks settled still go through a write wrapper added after 
   const { body } = await serve((res, events) => {
     beforeEnd(res, slowTask(events));
     // A later middleware (compression-style) wraps write and end and calls through ours.
-    const { write, end } = res;
+    const write = res.write as (chunk: string) => boolean;
+    const end = res.end as (chunk?: string) => ServerResponse;
     res.write = ((chunk: string) => write.call(res, chunk.toUpperCase())) as typeof res.write;
-    res.end = ((chunk?: string) =>
-      end.call(res, chunk?.toUpperCase(), () => undefined)) as typeof res.end;
+    res.end = ((chunk?: string) => end.call(res, chunk?.toUpperCase())) as typeof res.end;
     res.write('a');
     setTimeout(() => {
       res.write('b');
