@@ -37,7 +37,7 @@ function run(trustProxy: string, requests: Requests): { statuses: number[]; code
     `const http = require('node:http');
 const Fastify = require('fastify');
 const { rateLimit } = require('@floodgate/fastify');
-const { fixedWindow } = require('@floodgate/core');
+const { fixedWindow, memoryStore } = require('@floodgate/core');
 const codes = [];
 process.on('warning', (w) => { if (String(w.code).startsWith('FLOODGATE_')) codes.push(w.code); });
 const get = (port, from, forwardedFor) => new Promise((resolve, reject) => {
@@ -50,7 +50,10 @@ const get = (port, from, forwardedFor) => new Promise((resolve, reject) => {
 });
 (async () => {
   const app = Fastify({ trustProxy: ${trustProxy} });
-  await app.register(rateLimit, { policies: fixedWindow({ limit: 2, window: '1m' }) });
+  await app.register(rateLimit, {
+    store: memoryStore({ clock: () => 1700000010000 }),
+    policies: fixedWindow({ limit: 2, window: '1m' }),
+  });
   app.get('/', async () => 'ok');
   await app.listen({ port: 0, host: '127.0.0.1' });
   const statuses = [];

@@ -4,7 +4,7 @@
  * the plugin reports FLOODGATE_PROXY_HOPS once, as the Express adapter does for `trust proxy:
  * true`, for keys and for allow/deny lists; a trust list naming the proxy stays silent.
  */
-import { fixedWindow, type Policy } from '@floodgate/core';
+import { fixedWindow, memoryStore, type Policy } from '@floodgate/core';
 import { rateLimit } from '@floodgate/fastify';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 
@@ -91,7 +91,11 @@ describe.each([
 
 it('trusting only the proxy address is silent and keys on the client it forwards for', async () => {
   const app = Fastify({ trustProxy: '127.0.0.1' });
-  await app.register(rateLimit, { validate: quietRebuilds, policies: perMinute(2) });
+  await app.register(rateLimit, {
+    store: memoryStore({ clock: () => 1_700_000_010_000 }),
+    validate: quietRebuilds,
+    policies: perMinute(2),
+  });
   app.get('/', async (request) => request.ip);
   try {
     const from = (client: string) =>

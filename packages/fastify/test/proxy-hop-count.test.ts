@@ -6,11 +6,13 @@
  * FLOODGATE_UNTRUSTED_PROXY where it does not; the proxy's address in `trustProxy` keys per
  * client, silently, on both. Its own file: that code is reported once per process.
  */
-import { fixedWindow } from '@floodgate/core';
+import { fixedWindow, memoryStore } from '@floodgate/core';
 import { rateLimit } from '@floodgate/fastify';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 
-const [major = 0, minor = 0] = Fastify().version.split('.').map(Number);
+const versionProbe = Fastify();
+afterAll(() => versionProbe.close());
+const [major = 0, minor = 0] = versionProbe.version.split('.').map(Number);
 /** Fastify 5.12 dropped hop counts: a number trusts no proxy at all. */
 const hopCountsIgnored = major > 5 || (major === 5 && minor >= 12);
 
@@ -20,6 +22,7 @@ async function twoClientsBehindTheProxy(trustProxy: FastifyServerOptions['trustP
   // Fastify 5.12's types no longer take a number; its runtime accepts one and ignores it.
   const app = Fastify({ trustProxy: trustProxy as FastifyServerOptions['trustProxy'] });
   await app.register(rateLimit, {
+    store: memoryStore({ clock: () => 1_700_000_010_000 }),
     policies: fixedWindow({ limit: 2, window: '1m' }),
     // Each test builds a new app after requests: not the per-request mistake that code reports.
     validate: { FLOODGATE_LIMITER_PER_REQUEST: false },

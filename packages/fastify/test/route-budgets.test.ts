@@ -18,11 +18,13 @@ afterAll(async () => {
   await redis.quit();
 });
 
+// A fixed clock: a minute's edge between two requests would refill the window mid-test.
+const clock = () => 1_700_000_010_000;
 const perMinute = (limit: number) => fixedWindow({ limit, window: '1m', name: 'per-minute' });
 
 describe.each([
-  ['memory', () => memoryStore()],
-  ['redis', () => redisStore({ client: redis })],
+  ['memory', () => memoryStore({ clock })],
+  ['redis', () => redisStore({ client: redis, clock })],
 ] as [string, () => Store][])('on the %s store', (storeName, makeStore) => {
   let store: Store;
   let app: FastifyInstance | undefined;

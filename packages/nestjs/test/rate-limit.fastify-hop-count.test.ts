@@ -14,7 +14,7 @@ it('a hop count on Fastify 5.12+: one budget for every client, reported once', a
   const moduleRef = await Test.createTestingModule({
     imports: [
       RateLimitModule.forRoot({
-        store: memoryStore(),
+        store: memoryStore({ clock: () => 1_700_000_010_000 }),
         global: true,
         policies: fixedWindow({ limit: 2, window: '1m', name: 'api' }),
       }),

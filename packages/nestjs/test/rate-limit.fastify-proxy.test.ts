@@ -28,7 +28,7 @@ async function bootFastify(trustProxy: TrustProxy, module: Record<string, unknow
   const moduleRef = await Test.createTestingModule({
     imports: [
       RateLimitModule.forRoot({
-        store: memoryStore(),
+        store: memoryStore({ clock: () => 1_700_000_010_000 }),
         global: true,
         // Each test boots a new app after requests: not the mistake that code reports.
         validate: { FLOODGATE_LIMITER_PER_REQUEST: false },
