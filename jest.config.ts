@@ -19,10 +19,11 @@ const base = {
   rootDir: '.',
   testEnvironment: 'node',
   transform: { '^.+\\.(t|j)sx?$': swc as unknown as [string, Record<string, unknown>] },
-  // NestJS 12 (and content-disposition, quick-lru) ship ESM only, and mercurius loads quick-lru
-  // with import(): swc turns them into CommonJS like our sources.
+  // NestJS 12 (and content-disposition, quick-lru, and cookie 2 under Fastify 5.12's inject) ship
+  // ESM only, and mercurius loads quick-lru with import(): swc turns them into CommonJS like our
+  // sources.
   transformIgnorePatterns: [
-    '/node_modules/(?!(\\.pnpm/)?(fast-check|pure-rand|@nestjs|content-disposition|mercurius|quick-lru))',
+    '/node_modules/(?!(\\.pnpm/)?(fast-check|pure-rand|@nestjs|content-disposition|mercurius|quick-lru|cookie))',
   ],
   moduleNameMapper: {
     '^@floodgate/(core|express|fastify|koa|nestjs|opentelemetry)$':
@@ -59,6 +60,24 @@ const config: Config = {
       moduleNameMapper: {
         '^@nestjs/(common|core|testing|platform-express|platform-fastify)(/.*)?$':
           '<rootDir>/node_modules/@nestjs/$1$2',
+        ...base.moduleNameMapper,
+      },
+    },
+    {
+      // @floodgate/fastify's suites again on the oldest Fastify of the peer range (5.0.0, the
+      // `fastify-oldest` alias in packages/fastify): the package develops against the newest,
+      // and 5.12 changed what a numeric trustProxy does. The shared HTTP tables run only their
+      // Fastify rows here.
+      ...base,
+      displayName: 'fastify-oldest',
+      testMatch: [
+        '<rootDir>/packages/fastify/test/**/*.test.ts',
+        '<rootDir>/packages/core/test/http/{access-list,count,count-windows,end-waits-for-settlements,lockout,per-request-policies}.test.ts',
+        '<rootDir>/examples/fastify/test/**/*.test.ts',
+      ],
+      setupFiles: ['<rootDir>/test/harness/fastify-only.ts'],
+      moduleNameMapper: {
+        '^fastify$': '<rootDir>/packages/fastify/node_modules/fastify-oldest',
         ...base.moduleNameMapper,
       },
     },

@@ -11,10 +11,14 @@ const { normalizeIp } = require('@floodgate/core/http');
 const { rateLimit } = require('@floodgate/fastify');
 const Fastify = require('fastify');
 
-/** @param {{ store: import('@floodgate/core').Store }} options */
-async function createApp({ store }) {
-  // Behind a reverse proxy, trust it so request.ip is the client: Fastify({ trustProxy: 1 })
-  const app = Fastify();
+/**
+ * @param {{ store: import('@floodgate/core').Store, trustProxy?: string | string[] }} options
+ *   `trustProxy`: behind reverse proxies of your own, their addresses or CIDRs (e.g.
+ *   '10.0.0.0/8'), so request.ip is the client. Never `true` (any client could pick its IP), and
+ *   not a number: Fastify 5.12 and later ignore it and every client shares the proxy's address.
+ */
+async function createApp({ store, trustProxy }) {
+  const app = Fastify(trustProxy === undefined ? {} : { trustProxy });
 
   await app.register(rateLimit, {
     store,

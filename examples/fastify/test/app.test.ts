@@ -73,4 +73,27 @@ describe('examples/fastify', () => {
       await server.close();
     }
   });
+
+  it('behind a proxy listed in trustProxy, each client has its own login budget', async () => {
+    const server = await createApp({
+      store: memoryStore({ clock: () => 1_700_000_000_000 }),
+      trustProxy: '127.0.0.1',
+    });
+    try {
+      const login = (client: string) =>
+        server.inject({
+          method: 'POST',
+          url: '/login',
+          remoteAddress: '127.0.0.1',
+          headers: { 'x-forwarded-for': client },
+          payload: { username: 'demo', password: 'wrong' },
+        });
+      for (let i = 0; i < 5; i++) expect((await login('198.51.100.1')).statusCode).toBe(401);
+      expect((await login('198.51.100.1')).statusCode).toBe(429);
+      // Another client behind the same proxy is not locked out by the first one's failures.
+      expect((await login('198.51.100.2')).statusCode).toBe(401);
+    } finally {
+      await server.close();
+    }
+  });
 });

@@ -9,6 +9,7 @@ import {
   applyCheckHeaders,
   checkHttpRequest,
   configError,
+  DEFAULT_PREFIX,
   deniedProblem,
   HTTP_OPTION_NAMES,
   type HttpRateLimitConfig,
@@ -18,6 +19,7 @@ import {
   parseHttpRateLimitOptions,
   type RateLimitControl,
   rateLimitControl,
+  rawProxyTrust,
   refundByOutcome,
   releaseWhenDone,
   UnknownAppKeyError,
@@ -83,8 +85,9 @@ const WHERE = 'rateLimit';
 type Config = HttpRateLimitConfig<FastifyRequest, OnLimited, FastifyReply>;
 
 /**
- * The client as Fastify sees it: `request.ip` honours the server's `trustProxy`. Fastify gives
- * requests an `ips` property only when `trustProxy` is set (there is no public flag for it).
+ * The client as Fastify sees it: `request.ip` honours the server's `trustProxy`. Whether that
+ * setting believed this request's proxy (a hop count does nothing from Fastify 5.12 on), and
+ * whether it believes every hop, are read from Fastify itself (there is no public flag).
  */
 function requestView(request: FastifyRequest): HttpRequestView {
   return {
@@ -92,7 +95,7 @@ function requestView(request: FastifyRequest): HttpRequestView {
     headers: request.headers,
     query: request.query as Record<string, unknown> | undefined,
     user: (request as { user?: unknown }).user,
-    trustProxy: 'ips' in request,
+    ...rawProxyTrust(request, request.headers),
   };
 }
 
@@ -187,6 +190,29 @@ function routeOptions(
   return merged;
 }
 
+/**
+ * `GET /login`: a route as its storage keys name it. HEAD is a GET without a body, so the HEAD
+ * route Fastify adds for a GET (and any HEAD) spends the GET's budget; `{}` cannot be in a prefix.
+ */
+function routeLabel(route: RouteOptions): string {
+  const methods = Array.isArray(route.method) ? route.method : [route.method];
+  const names = [...new Set(methods.map((m) => (m === 'HEAD' ? 'GET' : m)))].sort();
+  return `${names.join(',')} ${route.url.replace(/[{}]/g, encodeURIComponent)}`;
+}
+
+/**
+ * A route's own budget, as @fastify/rate-limit counts route options and @floodgate/nestjs scopes
+ * route limits: its storage keys carry the route (`<prefix>|GET /login:{<key>}:…`). A `limiter`
+ * it was given is spent as it is (one limiter on several routes shares one budget on purpose).
+ */
+function perRouteBudget(options: Record<string, unknown>, label: string): Record<string, unknown> {
+  if (options.limiter !== undefined) return options;
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  // A bad prefix is left for the parser to report, naming the field and the value given.
+  if (typeof prefix !== 'string' || prefix === '' || /[{}]/.test(prefix)) return options;
+  return { ...options, prefix: `${prefix}|${label}` };
+}
+
 function readPluginOptions(options: unknown) {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw configError(WHERE, options, 'an options object');
@@ -231,8 +257,9 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (
         )
       : undefined;
   const globalHook = globalConfig && limitRequests(globalConfig);
-  // One config per route options object: the HEAD route Fastify adds for a GET shares it.
-  const perRoute = new WeakMap<object, ReturnType<typeof limitRequests>>();
+  // Per route options object, one hook per route label: the HEAD route Fastify adds for a GET
+  // shares the GET's, and one options object given to several routes counts per route.
+  const perRoute = new WeakMap<object, Map<string, ReturnType<typeof limitRequests>>>();
 
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
 
@@ -243,17 +270,23 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (
       if (global && globalHook) appendHook(route, hook, globalHook);
       return;
     }
-    let handler = perRoute.get(own);
+    const where = `routes[${JSON.stringify(`${route.method} ${route.url}`)}].config.rateLimit`;
+    if (own === null || typeof own !== 'object' || Array.isArray(own)) {
+      throw configError(where, own, 'an options object or false');
+    }
+    let handlers = perRoute.get(own);
+    if (handlers === undefined) {
+      handlers = new Map();
+      perRoute.set(own, handlers);
+    }
+    const label = routeLabel(route);
+    let handler = handlers.get(label);
     if (handler === undefined) {
-      const where = `routes[${JSON.stringify(`${route.method} ${route.url}`)}].config.rateLimit`;
-      if (own === null || typeof own !== 'object' || Array.isArray(own)) {
-        throw configError(where, own, 'an options object or false');
-      }
-      const merged = routeOptions(shared, own as Record<string, unknown>);
+      const merged = perRouteBudget(routeOptions(shared, own as Record<string, unknown>), label);
       handler = limitRequests(
         parseHttpRateLimitOptions<FastifyRequest, OnLimited, FastifyReply>(merged, where),
       );
-      perRoute.set(own, handler);
+      handlers.set(label, handler);
     }
     appendHook(route, hook, handler);
   });

@@ -7,7 +7,7 @@
  * only when a GraphQL or WebSocket denial has to be thrown (an app that has such contexts has
  * them installed).
  */
-import { type HeaderTarget, type HttpRequestView } from '@floodgate/core/http';
+import { type HeaderTarget, type HttpRequestView, trustsEveryHop } from '@floodgate/core/http';
 import type { ExecutionContext } from '@nestjs/common';
 import type { HttpAdapterHost } from '@nestjs/core';
 
@@ -76,9 +76,16 @@ export function requestView(context: ExecutionContext, request: RequestLike): Ht
     query: request.query,
     user: request.user,
     trustProxy: trustsProxy(request),
-    // Express `trust proxy: true`: the leftmost X-Forwarded-For entry, which any client forges.
-    trustsEveryProxy: expressOf(request)?.get('trust proxy') === true,
+    // Express `trust proxy: true`, or a Fastify `trustProxy` that believes every hop: the
+    // leftmost X-Forwarded-For entry, which any client forges.
+    trustsEveryProxy: trustsEveryProxy(request),
   };
+}
+
+function trustsEveryProxy(request: RequestLike): boolean {
+  const express = expressOf(request);
+  if (express) return express.get('trust proxy') === true;
+  return 'raw' in request && trustsEveryHop(request as RequestLike & { raw: unknown });
 }
 
 /** The Express application of an Express request (undefined on Fastify). */

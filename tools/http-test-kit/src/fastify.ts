@@ -11,8 +11,12 @@ import type { MountedLimiter, TestApp, TestAppOptions } from './driver';
 
 /** The app with its routes, not yet listening (for `inject`). */
 export async function buildFastify(options: TestAppOptions): Promise<FastifyInstance> {
-  // A number is a hop count (the safe setting); `true` trusts every hop.
-  const app = Fastify({ trustProxy: options.trustProxy ?? false });
+  // A number N trusts N hops whatever their address, as Express `trust proxy` N does: a trust
+  // function, since Fastify 5.12 ignores a number; `true` trusts every hop.
+  const hops = options.trustProxy;
+  const app = Fastify({
+    trustProxy: typeof hops === 'number' ? (_address: string, hop: number) => hop < hops : hops,
+  });
   app.decorateRequest('get', function get(this: FastifyRequest, name: string) {
     const value = this.headers[name.toLowerCase()];
     return Array.isArray(value) ? value.join(', ') : value;

@@ -10,9 +10,9 @@ import { configError } from '../options.js';
 
 /** Every diagnostic code, with what it reports. */
 export const DIAGNOSTIC_CODES = [
-  /** A request carries X-Forwarded-For but no proxy is trusted (once per process). */
+  /** A request carries X-Forwarded-For from a sender that is not a trusted proxy (once per process). */
   'FLOODGATE_UNTRUSTED_PROXY',
-  /** Express `trust proxy === true`, or Koa `app.proxy` with `maxIpsCount` 0: any client can forge its IP. */
+  /** Express `trust proxy === true`, Koa `app.proxy` with `maxIpsCount` 0, or a Fastify `trustProxy` that trusts any address: any client can forge its IP. */
   'FLOODGATE_PROXY_HOPS',
   /** A `Forwarded` header arrives without X-Forwarded-For, which is the only one read. */
   'FLOODGATE_FORWARDED_IGNORED',

@@ -21,7 +21,7 @@ export {
   readOptions,
 } from '../options.js';
 export { createRateLimiter } from '../rate-limiter.js';
-export { RATE_LIMITER_OPTION_NAMES } from '../rate-limiter-options.js';
+export { DEFAULT_PREFIX, RATE_LIMITER_OPTION_NAMES } from '../rate-limiter-options.js';
 export {
   ACCESS_DENIED_TYPE,
   ACCESS_OPTION_NAMES,
@@ -166,6 +166,7 @@ export {
   type StoreUnavailableProblem,
   storeUnavailableProblem,
 } from './problem.js';
+export { type RawBackedRequest, rawProxyTrust, trustsEveryHop } from './raw-proxy-trust.js';
 export { type RateLimitControl, rateLimitControl } from './reset-key.js';
 export { parseShadowOption, shadowCheck, shadowDecision, shadowHooks } from './shadow.js';
 export type { HttpCheck, HttpRequestView } from './types.js';

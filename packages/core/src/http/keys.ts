@@ -295,18 +295,22 @@ export function checkProxySetup(diagnostics: Diagnostics, view: HttpRequestView)
   if (!view.trustProxy && forwardedFor) {
     diagnostics.warn(
       'FLOODGATE_UNTRUSTED_PROXY',
-      'A request carries X-Forwarded-For but no proxy is trusted, so every client behind the proxy ' +
-        'shares one rate limit (the proxy address). Behind N proxies of your own, set Express ' +
-        '`app.set("trust proxy", N)` or Koa `app.proxy = true; app.maxIpsCount = N`.',
+      'A request carries X-Forwarded-For but its sender is not a trusted proxy (none is trusted, ' +
+        'or on Fastify not this one), so behind a proxy every client shares one rate limit (the ' +
+        'proxy address). Behind N proxies of your own, set Express ' +
+        '`app.set("trust proxy", N)` or Koa `app.proxy = true; app.maxIpsCount = N`; on Fastify ' +
+        'list the proxies, `trustProxy: "<their addresses or CIDRs>"` (Fastify 5.12 and later ' +
+        'ignore a number).',
     );
   }
   if (view.trustsEveryProxy === true) {
     diagnostics.warn(
       'FLOODGATE_PROXY_HOPS',
-      'Every proxy hop is trusted (Express `trust proxy` is true, or Koa `app.proxy` is on with ' +
-        '`maxIpsCount` 0), so the client IP is the leftmost X-Forwarded-For entry, which any ' +
-        'client can forge to get a fresh limit per request. Trust exactly your N proxies: ' +
-        'Express `app.set("trust proxy", N)`, Koa `app.maxIpsCount = N`.',
+      'Every proxy hop is trusted (Express `trust proxy` is true, Koa `app.proxy` is on with ' +
+        '`maxIpsCount` 0, or Fastify `trustProxy` trusts any address), so the client IP is the ' +
+        'leftmost X-Forwarded-For entry, which any client can forge to get a fresh limit per ' +
+        'request. Trust exactly your N proxies: Express `app.set("trust proxy", N)`, Koa ' +
+        '`app.maxIpsCount = N`, Fastify `trustProxy: "<your proxies\' addresses or CIDRs>"`.',
     );
   }
   if (!forwardedFor && view.headers.forwarded !== undefined) {

@@ -13,11 +13,15 @@ export interface HttpRequestView {
   readonly query?: Readonly<Record<string, unknown>> | undefined;
   /** The authenticated principal (`req.user`, `ctx.state.user`), if any. */
   readonly user?: unknown;
-  /** Whether the framework trusts a proxy (Express `trust proxy`, Koa `app.proxy`). */
+  /**
+   * Whether the framework trusts a proxy (Express `trust proxy`, Koa `app.proxy`); on Fastify,
+   * whether it took this request's address from X-Forwarded-For (its peer is trusted).
+   */
   readonly trustProxy: boolean;
   /**
    * Whether it trusts every hop (Express `trust proxy === true`, Koa `app.proxy` with
-   * `maxIpsCount` 0): the leftmost X-Forwarded-For entry, which any client can write, is the IP.
+   * `maxIpsCount` 0, a Fastify `trustProxy` that trusts any address): the leftmost
+   * X-Forwarded-For entry, which any client can write, is the IP.
    */
   readonly trustsEveryProxy?: boolean;
 }

@@ -134,7 +134,9 @@ describe('@floodgate/core/http subpath', () => {
 
 describe('@floodgate/core/testing subpath', () => {
   it('publishes the store kit without importing a test runner', async () => {
-    const pkg = require('../../package.json') as { exports: Record<string, Record<string, string>> };
+    const pkg = require('../../package.json') as {
+      exports: Record<string, Record<string, string>>;
+    };
     expect(JSON.stringify(pkg.exports['./testing'])).toMatch(
       /"\.\/dist\/(.+\/)?testing\/index\.d\.ts"/,
     );
