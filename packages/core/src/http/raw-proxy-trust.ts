@@ -4,7 +4,7 @@
  * not readable: whether it trusts every hop is found by asking the framework for the address of
  * a probe request, and whether it trusted this request's peer by its `ips`.
  */
-import type { HttpRequestView } from './keys.js';
+import type { HttpRequestView } from './types.js';
 
 /** A request as Fastify shapes it: the Node request on `raw`, `ip`/`ips` from its trust setting. */
 export interface RawBackedRequest {
