@@ -8,7 +8,6 @@ import { ALGORITHMS } from '../algorithms/index.js';
 import { type Clock, readClockOption, readMicros } from '../clock.js';
 import type { StoreDecision } from '../decision.js';
 import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
-import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
 import { sharesOneKey } from '../keys.js';
 import { configError, readOptions } from '../options.js';
 import { lockoutArg, type Policy } from '../policy.js';
@@ -29,7 +28,14 @@ import {
   NO_DECISION,
   unpackers,
 } from './redis-reply.js';
-import { batchScriptFor, combinedScriptFor, scriptFor } from './scripts.js';
+import {
+  algorithmKinds,
+  batchScriptFor,
+  combinedScriptFor,
+  type GeneratedScript,
+  scriptFor,
+  withSourceLine,
+} from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
 import type { PreparedPolicies, PrepareOptions, Store, StoreLeases } from './store.js';
 
@@ -104,7 +110,7 @@ export class RedisStore implements Store {
 
   prepare(policies: readonly Policy[], options?: PrepareOptions): PreparedPolicies {
     policies.forEach((p, i) => {
-      if (!ENGINE_SCRIPT.algorithms.includes(p.kind)) {
+      if (!algorithmKinds().includes(p.kind)) {
         throw configError(`policies[${i}].kind`, p.kind, 'an algorithm this version knows');
       }
     });
@@ -126,7 +132,7 @@ export class RedisStore implements Store {
     const client = this.client;
     const storeError = (error: unknown): RateLimitStoreError =>
       new RateLimitStoreError(
-        `${client.description} failed running the ${script.name} script: ${(error as Error)?.message ?? error}`,
+        `${client.description} failed running the ${script.name} script: ${withSourceLine(script, String((error as Error)?.message ?? error))}`,
         { cause: error, outOfMemory: isOutOfMemory(error) },
       );
     const wrap = (error: unknown): Promise<never> => Promise.reject(storeError(error));
