@@ -4,6 +4,7 @@
  * the tag early nor collide with another key.
  */
 import { createHash } from 'node:crypto';
+import { ALGORITHMS } from './algorithms/index.js';
 import { describeValue, RateLimitArgumentError } from './errors.js';
 import { blockId, type Policy, stateId } from './policy.js';
 
@@ -48,15 +49,13 @@ export function encodeKey(key: unknown): string {
 
 /**
  * Whether redisStore keeps these policies' states in one key per caller (DESIGN §5): two or more
- * policies whose states are all strings. slidingLog (a sorted set) and fixedWindow's per-window
- * keys (limits too large for one integer: layout 0) keep a key per policy.
+ * policies whose states are all strings at their base keys, as each algorithm's twin declares
+ * (`sharesKey`: not slidingLog's sorted set, nor fixedWindow's per-window keys).
  */
 export function sharesOneKey(policies: readonly Policy[]): boolean {
   return (
     policies.length > 1 &&
-    policies.every(
-      (p) => p.kind !== 'sliding-log' && !(p.kind === 'fixed-window' && p.params[2] === 0),
-    )
+    policies.every((p) => ALGORITHMS[p.kind]?.sharesKey?.(p.params) !== false)
   );
 }
 

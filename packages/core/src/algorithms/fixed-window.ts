@@ -183,6 +183,8 @@ function windowVerdict(used: number, cost: number, limit: number, windowLeft: nu
 /** Twin of lua/fixed-window.lua. */
 export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams> = {
   kind: 'fixed-window',
+  // Per window key (layout 0), the count is at <base>:<window index>, not at the base key.
+  sharesKey: ([, , layout]) => layout !== LAYOUT_PER_WINDOW_KEY,
   check(state, now, cost, [limit, window, layout]) {
     if (layout === LAYOUT_FIRST_REQUEST) return checkStarted(state, now, cost, limit, window);
     const packed = layout === LAYOUT_PACKED;

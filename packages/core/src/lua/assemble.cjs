@@ -77,6 +77,9 @@ const MIXED_FOOTER = 'local CHECK, COMMIT, CLEAR, REFUND, NARGS';
 // ask for it. A step marked `--- @inline` is pasted where it is called (inline.cjs); an include
 // that holds nothing else is put in no script.
 const INCLUDE = /^--- @include "([a-z-]+)"$/gm;
+// An algorithm whose state is not a string (a sorted set) declares it in its own file: its
+// policies keep a key of their own, never an entry of the combined key.
+const OWN_KEY = /^--- @own-key\b/m;
 // In a batch script the algorithms read their numbers from NUMS, parsed once per shape of calls
 // (include/batch.lua), where a single script parses each on every call (a tonumber() costs Redis
 // about as much as a GET), and redis.pcall from a local the batch header makes.
@@ -237,8 +240,14 @@ function createAssembler({ read: readFile, list }) {
       combinedVariant(read('include/engine.lua'), blocks().single, read('include/combined.lua')),
     );
 
-  /** Whether an algorithm's states can share the combined key (its state is a string). */
-  const combines = (kind) => combined().combines(kind);
+  /**
+   * Whether an algorithm's states can be entries of the combined key: all but those whose file
+   * declares `--- @own-key` (a state that is not a string).
+   */
+  const combines = (kind) => {
+    algorithm(kind);
+    return !OWN_KEY.test(read(`${kind}.lua`));
+  };
 
   /**
    * The script for these algorithm kinds (any order, repeats allowed): `batch` for its batch

@@ -50,8 +50,6 @@ local n = POLICIES
 local block_key = KEYS[2]`;
 // The engine's header documents the per-policy KEYS: the combined variant says what it changes.
 const ENGINE_HEADER = /^(?:--.*\n)+/;
-// Algorithms whose state is not a string keep a key of their own: never combined.
-const NOT_COMBINED = new Set(['sliding-log']);
 
 /**
  * The combined variant's parts, made from include/engine.lua, blocks.lua and combined.lua, for
@@ -122,8 +120,6 @@ end`;
     blocks: combinedBlocks,
     engine: COMBINED_ENGINE,
     batchEngine: COMBINED_DECIDE,
-    /** Whether this algorithm's state can be an entry of the combined key. */
-    combines: (kind) => !NOT_COMBINED.has(kind),
   };
 }
 
