@@ -3,6 +3,7 @@
  * process each time, for @floodgate/core (its Redis store, a limiter made and its first script
  * assembled) against express-rate-limit + rate-limit-redis, side by side in alternating rounds,
  * and the size of core's packed tarball. Prints a markdown table with the medians and the ratio.
+ * FLOODGATE_CORE_BEFORE=<another build's dist/index.js> times that build in the same rounds.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -23,6 +24,11 @@ const subjects: Record<string, string> = {
     s.batchScriptFor(s.scriptFor(['fixed-window']));`,
   'express-rate-limit + rate-limit-redis (require)': `require(${resolved('express-rate-limit')}); require(${resolved('rate-limit-redis')});`,
 };
+
+// Another build of core to compare in the same rounds (e.g. an older commit's dist/index.js).
+const before = process.env.FLOODGATE_CORE_BEFORE;
+if (before)
+  subjects[`@floodgate/core (require) from ${before}`] = `require(${JSON.stringify(before)});`;
 
 function timeOnce(code: string): number {
   const script = `const t = performance.now(); ${code}; process.stdout.write(String(performance.now() - t)); process.exit(0);`;
