@@ -34,6 +34,18 @@ for (const file of readdirSync(src, { recursive: true })) {
     cpSync(join(src, path), join(packageDir, 'dist', path));
 }
 
+// The shipped JavaScript without comments (the sources and the declarations keep theirs): a
+// third of the compiled files' bytes, which nobody reads in node_modules.
+const ts = createRequire(import.meta.url)('typescript');
+const printer = ts.createPrinter({ removeComments: true });
+const dist = join(packageDir, 'dist');
+for (const file of readdirSync(dist, { recursive: true })) {
+  const path = join(dist, String(file));
+  if (!/\.c?js$/.test(path)) continue;
+  const source = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest);
+  writeFileSync(path, printer.printFile(source));
+}
+
 const requireFromPackage = createRequire(join(packageDir, 'package.json'));
 let wrappers = 0;
 for (const [subpath, target] of Object.entries(manifest.exports ?? {})) {
