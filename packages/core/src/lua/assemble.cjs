@@ -86,31 +86,46 @@ const OWN_KEY = /^--- @own-key\b/m;
 const forBatch = (text) =>
   text.replaceAll('tonumber(ARGV[', '(NUMS[').replaceAll('redis.pcall(', 'redis_pcall(');
 
+const part = (file, text) => ({ file, text });
+const own = (text) => part(ASSEMBLER, text);
+
 /**
  * An assembler over one copy of lua/: `read(path)` answers the text of lua/<path>, `list(dir)`
- * the `.lua` file names in lua/<dir> ('' for lua/ itself). Everything is made when first asked for.
+ * the `.lua` file names in lua/<dir> ('' for lua/ itself). Everything is made when first asked
+ * for, and kept.
  */
-function createAssembler({ read: readFile, list }) {
-  const cache = new Map();
-  const once = (key, make) => {
-    if (!cache.has(key)) cache.set(key, make());
-    return cache.get(key);
-  };
-  const read = (file) => once(`file:${file}`, () => readFile(file).trimEnd());
-  const part = (file, text) => ({ file, text });
-  const own = (text) => part(ASSEMBLER, text);
+class Assembler {
+  constructor(files) {
+    this.files = files;
+    this.cache = new Map();
+    // Per include: the steps it pastes (`--- @inline`) and the rest it defines, if anything.
+    this.inline = {};
+    this.rest = {};
+  }
 
-  const kinds = () =>
-    once('kinds', () =>
-      list('')
+  once(key, make) {
+    if (!this.cache.has(key)) this.cache.set(key, make());
+    return this.cache.get(key);
+  }
+
+  read(file) {
+    return this.once(`file:${file}`, () => this.files.read(file).trimEnd());
+  }
+
+  /** The algorithm kinds: one lua/<kind>.lua each. */
+  kinds() {
+    return this.once('kinds', () =>
+      this.files
+        .list('')
         .filter((f) => f.endsWith('.lua'))
         .map((f) => f.slice(0, -'.lua'.length))
         .sort(),
     );
+  }
 
-  const prelude = () =>
-    once('prelude', () => {
-      const text = read('include/prelude.lua');
+  prelude() {
+    return this.once('prelude', () => {
+      const text = this.read('include/prelude.lua');
       if (!READ_CALL.test(text)) {
         throw new Error('lua/include/prelude.lua must define `local function read_call()` … `end`');
       }
@@ -119,39 +134,41 @@ function createAssembler({ read: readFile, list }) {
         single: text.replace(READ_CALL, (_, body) => `do -- read_call()\n${body}end`),
       };
     });
+  }
 
   // The engine with its paths for two to four policies written out (unroll.cjs), in its two parts.
-  const engineParts = () =>
-    once('engine', () =>
-      splitEngine(unrollEngine(read('include/engine.lua'), (i) => `KEYS[${i}]`)),
+  engineParts() {
+    return this.once('engine', () =>
+      splitEngine(unrollEngine(this.read('include/engine.lua'), (i) => `KEYS[${i}]`)),
     );
+  }
 
   // include/blocks.lua: before the engine. Its `--- @engine-state` line starts what a batch script
   // makes in make_engine() (its state), so a batch of lone consumes never makes it.
-  const blocks = () =>
-    once('blocks', () => {
+  blocks() {
+    return this.once('blocks', () => {
       const ENGINE_STATE = /^--- @engine-state\n/m;
-      const text = unrollState(read('include/blocks.lua'));
+      const text = unrollState(this.read('include/blocks.lua'));
       const at = text.search(ENGINE_STATE);
       if (at < 0)
         throw new Error('lua/include/blocks.lua no longer holds a `--- @engine-state` line');
-      const stateLine = text.slice(0, at).split('\n').length + 1;
       return {
         single: text.replace(ENGINE_STATE, '--\n'),
         batch: text.slice(0, at).trimEnd(),
         state: text.slice(at).replace(ENGINE_STATE, ''),
-        stateLine,
+        stateLine: text.slice(0, at).split('\n').length + 1,
       };
     });
+  }
 
   // The engine of a batch script, made by make_engine() for the first call of a batch that needs
   // it: its state, decide_several and decide() (the per-call part). At the script's top they would
   // be closures and upvalue objects made on every EVALSHA (~500 instructions per decision in a
   // fixedWindow batch of 32 that never uses them, ~1 000 in a gcra one: docs/benchmarks.md).
-  const batchEngine = () =>
-    once('batchEngine', () => {
-      const { defined, perCall } = engineParts();
-      const b = blocks();
+  batchEngine() {
+    return this.once('batchEngine', () => {
+      const { defined, perCall } = this.engineParts();
+      const b = this.blocks();
       return [
         'local decide',
         'local function make_engine()',
@@ -170,29 +187,30 @@ function createAssembler({ read: readFile, list }) {
         'end',
       ].join('\n');
     });
+  }
 
-  const includes = () => once('includes', () => ({ rest: {}, inline: {} }));
-  const include = (name) => {
-    const known = includes();
-    if (!(name in known.inline)) {
+  // Reads lua/include/<name>.lua once: its inline steps and the rest.
+  include(name) {
+    if (!(name in this.inline)) {
       const file = `include/${name}.lua`;
-      const { rest, steps } = takeInline(read(file), `lua/${file}`);
-      known.inline[name] = steps;
-      if (rest.replace(/^--.*$/gm, '').trim() !== '') known.rest[name] = rest;
+      const { rest, steps } = takeInline(this.read(file), `lua/${file}`);
+      this.inline[name] = steps;
+      if (rest.replace(/^--.*$/gm, '').trim() !== '') this.rest[name] = rest;
     }
-    return known;
-  };
+  }
 
-  const algorithm = (name) =>
-    once(`algorithm:${name}`, () => {
-      if (!kinds().includes(name)) throw new Error(`unknown algorithm: ${name}`);
+  // lua/<name>.lua with its includes taken in and its inline steps pasted, and the three ways a
+  // script binds it (the `register` line replaced): alone, mixed, alone in a batch script.
+  algorithm(name) {
+    return this.once(`algorithm:${name}`, () => {
+      if (!this.kinds().includes(name)) throw new Error(`unknown algorithm: ${name}`);
       const file = `${name}.lua`;
       const uses = [];
       const steps = new Map();
-      let source = read(file).replace(INCLUDE, (line, name) => {
-        const known = include(name);
-        for (const [step, body] of known.inline[name]) steps.set(step, body);
-        if (name in known.rest) uses.push(name);
+      let source = this.read(file).replace(INCLUDE, (line, include) => {
+        this.include(include);
+        for (const [step, body] of this.inline[include]) steps.set(step, body);
+        if (include in this.rest) uses.push(include);
         return line;
       });
       source = expandInline(source, steps, file);
@@ -202,121 +220,109 @@ function createAssembler({ read: readFile, list }) {
           `lua/${file} must end with register('${name}', check, commit, clear or nil, refund, nargs[, lone]) (the file name is the algorithm name)`,
         );
       }
-      const [line, , check, commit, clear, refund, nargs, lone] = match;
-      const single = source.replace(BATCH_ONLY, (all) => all.replace(/[^\n]+/g, ''));
-      const inBatch = source.replace(BATCH_ONLY, (_, body) => `--\n${body}--\n`);
-      if ((single !== source) !== (lone !== undefined))
-        throw new Error(
-          `lua/${file}: a lone decider is registered and defined under --- @batch, or neither`,
-        );
-      const solo = `local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = ${check}, ${commit}, ${clear}, ${refund}, ${nargs}, nil`;
-      return {
-        name,
-        uses,
-        solo: part(`lua/${file}`, single.replace(line, solo)),
-        mixed: part(
-          `lua/${file}`,
-          single.replace(
-            line,
-            `ALG['${name}'] = { ${check}, ${commit}, ${clear}, ${refund}, ${nargs} }`,
-          ),
-        ),
-        soloBatch: part(
-          `lua/${file}`,
-          inBatch.replace(line, lone ? `${solo}; LONE = ${lone}` : solo),
-        ),
-      };
+      return { name, uses, ...bindings(`lua/${file}`, source, match) };
     });
+  }
 
   // The shared steps these algorithms use, each once, in name order.
-  const stepsFor = (algorithms) =>
-    [...new Set(algorithms.flatMap((a) => a.uses))]
+  stepsFor(algorithms) {
+    return [...new Set(algorithms.flatMap((a) => a.uses))]
       .sort()
-      .map((name) => part(`lua/include/${name}.lua`, include(name).rest[name]));
+      .map((name) => part(`lua/include/${name}.lua`, this.rest[name]));
+  }
 
   // The combined layout (one key per caller: include/combined.lua, combined.cjs).
-  const combined = () =>
-    once('combined', () =>
-      combinedVariant(read('include/engine.lua'), blocks().single, read('include/combined.lua')),
+  combined() {
+    return this.once('combined', () =>
+      combinedVariant(
+        this.read('include/engine.lua'),
+        this.blocks().single,
+        this.read('include/combined.lua'),
+      ),
     );
+  }
 
   /**
    * Whether an algorithm's states can be entries of the combined key: all but those whose file
    * declares `--- @own-key` (a state that is not a string).
    */
-  const combines = (kind) => {
-    algorithm(kind);
-    return !OWN_KEY.test(read(`${kind}.lua`));
-  };
+  combines(kind) {
+    this.algorithm(kind);
+    return !OWN_KEY.test(this.read(`${kind}.lua`));
+  }
 
   /**
    * The script for these algorithm kinds (any order, repeats allowed): `batch` for its batch
    * variant (include/batch.lua), `combined` for the combined layout.
    */
-  function script(kindList, { batch = false, combined: isCombined = false } = {}) {
+  script(kindList, { batch = false, combined = false } = {}) {
     const names = [...new Set(kindList)].sort();
     if (names.length === 0) throw new Error('a script needs at least one algorithm');
     let name = names.length === 1 ? names[0] : names.join('+');
-    if (!isCombined && names.length === kinds().length) name = 'engine';
-    if (isCombined) name = `${name}-combined`;
+    if (!combined && names.length === this.kinds().length) name = 'engine';
+    if (combined) name = `${name}-combined`;
     if (batch) name = `${name}-batch`;
-    return once(`script:${name}`, () => {
-      const algorithms = names.map(algorithm);
-      if (isCombined) {
-        const refused = names.filter((n) => !combines(n));
-        if (refused.length > 0) throw new Error(`no combined layout for ${refused.join(', ')}`);
-      }
-      const one = algorithms.length === 1;
-      let body = [
-        ...stepsFor(algorithms),
-        ...(one
-          ? [batch && !isCombined ? algorithms[0].soloBatch : algorithms[0].solo]
-          : [own(MIXED_HEADER), ...algorithms.map((a) => a.mixed), own(MIXED_FOOTER)]),
-      ];
-      const c = isCombined ? combined() : undefined;
-      if (c) body = body.map((p) => part(p.file, c.toCall(p.text)));
-      if (batch) body = body.map((p) => part(p.file, forBatch(p.text)));
-      const preludePart = part(
-        'lua/include/prelude.lua',
-        batch ? prelude().batch : prelude().single,
-      );
-      const head = batch ? [own(BATCH_HEADER), preludePart] : [preludePart];
-      if (c) head.push(part('lua/include/combined.lua', c.part));
-      const tail = c
-        ? [part('lua/include/blocks.lua', c.blocks), own(batch ? c.batchEngine : c.engine)]
-        : batch
-          ? [part('lua/include/blocks.lua', blocks().batch), own(batchEngine())]
-          : [
-              part('lua/include/blocks.lua', blocks().single),
-              part('lua/include/engine.lua', singleEngine(engineParts())),
-            ];
-      if (batch) tail.push(part('lua/include/batch.lua', read('include/batch.lua')));
-      return finish(name, names, [...head, ...body, ...tail], isCombined);
+    return this.once(`script:${name}`, () => {
+      const algorithms = names.map((n) => this.algorithm(n));
+      const refused = combined ? names.filter((n) => !this.combines(n)) : [];
+      if (refused.length > 0) throw new Error(`no combined layout for ${refused.join(', ')}`);
+      const parts = this.parts(algorithms, batch, combined ? this.combined() : undefined);
+      return finish(name, names, parts, combined);
     });
   }
 
+  // A script's parts: the prelude (and the combined layout's), the steps and algorithms, the
+  // block steps and the engine (and the batch loop).
+  parts(algorithms, batch, c) {
+    const one = algorithms.length === 1;
+    let body = [
+      ...this.stepsFor(algorithms),
+      ...(one
+        ? [batch && !c ? algorithms[0].soloBatch : algorithms[0].solo]
+        : [own(MIXED_HEADER), ...algorithms.map((a) => a.mixed), own(MIXED_FOOTER)]),
+    ];
+    if (c) body = body.map((p) => part(p.file, c.toCall(p.text)));
+    if (batch) body = body.map((p) => part(p.file, forBatch(p.text)));
+    const prelude = this.prelude();
+    const head = [part('lua/include/prelude.lua', batch ? prelude.batch : prelude.single)];
+    if (batch) head.unshift(own(BATCH_HEADER));
+    if (c) head.push(part('lua/include/combined.lua', c.part));
+    const tail = c
+      ? [part('lua/include/blocks.lua', c.blocks), own(batch ? c.batchEngine : c.engine)]
+      : batch
+        ? [part('lua/include/blocks.lua', this.blocks().batch), own(this.batchEngine())]
+        : [
+            part('lua/include/blocks.lua', this.blocks().single),
+            part('lua/include/engine.lua', singleEngine(this.engineParts())),
+          ];
+    if (batch) tail.push(part('lua/include/batch.lua', this.read('include/batch.lua')));
+    return [...head, ...body, ...tail];
+  }
+
   /** A standalone script of lua/leases/ (ConcurrencyLimiter's leases): the prelude and the file. */
-  function lease(name) {
-    return once(`lease:${name}`, () => {
+  lease(name) {
+    return this.once(`lease:${name}`, () => {
       const file = `leases/${name}.lua`;
-      if (!list('leases').includes(`${name}.lua`)) throw new Error(`unknown lease script: ${name}`);
+      if (!this.leases().includes(name)) throw new Error(`unknown lease script: ${name}`);
       const parts = [
-        part('lua/include/prelude.lua', prelude().single),
-        part(`lua/${file}`, read(file)),
+        part('lua/include/prelude.lua', this.prelude().single),
+        part(`lua/${file}`, this.read(file)),
       ];
       return finish(`lease-${name}`, [], parts, false);
     });
   }
 
   /** The lease scripts' names (lua/leases/<name>.lua). */
-  const leases = () => list('leases').map((f) => f.slice(0, -'.lua'.length));
+  leases() {
+    return this.files.list('leases').map((f) => f.slice(0, -'.lua'.length));
+  }
 
   /**
    * Where line `line` (1-based, as Redis's `user_script:<line>` counts) of an assembled script
    * comes from: the source file and its line. `exact` is false where the line is not a copy of a
    * source line (a parameter pasted in, a line the assembler wrote): then it is the best guess.
    */
-  function sourceLine(source, line) {
+  sourceLine(source, line) {
     const lines = source.split('\n');
     let depth = 0;
     let offset = 0;
@@ -333,7 +339,7 @@ function createAssembler({ read: readFile, list }) {
           if (depth === 0) offset++; // the pasted text stands for the one line that called it
           continue;
         }
-        return locate(found[1], Number(found[2] ?? 1) + offset, lines[line - 1] ?? '');
+        return this.locate(found[1], Number(found[2] ?? 1) + offset, lines[line - 1] ?? '');
       }
       if (depth === 0) offset++;
     }
@@ -341,27 +347,47 @@ function createAssembler({ read: readFile, list }) {
   }
 
   // The source line nearest to `expected` whose text is the script's line, else `expected`.
-  function locate(file, expected, text) {
+  locate(file, expected, text) {
     const wanted = text.trim();
     if (!file.startsWith('lua/') || wanted === '' || wanted === '--') {
       return { file, line: expected, exact: false };
     }
     let best;
-    read(file.slice('lua/'.length))
+    this.read(file.slice('lua/'.length))
       .split('\n')
       .forEach((l, i) => {
-        if (
-          l.trim() === wanted &&
-          (best === undefined || Math.abs(i + 1 - expected) < Math.abs(best - expected))
-        )
-          best = i + 1;
+        const closer = best === undefined || Math.abs(i + 1 - expected) < Math.abs(best - expected);
+        if (l.trim() === wanted && closer) best = i + 1;
       });
     return best === undefined
       ? { file, line: expected, exact: false }
       : { file, line: best, exact: true };
   }
+}
 
-  return { kinds, combines, script, lease, leases, sourceLine };
+// How a script binds an algorithm, in place of its `register(…)` line (`match`): alone (locals
+// CHECK, COMMIT, …), mixed (an entry of ALG), and alone in a batch script (with its lone decider,
+// the lines between `--- @batch` and `--- @end batch`, which the others get as blank lines).
+function bindings(file, source, match) {
+  const [line, , check, commit, clear, refund, nargs, lone] = match;
+  const single = source.replace(BATCH_ONLY, (all) => all.replace(/[^\n]+/g, ''));
+  const inBatch = source.replace(BATCH_ONLY, (_, body) => `--\n${body}--\n`);
+  if ((single !== source) !== (lone !== undefined))
+    throw new Error(
+      `${file}: a lone decider is registered and defined under --- @batch, or neither`,
+    );
+  const solo = `local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = ${check}, ${commit}, ${clear}, ${refund}, ${nargs}, nil`;
+  const entry = `ALG['${match[1]}'] = { ${check}, ${commit}, ${clear}, ${refund}, ${nargs} }`;
+  return {
+    solo: part(file, single.replace(line, solo)),
+    mixed: part(file, single.replace(line, entry)),
+    soloBatch: part(file, inBatch.replace(line, lone ? `${solo}; LONE = ${lone}` : solo)),
+  };
+}
+
+/** An assembler over one copy of lua/ (see Assembler). */
+function createAssembler(files) {
+  return new Assembler(files);
 }
 
 function finish(name, algorithms, parts, combined) {
@@ -386,7 +412,7 @@ function fixedScripts(assembler) {
   for (const batch of [false, true]) {
     for (const k of kinds) out.push(assembler.script([k], { batch }));
     out.push(assembler.script(kinds, { batch }));
-    for (const k of kinds.filter(assembler.combines))
+    for (const k of kinds.filter((kind) => assembler.combines(kind)))
       out.push(assembler.script([k], { batch, combined: true }));
   }
   for (const l of assembler.leases()) out.push(assembler.lease(l));
