@@ -3,7 +3,8 @@
 // assembler the store runs) as a readable .lua file to lua/build/ (gitignored), and pins the
 // SHA1 of each as the store sends it (its comments' text removed) in lua/scripts.sha1, which is
 // committed: a Lua change shows there as changed hashes. `--check` fails when lua/scripts.sha1 is
-// stale. `--dist <dir>` also writes the package's copy of lua/ without comments to <dir>.
+// stale. `--dist <dir>` (the package build) writes the package's copy of lua/ without comments
+// to <dir> and lua/build/, and leaves lua/scripts.sha1 as it is.
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -41,14 +42,18 @@ if (process.argv.includes('--check')) {
   process.exit(0);
 }
 
-writeFileSync(pinned, text);
+// The package build (`--dist`) leaves lua/scripts.sha1 alone, so that `--check` after a build
+// still fails on SHA1s nobody committed.
+const distAt = process.argv.indexOf('--dist');
+if (distAt < 0) writeFileSync(pinned, text);
 const build = join(luaDir, 'build');
 rmSync(build, { recursive: true, force: true });
 mkdirSync(build, { recursive: true });
 for (const s of fixedScripts(readable)) writeFileSync(join(build, `${s.name}.lua`), s.source);
-console.log(`wrote lua/scripts.sha1 and lua/build/ (${scripts.length} scripts)`);
+console.log(
+  `wrote ${distAt < 0 ? 'lua/scripts.sha1 and ' : ''}lua/build/ (${scripts.length} scripts)`,
+);
 
-const distAt = process.argv.indexOf('--dist');
 if (distAt > 0) {
   const dist = join(process.cwd(), process.argv[distAt + 1] ?? '');
   for (const dir of ['', 'include', 'leases']) {
