@@ -26,11 +26,27 @@ export type { SourceLine };
 
 let assembler: Assembler | undefined;
 
+/**
+ * The first of these folders that holds lua/'s files: the package's dist/lua/sources, or the
+ * repository's lua/ when the sources run from src/. A bundler that inlined the package leaves
+ * neither beside the code: said at startup, not as a store error on every decision.
+ */
+export function findLuaSources(
+  candidates = [join(__dirname, '../lua/sources'), join(__dirname, '../../../../lua')],
+): string {
+  const found = candidates.find((dir) => existsSync(join(dir, 'include/prelude.lua')));
+  if (found === undefined) {
+    throw new Error(
+      `@floodgate/core cannot find its Lua scripts (looked in ${candidates.join(', ')}): the Redis store reads them from the package's dist/lua/ at run time, so a bundle must keep @floodgate/core as an external dependency`,
+    );
+  }
+  return found;
+}
+
 /** The assembler over the lua/ this copy of the package carries, made on first use. */
 function scripts(): Assembler {
   if (assembler === undefined) {
-    const shipped = join(__dirname, '../lua/sources');
-    const dir = existsSync(shipped) ? shipped : join(__dirname, '../../../../lua');
+    const dir = findLuaSources();
     assembler = createAssembler({
       read: (path) => stripComments(readFileSync(join(dir, path), 'utf8')),
       list: (sub) =>
