@@ -6,6 +6,7 @@
 -- Reply   allowed; remaining = limit - units in the window; reset_after = until the newest
 --         unit leaves; retry_after = until enough of the oldest units leave (-1 when
 --         cost > limit)
+--- @own-key (a sorted set: no entry of the combined key, include/combined.lua, can hold it)
 local function sliding_log_check(key, o, cost)
   local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
   local floor = string.format('(%d', now - window)

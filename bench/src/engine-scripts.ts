@@ -1,5 +1,5 @@
 /**
- * The core's generated scripts, for the sections that run them by hand (callgrind, memory per
+ * The core's assembled scripts, for the sections that run them by hand (callgrind, memory per
  * key). They are engine internals, not part of @floodgate/core's public entry, so the bench
  * loads them from the built package's own files, next to its entry point.
  */
@@ -19,15 +19,13 @@ interface ScriptsModule {
   scriptFor(kinds: Iterable<string>): EngineScript;
   combinedScriptFor(kinds: Iterable<string>): EngineScript;
   batchScriptFor(script: EngineScript): EngineScript;
+  algorithmKinds(): readonly string[];
 }
 interface KeysModule {
   sharesOneKey(policies: readonly Policy[]): boolean;
 }
 interface KeySlotModule {
   crc16Step(crc: number, byte: number): number;
-}
-interface GeneratedModule {
-  ENGINE_SCRIPT: EngineScript;
 }
 
 const dist = dirname(createRequire(import.meta.url).resolve('@floodgate/core'));
@@ -36,11 +34,11 @@ const load = async <T>(file: string) => (await import(pathToFileURL(join(dist, f
 /** The script a limiter with these algorithm kinds runs (core's `scriptFor`). */
 /** Its batch variant (core's `batchScriptFor`), which decides many calls in one EVALSHA. */
 /** The combined variant (core's `combinedScriptFor`): every policy's state in one key. */
-export const { scriptFor, combinedScriptFor, batchScriptFor } =
+export const { scriptFor, combinedScriptFor, batchScriptFor, algorithmKinds } =
   await load<ScriptsModule>('stores/scripts.js');
 /** Whether redisStore keeps these policies in one key per caller (core's `sharesOneKey`). */
 export const { sharesOneKey } = await load<KeysModule>('keys.js');
 /** One byte into a running CRC16, as Redis Cluster hashes keys to slots (core's `crc16Step`). */
 export const { crc16Step } = await load<KeySlotModule>('stores/key-slot.js');
 /** The script that runs every algorithm. */
-export const { ENGINE_SCRIPT } = await load<GeneratedModule>('generated/scripts.js');
+export const ENGINE_SCRIPT = scriptFor(algorithmKinds());

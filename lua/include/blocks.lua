@@ -12,7 +12,7 @@ local function algorithm(o)
 end
 
 -- A batch script makes what follows only when a call of the batch goes through the engine
--- (scripts/generate-lua.mjs: make_engine): a closure, and a local that one captures (an upvalue
+-- (the assembler (packages/core/src/lua/assemble.cjs): make_engine): a closure, and a local that one captures (an upvalue
 -- object), is made on every EVALSHA, and a batch of lone consumes (include/batch.lua) needs none.
 --- @engine-state
 

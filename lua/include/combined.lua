@@ -1,6 +1,6 @@
 -- Floodgate combined layout (DESIGN §5, one key per caller): a limiter of several policies whose
 -- states are all strings keeps them in one key, read with one GET and written with one SET … PX
--- per decision instead of one of each per policy. scripts/lua-combined.mjs makes the combined
+-- per decision instead of one of each per policy. packages/core/src/lua/combined.cjs makes the combined
 -- variant of a script from the same sources: this part comes right after the prelude, the
 -- algorithms' `redis.call(` becomes `CALL(` and the engine hands policy i the number i as its
 -- key, so every algorithm's GET, SET … PX, DEL, INCRBY and DECRBY lands on policy i's entry here.
@@ -32,7 +32,7 @@
 -- (set by the engine, for the ARGV table in COUNTED).
 local ENTRIES, NOW_MS, READ, WRITTEN, POLICIES, FORMAT, COUNTED
 
--- The prelude's ttl_ms as a number: an entry's expiry is a number (scripts/lua-combined.mjs has
+-- The prelude's ttl_ms as a number: an entry's expiry is a number (packages/core/src/lua/combined.cjs has
 -- the algorithms call this one, and count with the cost as a number where they pass ARGV[3]).
 local function ttl_number(us)
   return (us + (-us) % 1000) / 1000 + TTL_PAD

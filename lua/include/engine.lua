@@ -22,7 +22,7 @@
 --            Refund answers like a peek of cost 0 after the refund.
 --
 -- Every algorithm file defines, as local functions, and ends with
--- register(name, check, commit, clear, refund, nargs[, lone]), a line scripts/generate-lua.mjs
+-- register(name, check, commit, clear, refund, nargs[, lone]), a line the assembler (packages/core/src/lua/assemble.cjs)
 -- replaces: a script of one algorithm gets locals CHECK, COMMIT, CLEAR, REFUND, NARGS; a mixed
 -- script a table ALG of name -> { check, commit, clear, refund, nargs } (and CHECK nil).
 -- Nothing else is built per call.
@@ -57,7 +57,7 @@ local function decide_several(n, o, block_key, level)
     nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
     nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }
   VALUES = V
-  -- Two to four policies: written out per count by the generator (scripts/lua-unroll.mjs), with
+  -- Two to four policies: written out per count by the generator (packages/core/src/lua/unroll.cjs), with
   -- each check's values in locals. When every policy admits it commits and replies; when one denies
   -- it leaves V and PLANNED as the loop below would have, and admitted = 0.
   local admitted
@@ -127,7 +127,7 @@ local function decide_several(n, o, block_key, level)
   return reply
 end
 
---- @decide: the per-call part (a batch script's decide(); scripts/lua-unroll.mjs splitEngine)
+--- @decide: the per-call part (a batch script's decide(); packages/core/src/lua/unroll.cjs splitEngine)
 local n = #KEYS - 1
 local block_key = KEYS[n + 1]
 local o = FIRST_ARG

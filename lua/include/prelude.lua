@@ -19,7 +19,7 @@
 -- docs/benchmarks.md), so the common values are compared as strings: MODE stays a string, and
 -- cost '1' and TTL pad '0' are not parsed.
 -- The call's values, set by read_call(): once per script call, and in a batch script
--- (include/batch.lua) once per shape of calls (calls of one shape share their ARGV). scripts/generate-lua.mjs
+-- (include/batch.lua) once per shape of calls (calls of one shape share their ARGV). the assembler (packages/core/src/lua/assemble.cjs)
 -- writes its body inline in a single-call script (a function is a closure made on every call).
 local MODE, now, COST, TTL_PAD, SLACK, FIRST_ARG
 -- Set by the engine for each decision: true when the limiter has one policy and the call

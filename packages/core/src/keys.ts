@@ -4,6 +4,7 @@
  * the tag early nor collide with another key.
  */
 import { createHash } from 'node:crypto';
+import { ALGORITHMS } from './algorithms/index.js';
 import { describeValue, RateLimitArgumentError } from './errors.js';
 import { blockId, type Policy, stateId } from './policy.js';
 
@@ -48,19 +49,14 @@ export function encodeKey(key: unknown): string {
 
 /**
  * Whether redisStore keeps these policies' states in one key per caller: two or more
- * policies whose states are all strings. slidingLog (a sorted set), fixedWindow's per-window
- * keys (limits too large for one integer: layout 0) and fixedWindow with extendWindow (which
- * writes on a denial, layouts 3 and 4) keep a key per policy.
+ * policies whose states are all strings at their base keys, as each algorithm's twin declares
+ * (`sharesKey`: not slidingLog's sorted set, nor fixedWindow's per-window keys or
+ * its extendWindow layouts, which write on a denial).
  */
 export function sharesOneKey(policies: readonly Policy[]): boolean {
   return (
     policies.length > 1 &&
-    policies.every(
-      // fixedWindow layouts 3 and 4 (extendWindow) write on a denial, in their own key.
-      (p) =>
-        p.kind !== 'sliding-log' &&
-        !(p.kind === 'fixed-window' && (p.params[2] === 0 || p.params[2]! >= 3)),
-    )
+    policies.every((p) => ALGORITHMS[p.kind]?.sharesKey?.(p.params) !== false)
   );
 }
 

@@ -1,7 +1,7 @@
 /**
  * The TypeScript twin of a Lua algorithm. `check` is a pure function of the stored state, the
- * time, the cost and the policy's params; it mirrors `check` in lua/<kind>.lua line for line
- * and never mutates `state`. Times are integer microseconds.
+ * time, the cost and the policy's params; it decides as `check` in lua/<kind>.lua does (the
+ * differential test compares them) and never mutates `state`. Times are integer microseconds.
  */
 
 /**
@@ -64,6 +64,13 @@ export interface Algorithm<S = unknown, P extends Params = Params> {
    * missing key means, or undefined when nothing changes (a refund never creates state).
    */
   refund(state: S | undefined, now: number, cost: number, params: P): Refunded<S>;
+  /**
+   * Whether a policy with these params keeps its state as a string at its base key, so that
+   * the Redis store can keep it as an entry of the caller's one key with the limiter's other
+   * policies (lua/include/combined.lua). Absent: always. An algorithm that never does declares
+   * `--- @own-key` in lua/<kind>.lua too (the registry test checks both agree).
+   */
+  sharesKey?(params: P): boolean;
 }
 
 /** What a refund does to a key's state. */

@@ -234,6 +234,9 @@ function windowVerdict(used: number, cost: number, limit: number, windowLeft: nu
 /** Twin of lua/fixed-window.lua. */
 export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams> = {
   kind: 'fixed-window',
+  // Per window key (layout 0), the count is at <base>:<window index>, not at the base key;
+  // extendWindow (layouts 3 and 4) writes on a denial, in a key of its own.
+  sharesKey: ([, , layout]) => layout !== LAYOUT_PER_WINDOW_KEY && layout < LAYOUT_EXTEND_ON_DENIAL,
   check(state, now, cost, params) {
     const [limit, window, layout] = params;
     if (layout >= LAYOUT_FIRST_REQUEST) return checkStarted(state, now, cost, params);

@@ -83,6 +83,8 @@ export type SlidingLogParams = readonly [limit: number, window: number];
 /** Twin of lua/sliding-log.lua. */
 export const slidingLogAlgorithm: Algorithm<SlidingLogState, SlidingLogParams> = {
   kind: 'sliding-log',
+  // A sorted set (lua/sliding-log.lua: `--- @own-key`).
+  sharesKey: () => false,
   check(state, now, cost, [limit, window]) {
     const floor = now - window;
     // Units at or before `floor` have left the window (it is open on the left).

@@ -8,10 +8,11 @@
  * with the calls made meanwhile. Every call keeps its own promise (timeout, breaker and failure
  * policy apply per decision), and a call whose script fails in Redis fails alone.
  */
-import type { GeneratedScript } from '../generated/scripts.js';
+
 import { keySlot } from './key-slot.js';
 import { Channel } from './redis-batch-channel.js';
 import { splitBatchReply } from './redis-reply.js';
+import { type GeneratedScript, withSourceLine } from './scripts.js';
 import {
   NOT_RUN_REPLY,
   notRunError,
@@ -262,7 +263,8 @@ export class Batcher {
           const call = calls[i]!;
           const answer: unknown = answers[i];
           // The batch script answers a call's error as its message (lua/include/batch.lua).
-          if (typeof answer === 'string') fail(call, new Error(answer));
+          if (typeof answer === 'string')
+            fail(call, new Error(withSourceLine(call.batchScript, answer)));
           else resolveWith(call, answer);
         }
       },

@@ -6,13 +6,7 @@
  */
 import { type Clock, readMicros } from '../clock.js';
 import { RateLimitStoreError } from '../errors.js';
-import {
-  LEASE_ACQUIRE_SCRIPT,
-  LEASE_RELEASE_SCRIPT,
-  LEASE_RENEW_SCRIPT,
-  LEASE_RESET_SCRIPT,
-  type LeaseScript,
-} from '../generated/scripts.js';
+import { type GeneratedScript, leaseScript, withSourceLine } from './scripts.js';
 import {
   NOT_RUN_REPLY,
   notRunError,
@@ -46,7 +40,7 @@ export function redisLeases(store: LeaseScriptRunner): StoreLeases {
   const head = (): string[] => ['0', clock ? String(readMicros(clock)) : '', '1', store.ttlSlack];
   /** One script call, decoded, its promise carrying the command's ticket (for the guard). */
   const run = <T>(
-    script: LeaseScript,
+    script: GeneratedScript,
     key: string,
     args: string[],
     decode: (reply: unknown) => T,
@@ -54,7 +48,7 @@ export function redisLeases(store: LeaseScriptRunner): StoreLeases {
     const ticket = new SendTicket();
     const fail = (error: unknown): never => {
       throw new RateLimitStoreError(
-        `${store.client.description} failed running the ${script.name} script: ${(error as Error)?.message ?? error}`,
+        `${store.client.description} failed running the ${script.name} script: ${withSourceLine(script, String((error as Error)?.message ?? error))}`,
         { cause: error },
       );
     };
@@ -71,11 +65,11 @@ export function redisLeases(store: LeaseScriptRunner): StoreLeases {
   return {
     local: false,
     acquire: (key, limit, ttl, id) =>
-      run(LEASE_ACQUIRE_SCRIPT, key, [String(limit), String(ttl), id], decodeAcquire),
-    release: (key, id) => run(LEASE_RELEASE_SCRIPT, key, [id], (reply) => reply === 1),
+      run(leaseScript('acquire'), key, [String(limit), String(ttl), id], decodeAcquire),
+    release: (key, id) => run(leaseScript('release'), key, [id], (reply) => reply === 1),
     renew: (key, ttl, id) =>
-      run(LEASE_RENEW_SCRIPT, key, [String(ttl), id], (reply) => reply === 1),
-    reset: (key) => run(LEASE_RESET_SCRIPT, key, [], () => undefined),
+      run(leaseScript('renew'), key, [String(ttl), id], (reply) => reply === 1),
+    reset: (key) => run(leaseScript('reset'), key, [], () => undefined),
   };
 }
 

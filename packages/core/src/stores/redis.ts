@@ -1,36 +1,24 @@
 /**
- * The Redis store: every decision is decided by a script generated from lua/, which checks
+ * The Redis store: every decision is decided by a script assembled from lua/, which checks
  * every policy of the limiter and then writes all of them or none, atomically, next to the data.
  * Decisions made while an earlier round trip is in flight go out together as one EVALSHA of the
  * script's batch variant (redis-batch.ts); `batch: false` sends one EVALSHA per decision.
  */
-import { ALGORITHMS } from '../algorithms/index.js';
-import { type Clock, readClockOption, readMicros } from '../clock.js';
+import { type Clock, readClockOption } from '../clock.js';
 import type { StoreDecision } from '../decision.js';
-import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
-import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
+import { RateLimitConfigError } from '../errors.js';
 import { sharesOneKey } from '../keys.js';
 import { configError, readOptions } from '../options.js';
-import { lockoutArg, type Policy } from '../policy.js';
-import { Batcher, type Handlers as BatchHandlers, type BatchLimits } from './redis-batch.js';
+import { type Policy } from '../policy.js';
+import { Batcher, type BatchLimits } from './redis-batch.js';
+import { type Handlers, PolicyCalls, size } from './redis-calls.js';
 import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
 import { redisLeases } from './redis-leases.js';
-import { checkMemoryPolicy, isOutOfMemory } from './redis-memory.js';
+import { checkMemoryPolicy } from './redis-memory.js';
 import { REDIS_STORE_OPTION_NAMES, type RedisStoreOptions, readBatch } from './redis-options.js';
-import {
-  decodeDecision,
-  MODE_BLOCK,
-  MODE_CONSUME,
-  MODE_PEEK,
-  MODE_REFUND,
-  MODE_RESERVE,
-  MODE_RESET,
-  MODE_UNBLOCK,
-  NO_DECISION,
-  unpackers,
-} from './redis-reply.js';
+import { MODE_BLOCK, MODE_REFUND, MODE_RESET, MODE_UNBLOCK } from './redis-reply.js';
 import { deleteLimiterKeys } from './reset-all.js';
-import { batchScriptFor, combinedScriptFor, scriptFor } from './scripts.js';
+import { algorithmKinds, combinedScriptFor, type GeneratedScript, scriptFor } from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
 import type { PreparedPolicies, PrepareOptions, Store, StoreLeases } from './store.js';
 
@@ -105,7 +93,7 @@ export class RedisStore implements Store {
 
   prepare(policies: readonly Policy[], options?: PrepareOptions): PreparedPolicies {
     policies.forEach((p, i) => {
-      if (!ENGINE_SCRIPT.algorithms.includes(p.kind)) {
+      if (!algorithmKinds().includes(p.kind)) {
         throw configError(`policies[${i}].kind`, p.kind, 'an algorithm this version knows');
       }
     });
@@ -114,130 +102,48 @@ export class RedisStore implements Store {
     const combined = options?.stateKeys !== 'per-policy' && sharesOneKey(policies);
     const kinds = policies.map((p) => p.kind);
     const script = combined ? combinedScriptFor(kinds) : scriptFor(kinds);
-    // Everything after ARGV[4] never changes for this limiter: encode it once.
-    const policyArgs: string[] = [];
-    for (const p of policies) policyArgs.push(p.kind, ...p.params.map((v) => String(v)));
-    // The last n ARGV: each policy's lockout (lua/include/engine.lua).
-    for (const p of policies) policyArgs.push(lockoutArg(p.lockout));
-    const n = policies.length;
-    // With Redis TIME and cost 1 (nearly every call) the whole ARGV is constant: build it once.
-    const consumeOne = [MODE_CONSUME, '', '1', this.ttlSlack, ...policyArgs];
-    const peekOne = [MODE_PEEK, '', '1', this.ttlSlack, ...policyArgs];
-    // The reply handlers, made once per limiter rather than per call.
-    const client = this.client;
-    const storeError = (error: unknown): RateLimitStoreError =>
-      new RateLimitStoreError(
-        `${client.description} failed running the ${script.name} script: ${(error as Error)?.message ?? error}`,
-        { cause: error, outOfMemory: isOutOfMemory(error) },
-      );
-    const wrap = (error: unknown): Promise<never> => Promise.reject(storeError(error));
-    // One policy whose script packs its reply into one integer: read it with the twin's unpack.
-    const unpack = n === 1 ? ALGORITHMS[policies[0]!.kind]?.unpack : undefined;
-    const params = policies[0]!.params;
-    // Several policies: each one's packed value, where it sends one, read with its unpack.
-    const unpackEach = unpackers(policies);
-    const decodeFor =
-      (cost: number) =>
-      (reply: unknown): StoreDecision => {
-        if (typeof reply === 'number' && unpack !== undefined) {
-          const r = unpack(reply, cost, params);
-          return { admitted: r.allowed, results: [r] };
-        }
-        return decodeDecision(reply, unpackEach, cost);
-      };
-    /**
-     * A full Redis (maxmemory with noeviction) refuses every write but still runs reads: a
-     * charge it refused is asked again as a peek, and a denial stands (an over-limit key stays
-     * limited, whatever the failure policy); only a charge that would have been admitted fails,
-     * for the failure policy to answer (new keys, mostly). One extra round trip, only then.
-     */
-    const recoverFor =
-      (cost: number, peekHandlers: () => Handlers) =>
-      (error: unknown, keys: readonly string[]): Promise<unknown> => {
-        if (!isOutOfMemory(error)) return wrap(error);
-        const args = [MODE_PEEK, this.clock ? String(readMicros(this.clock)) : '', String(cost)];
-        args.push(this.ttlSlack, ...policyArgs);
-        return send(keys, args, peekHandlers(), size(args) + size(keys)).then(
-          (decision) => (decision.admitted ? wrap(error) : decision),
-          () => wrap(error),
-        );
-      };
-    // A decision of several policies comes inline in a batch script's reply (redis-batch.ts).
-    const flat = n > 1 ? n : undefined;
-    const peekOneHandlers: Handlers = { decode: decodeFor(1), wrap, flat };
-    const peekFor = (cost: number): Handlers =>
-      cost === 1 ? peekOneHandlers : { decode: decodeFor(cost), wrap, flat };
-    const chargeFor = (cost: number): Handlers => ({
-      decode: decodeFor(cost),
-      wrap: recoverFor(cost, () => peekFor(cost)),
-      flat,
-    });
-    const costOne = chargeFor(1);
-    const forCost = (cost: number, peek = false): Handlers =>
-      peek ? peekFor(cost) : cost === 1 ? costOne : chargeFor(cost);
-    const asReset: Handlers = { decode: () => NO_DECISION, wrap };
-    const asRead: Handlers = { decode: decodeFor(0), wrap, flat };
-    // One call: batched when batching is on, else its own EVALSHA. `size` counts its argument
-    // characters for the batch bound (constant for the prebuilt arrays).
-    const batcher = this.batcher;
-    const batchScript = batcher && batchScriptFor(script);
-    const policySize = size(policyArgs);
-    const oneSize = size(consumeOne);
-    const send = (
-      keys: readonly string[],
-      args: readonly string[],
-      handlers: Handlers,
-      argsSize: number,
-    ): Promise<StoreDecision> => {
-      if (!this.memoryChecked) this.checkMemory(keys[0] ?? '');
-      if (batcher === undefined) return this.run(script, keys, args, handlers);
-      return batcher.send(
-        script,
-        batchScript!,
-        keys,
-        args,
-        argsSize + size(keys),
-        handlers,
-      ) as Promise<StoreDecision>;
-    };
-    const head = (mode: string, cost: number): string[] => [
-      mode,
-      this.clock ? String(readMicros(this.clock)) : '',
-      String(cost),
-      this.ttlSlack,
-    ];
-    // A call in `mode` whose ARGV[3] is `cost` (a block's length for MODE_BLOCK).
-    const call = (keys: readonly string[], mode: string, cost: number, handlers: Handlers) => {
-      const args = head(mode, cost);
-      return send(keys, [...args, ...policyArgs], handlers, size(args) + policySize);
-    };
+    const calls = new PolicyCalls(this, script, policies);
     return {
       combined,
-      decide: (keys, cost, peek) => {
-        if (cost === 1 && !this.clock) {
-          return peek
-            ? send(keys, peekOne, peekOneHandlers, oneSize)
-            : send(keys, consumeOne, costOne, oneSize);
-        }
-        const args = head(peek ? MODE_PEEK : MODE_CONSUME, cost);
-        return send(keys, [...args, ...policyArgs], forCost(cost, peek), size(args) + policySize);
-      },
-      reserve: (keys, cost, slack) => {
-        const args = [...head(MODE_RESERVE, cost), String(slack)];
-        return send(keys, [...args, ...policyArgs], forCost(cost), size(args) + policySize);
-      },
+      decide: (keys, cost, peek) => calls.decide(keys, cost, peek),
+      reserve: (keys, cost, slack) => calls.reserve(keys, cost, slack),
       reset: async (keys) => {
-        await call(keys, MODE_RESET, 0, asReset);
+        await calls.call(keys, MODE_RESET, 0, calls.handlers.asReset);
       },
-      refund: (keys, cost) => call(keys, MODE_REFUND, cost, asRead),
+      refund: (keys, cost) => calls.call(keys, MODE_REFUND, cost, calls.handlers.asRead),
       block: async (keys, micros) => {
-        await call(keys, MODE_BLOCK, micros, asReset);
+        await calls.call(keys, MODE_BLOCK, micros, calls.handlers.asReset);
       },
       unblock: async (keys) => {
-        await call(keys, MODE_UNBLOCK, 0, asReset);
+        await calls.call(keys, MODE_UNBLOCK, 0, calls.handlers.asReset);
       },
-      resetAll: (head, tails) => deleteLimiterKeys(client, head, tails),
+      resetAll: (head, tails) => deleteLimiterKeys(this.client, head, tails),
     };
+  }
+
+  /**
+   * Sends one call of `script`: batched as `batchScript` when batching is on, else its own
+   * EVALSHA. `argsSize` counts its argument characters for the batch bound.
+   */
+  send(
+    script: GeneratedScript,
+    batchScript: GeneratedScript | undefined,
+    keys: readonly string[],
+    args: readonly string[],
+    handlers: Handlers,
+    argsSize: number,
+  ): Promise<StoreDecision> {
+    if (!this.memoryChecked) this.checkMemory(keys[0] ?? '');
+    const batcher = this.batcher;
+    if (batcher === undefined) return this.run(script, keys, args, handlers);
+    return batcher.send(
+      script,
+      batchScript!,
+      keys,
+      args,
+      argsSize + size(keys),
+      handlers,
+    ) as Promise<StoreDecision>;
   }
 
   /** Set once Redis's maxmemory settings were read (or cannot be: see redis-memory.ts). */
@@ -298,16 +204,4 @@ export class RedisStore implements Store {
       return Promise.reject(error);
     }
   }
-}
-
-/** The batcher's handlers (redis-batch.ts), whose decoding answers a StoreDecision. */
-interface Handlers extends BatchHandlers {
-  decode(reply: unknown): StoreDecision;
-}
-
-/** Characters in `strings` (a batch's size bound counts keys and arguments this way). */
-function size(strings: readonly string[]): number {
-  let n = 0;
-  for (const s of strings) n += s.length + 1;
-  return n;
 }

@@ -1,122 +1,119 @@
 /**
- * Which script runs a limiter's policies: the generated one of their algorithm when they share
- * one, the full engine when they use every algorithm, and otherwise a script made of just the
- * algorithms they use. Every algorithm in a script is set up on each call, so the full engine
- * costs a two-kind limiter ~13 % more Redis work than its own script (docs/benchmarks.md).
+ * Which script runs a limiter's policies, assembled from lua/ the first time a limiter needs it
+ * (lua/assemble.cjs, the same assembler `pnpm generate` runs): the script of their algorithm
+ * when they share one, `engine` when they use every algorithm, and otherwise a script of just the
+ * algorithms they use (every algorithm in a script is set up on each call, so the full engine
+ * costs a two-kind limiter ~13 % more Redis work than its own script: docs/benchmarks.md).
+ *
+ * The package carries lua/ with its comments' text removed (dist/lua/sources); in the repository
+ * the store reads lua/ itself and removes the comments' text as it reads, so both send the same
+ * script under the same SHA1 (pinned in lua/scripts.sha1).
  */
-import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
-  BATCH_SCRIPTS,
-  COMBINED_SCRIPTS,
-  ENGINE_SCRIPT,
-  type GeneratedScript,
-  SCRIPT_PARTS,
-  SCRIPTS,
-} from '../generated/scripts.js';
+  type AssembledScript,
+  type Assembler,
+  createAssembler,
+  fixedScripts as fixedScriptsOf,
+  type SourceLine,
+  stripComments,
+} from '../lua/assemble.cjs';
 
-const composed = new Map<string, GeneratedScript>();
-const composedBatches = new Map<string, GeneratedScript>();
+/** A Redis script assembled from lua/: its exact text and the SHA1 that SCRIPT LOAD returns. */
+export type GeneratedScript = AssembledScript;
+export type { SourceLine };
+
+let assembler: Assembler | undefined;
+
+/**
+ * The first of these folders that holds lua/'s files: the package's dist/lua/sources, or the
+ * repository's lua/ when the sources run from src/. A bundler that inlined the package leaves
+ * neither beside the code: said at startup, not as a store error on every decision.
+ */
+export function findLuaSources(
+  candidates = [join(__dirname, '../lua/sources'), join(__dirname, '../../../../lua')],
+): string {
+  const found = candidates.find((dir) => existsSync(join(dir, 'include/prelude.lua')));
+  if (found === undefined) {
+    throw new Error(
+      `@floodgate/core cannot find its Lua scripts (looked in ${candidates.join(', ')}): the Redis store reads them from the package's dist/lua/ at run time, so a bundle must keep @floodgate/core as an external dependency`,
+    );
+  }
+  return found;
+}
+
+/** The assembler over the lua/ this copy of the package carries, made on first use. */
+function scripts(): Assembler {
+  if (assembler === undefined) {
+    const dir = findLuaSources();
+    assembler = createAssembler({
+      read: (path) => stripComments(readFileSync(join(dir, path), 'utf8')),
+      list: (sub) =>
+        readdirSync(join(dir, sub), { withFileTypes: true })
+          .filter((e) => e.isFile() && e.name.endsWith('.lua'))
+          .map((e) => e.name)
+          .sort(),
+    });
+  }
+  return assembler;
+}
+
+/** Every algorithm kind lua/ holds (one `lua/<kind>.lua` each). */
+export function algorithmKinds(): readonly string[] {
+  return scripts().kinds();
+}
+
+/** Every script lua/scripts.sha1 pins, as this store sends it (assemble.cjs `fixedScripts`). */
+export function fixedScripts(): GeneratedScript[] {
+  return fixedScriptsOf(scripts());
+}
 
 /** The script for these algorithm kinds (any order, repeats allowed); all must be known. */
 export function scriptFor(kinds: Iterable<string>): GeneratedScript {
-  const names = [...new Set(kinds)].sort();
-  if (names.length === 1) return SCRIPTS[names[0]!]!;
-  if (names.length === ENGINE_SCRIPT.algorithms.length) return ENGINE_SCRIPT;
-  const name = names.join('+');
-  let script = composed.get(name);
-  if (script === undefined) {
-    // The same text the generator makes for `engine`, with only these algorithms.
-    const parts = [
-      SCRIPT_PARTS.prelude,
-      ...stepsFor(names),
-      SCRIPT_PARTS.mixedHeader,
-      ...names.map((n) => SCRIPT_PARTS.algorithms[n]!),
-      SCRIPT_PARTS.mixedFooter,
-      SCRIPT_PARTS.blocks,
-      SCRIPT_PARTS.engine,
-    ];
-    script = frozenScript(name, names, parts);
-    composed.set(name, script);
-  }
-  return script;
+  return scripts().script(kinds);
 }
 
 /**
  * The combined variant (lua/include/combined.lua) for these algorithm kinds, for a limiter whose
- * policies keep their states in one key (keys.ts `sharesOneKey`): generated for one kind, made
- * from the same parts for a mix.
+ * policies keep their states in one key (keys.ts `sharesOneKey`).
  */
 export function combinedScriptFor(kinds: Iterable<string>): GeneratedScript {
-  const names = [...new Set(kinds)].sort();
-  if (names.length === 1) return COMBINED_SCRIPTS[names[0]!]!;
-  const name = `${names.join('+')}-combined`;
-  let script = composed.get(name);
-  if (script === undefined) {
-    const c = SCRIPT_PARTS.combined;
-    const parts = [
-      SCRIPT_PARTS.prelude,
-      c.part,
-      ...stepsFor(names, c.steps),
-      SCRIPT_PARTS.mixedHeader,
-      ...names.map((n) => c.algorithms[n]!),
-      SCRIPT_PARTS.mixedFooter,
-      c.blocks,
-      c.engine,
-    ];
-    script = frozenScript(name, names, parts, true);
-    composed.set(name, script);
-  }
-  return script;
+  return scripts().script(kinds, { combined: true });
 }
 
 /** The batch variant of a script `scriptFor` or `combinedScriptFor` answered (lua/include/batch.lua). */
 export function batchScriptFor(script: GeneratedScript): GeneratedScript {
-  const generated = BATCH_SCRIPTS[script.name];
-  if (generated !== undefined) return generated;
-  let batch = composedBatches.get(script.name);
-  if (batch === undefined) {
-    // The same text the generator makes for `engine-batch`, with only these algorithms.
-    const c = script.combined ? SCRIPT_PARTS.combined : undefined;
-    const parts = [
-      SCRIPT_PARTS.batchHeader,
-      SCRIPT_PARTS.batchPrelude,
-      ...(c ? [c.part] : []),
-      ...stepsFor(script.algorithms, c?.steps),
-      SCRIPT_PARTS.mixedHeader,
-      ...script.algorithms.map((n) => (c ?? SCRIPT_PARTS).batchAlgorithms[n]!),
-      SCRIPT_PARTS.mixedFooter,
-      c ? c.blocks : SCRIPT_PARTS.batchBlocks,
-      c ? c.batchEngine : SCRIPT_PARTS.batchEngine,
-      SCRIPT_PARTS.batch,
-    ];
-    batch = frozenScript(`${script.name}-batch`, script.algorithms, parts, script.combined);
-    composedBatches.set(script.name, batch);
-  }
-  return batch;
-}
-
-/** The shared Lua steps (`--- @include`) these algorithms use, each once, in name order. */
-function stepsFor(
-  algorithms: readonly string[],
-  texts: Readonly<Record<string, string>> = SCRIPT_PARTS.steps,
-): string[] {
-  const steps = new Set(algorithms.flatMap((a) => SCRIPT_PARTS.uses[a] ?? []));
-  return [...steps].sort().map((s) => texts[s]!);
-}
-
-function frozenScript(
-  name: string,
-  algorithms: readonly string[],
-  parts: readonly string[],
-  combined?: true,
-): GeneratedScript {
-  const source = `${parts.join('\n\n')}\n`;
-  return Object.freeze({
-    name,
-    sha1: createHash('sha1').update(source).digest('hex'),
-    algorithms,
-    keysPerPolicy: 1 as const,
-    ...(combined ? { combined } : {}),
-    source,
+  return scripts().script(script.algorithms, {
+    batch: true,
+    combined: script.combined === true,
   });
+}
+
+/** A lease script of ConcurrencyLimiter (lua/leases/<name>.lua): acquire, release, renew, reset. */
+export function leaseScript(name: string): GeneratedScript {
+  return scripts().lease(name);
+}
+
+/**
+ * Where line `line` of a script this store sends comes from (the `<line>` of a Redis error's
+ * `user_script:<line>`): its lua/ source file and line.
+ */
+export function scriptSourceLine(script: GeneratedScript, line: number): SourceLine {
+  return scripts().sourceLine(script.source, line);
+}
+
+const USER_SCRIPT = /user_script:(\d+)/;
+// A message already traced (a batch call's error, wrapped again by the store's own).
+const TRACED = /\((?:lua|packages)\/[^()]*:\d+(?:, about)?\)$/;
+
+/**
+ * A Redis error message about `script`, with the lua/ file and line that its `user_script:<line>`
+ * names appended (`… (lua/gcra.lua:23)`); other messages as they are.
+ */
+export function withSourceLine(script: GeneratedScript, message: string): string {
+  const found = USER_SCRIPT.exec(message);
+  if (!found || TRACED.test(message)) return message;
+  const at = scriptSourceLine(script, Number(found[1]));
+  return `${message} (${at.file}:${at.line}${at.exact ? '' : ', about'})`;
 }

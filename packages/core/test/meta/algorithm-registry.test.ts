@@ -7,9 +7,9 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ALGORITHMS, REGISTRY } from '../../src/algorithms/index';
-import { ENGINE_SCRIPT } from '../../src/generated/scripts';
 import * as root from '../../src/index';
-import { ALGORITHM_CASES } from '../conformance/algorithms/index';
+import { combinedScriptFor, scriptFor } from '../../src/stores/scripts';
+import { ALGORITHM_CASES } from '../conformance/algorithms';
 
 const repo = join(__dirname, '../../../..');
 const read = (path: string) => readFileSync(join(repo, path), 'utf8');
@@ -68,7 +68,24 @@ describe('the algorithm registry', () => {
       .filter((file) => file.endsWith('.lua'))
       .map((file) => file.slice(0, -'.lua'.length));
     expect(sorted(lua)).toEqual(kinds);
-    expect(sorted(ENGINE_SCRIPT.algorithms)).toEqual(kinds);
+    const engine = scriptFor(kinds);
+    expect(engine.name).toBe('engine');
+    expect(sorted(engine.algorithms)).toEqual(kinds);
+  });
+
+  it("declares where a kind's state lives once per side: `--- @own-key` in Lua, `sharesKey` in its twin", () => {
+    const declared = (kind: string) => /^--- @own-key\b/m.test(read(`lua/${kind}.lua`));
+    for (const [name, { factory, twin }] of Object.entries(REGISTRY)) {
+      const policy = factory(EXAMPLE_OPTIONS[name]!);
+      const shares = twin.sharesKey?.(policy.params as never) !== false;
+      expect({ kind: twin.kind, ownKey: declared(twin.kind) }).toEqual({
+        kind: twin.kind,
+        ownKey: !shares,
+      });
+      // The store asks the assembler for a combined script only of kinds it can make one of.
+      if (shares) expect(combinedScriptFor([twin.kind]).combined).toBe(true);
+      else expect(() => combinedScriptFor([twin.kind])).toThrow(/no combined layout/);
+    }
   });
 
   it('lists the same kinds as the conformance cases (one <kind>.cases.ts each)', () => {

@@ -7,12 +7,6 @@ import { join } from 'node:path';
 const ROOT = join(__dirname, '../../../..');
 const SCRIPT = join(ROOT, 'scripts/long-functions.mjs');
 
-/**
- * Functions allowed over the limit for now, by `file: name`. RedisStore.prepare is being given
- * named steps together with the rest of redis.ts; once it is, its entry fails the test below.
- */
-const PENDING: readonly string[] = ['packages/core/src/stores/redis.ts: RedisStore.prepare'];
-
 interface LongFunction {
   file: string;
   line: number;
@@ -39,10 +33,7 @@ function functionOf(name: string, lines: number): string {
 
 describe('function length', () => {
   it('no function in the packages runs over 80 lines', () => {
-    const found = longFunctions(ROOT).map((f) => `${f.file}: ${f.name}`);
-    expect(found.filter((f) => !PENDING.includes(f))).toEqual([]);
-    // A pending entry that is no longer long must leave the list.
-    expect(PENDING.filter((p) => !found.includes(p))).toEqual([]);
+    expect(longFunctions(ROOT).map((f) => `${f.file}: ${f.name}`)).toEqual([]);
   });
 
   describe('the script', () => {

@@ -1,25 +1,24 @@
 /**
- * scripts/lua-inline.mjs: a `--- @inline` step is pasted where it is called, with the caller's
+ * packages/core/src/lua/inline.cjs: a `--- @inline` step is pasted where it is called, with the caller's
  * names, and every call it cannot paste without changing what the script decides fails the
  * generator with a message naming the step and the problem.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import {
-  cpSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { BATCH_SCRIPTS, COMBINED_SCRIPTS, SCRIPTS } from '../../src/generated/scripts';
+import { fixedScripts } from '../../src/stores/scripts';
 
 const root = join(__dirname, '../../../..');
-const inlineModule = pathToFileURL(join(root, 'scripts/lua-inline.mjs')).href;
+const { expandInline, takeInline } = require('../../src/lua/inline.cjs') as {
+  takeInline(text: string, file: string): { rest: string; steps: Map<string, unknown> };
+  expandInline(source: string, steps: Map<string, unknown>, file: string): string;
+};
+const all = fixedScripts();
+const batches = all.filter((s) => s.name.endsWith('-batch'));
+const singles = all.filter((s) => !s.name.endsWith('-batch') && !s.name.startsWith('lease-'));
+// The markers around each pasted copy (`-- >>> lua/include/…:<line> (inline step)` … `-- <<<`).
+const MARKERS = /^ *-- (>>> .*|<<<)\n/gm;
 
 // Steps shaped like lua/include/pair.lua, refill.lua and closed.lua, written here so that the
 // cases below do not change when those files do.
@@ -70,32 +69,16 @@ interface Expansion {
   readonly error?: string;
 }
 
-/**
- * Each algorithm source expanded with INCLUDE's steps, or the error the expansion throws. The
- * module is ESM and jest runs tests as CommonJS, so one child `node` does them all.
- */
+/** Each algorithm source expanded with INCLUDE's steps (markers left out), or the error thrown. */
 function expandAll(sources: readonly string[]): Expansion[] {
-  const script = `
-    import { expandInline, takeInline } from ${JSON.stringify(inlineModule)};
-    let input = '';
-    for await (const chunk of process.stdin) input += chunk;
-    const { include, sources } = JSON.parse(input);
-    const results = sources.map((source) => {
-      try {
-        const { rest, steps } = takeInline(include);
-        return { rest, text: expandInline(source, steps, 'alg.lua') };
-      } catch (e) {
-        return { error: e.message };
-      }
-    });
-    process.stdout.write(JSON.stringify(results));
-  `;
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
-    input: JSON.stringify({ include: INCLUDE, sources }),
-    encoding: 'utf8',
-    timeout: 15_000,
+  return sources.map((source) => {
+    try {
+      const { rest, steps } = takeInline(INCLUDE, 'lua/include/test.lua');
+      return { rest, text: expandInline(source, steps, 'alg.lua').replace(MARKERS, '') };
+    } catch (e) {
+      return { error: (e as Error).message };
+    }
   });
-  return JSON.parse(out) as Expansion[];
 }
 
 const fn = (...body: string[]) =>
@@ -249,7 +232,7 @@ describe('the real lua/', () => {
 
   test('no generated script defines or calls an inline step', () => {
     expect(inlineSteps.length).toBeGreaterThan(0);
-    for (const script of [...Object.values(SCRIPTS), ...Object.values(BATCH_SCRIPTS)]) {
+    for (const script of all) {
       for (const step of inlineSteps) {
         const named = new RegExp(`(?<![\\w.:])${step} *\\(`).test(script.source);
         expect({ script: script.name, step, named }).toEqual({
@@ -261,18 +244,17 @@ describe('the real lua/', () => {
     }
   });
 
-  // scripts/lua-unroll.mjs: a single-call script runs once per EVALSHA, so the several-policies
+  // packages/core/src/lua/unroll.cjs: a single-call script runs once per EVALSHA, so the several-policies
   // part is its body inline (a closure would make an upvalue object of every local it captures,
   // ~9 000 instructions per call); a batch script defines it once and calls it per decision.
   test('single-call scripts run decide_several inline; batch scripts define it once', () => {
-    const singles = [...Object.values(SCRIPTS), ...Object.values(COMBINED_SCRIPTS)];
     for (const script of singles) {
       expect({ script: script.name, has: script.source.includes('decide_several') }).toEqual({
         script: script.name,
         has: false,
       });
     }
-    for (const script of Object.values(BATCH_SCRIPTS)) {
+    for (const script of batches) {
       const defined = script.source.match(/local function decide_several\(/g) ?? [];
       expect({ script: script.name, defined: defined.length }).toEqual({
         script: script.name,
@@ -286,7 +268,9 @@ describe('the real lua/', () => {
     try {
       cpSync(join(root, 'lua'), join(dir, 'lua'), { recursive: true });
       cpSync(join(root, 'scripts'), join(dir, 'scripts'), { recursive: true });
-      mkdirSync(join(dir, 'packages/core/src/generated'), { recursive: true });
+      cpSync(join(root, 'packages/core/src/lua'), join(dir, 'packages/core/src/lua'), {
+        recursive: true,
+      });
       const file = join(dir, 'lua/token-bucket.lua');
       const source = readFileSync(file, 'utf8');
       const call = 'units, since = refill(units, since, capacity, rate, now)';

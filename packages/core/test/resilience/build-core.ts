@@ -1,8 +1,9 @@
 /**
  * Compiles packages/core/src to CommonJS in a temporary directory (with swc, as jest does), so
- * forked child processes can run the real core without a TypeScript loader.
+ * forked child processes can run the real core without a TypeScript loader; the .cjs files and
+ * lua/ go where the package build puts them (dist/lua/, dist/lua/sources/).
  */
-import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { transformFileSync } from '@swc/core';
@@ -13,7 +14,7 @@ function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) return sources(path);
-    return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [path] : [];
+    return /\.(ts|cjs)$/.test(entry.name) && !/\.(test|d)\.c?ts$/.test(entry.name) ? [path] : [];
   });
 }
 
@@ -21,7 +22,15 @@ function sources(dir: string): string[] {
 export function buildCoreForChildren(): string {
   const out = mkdtempSync(join(tmpdir(), 'floodgate-core-'));
   writeFileSync(join(out, 'package.json'), '{"type":"commonjs"}');
+  cpSync(join(SRC, '../../../lua'), join(out, 'lua/sources'), {
+    recursive: true,
+    filter: (path) => !path.includes(`${join('lua', 'build')}`),
+  });
   for (const file of sources(SRC)) {
+    if (file.endsWith('.cjs')) {
+      cpSync(file, join(out, relative(SRC, file)));
+      continue;
+    }
     const { code } = transformFileSync(file, {
       jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
       module: { type: 'commonjs' },

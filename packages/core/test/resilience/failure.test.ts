@@ -6,7 +6,6 @@
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { type RedisServerHandle, startRedisServer } from '../../../../test/harness/redis-server.js';
-import { SCRIPTS } from '../../src/generated/scripts.js';
 import {
   type CircuitState,
   type Decision,
@@ -329,7 +328,7 @@ describe('restart and script loss', () => {
     await untilStoreAnswers(limiter);
     const d = await limiter.consume('k');
     expect(d.reason).toBeUndefined();
-    expect(await client.script('EXISTS', SCRIPTS.gcra!.sha1)).toEqual([1]);
+    expect(await client.script('EXISTS', scriptFor(['gcra']).sha1)).toEqual([1]);
     client.disconnect();
   });
 });

@@ -5,7 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { useOwnRedisServer } from '../../../../../test/harness/redis';
-import { BATCH_SCRIPTS, SCRIPTS } from '../../../src/generated/scripts';
+import { fixedScripts } from '../../../src/stores/scripts';
 
 /** One script command as it was handed to the connection. */
 export interface Sent {
@@ -33,7 +33,7 @@ export function ownRedis() {
     for (const c of opened.splice(0)) c.disconnect();
   });
 
-  const scripts = [...Object.values(SCRIPTS), ...Object.values(BATCH_SCRIPTS)];
+  const scripts = fixedScripts();
   const nameOf = (sha1OrSource: string): string =>
     scripts.find((s) => s.sha1 === sha1OrSource || s.source === sha1OrSource)?.name ?? 'other';
 

@@ -1,5 +1,5 @@
 /**
- * The Redis engine on a real server: generated SHA1s match SCRIPT LOAD, NOSCRIPT falls back to
+ * The Redis engine on a real server: pinned SHA1s match SCRIPT LOAD, NOSCRIPT falls back to
  * EVAL, one EVALSHA (and one TIME) per decision whatever the number of policies, every key
  * has a TTL, and Redis errors surface as RateLimitStoreError without unhandled rejections.
  */
@@ -14,12 +14,6 @@ import {
   workerDb,
 } from '../../../../../test/harness/redis';
 import {
-  BATCH_SCRIPTS,
-  ENGINE_SCRIPT,
-  SCRIPT_PARTS,
-  SCRIPTS,
-} from '../../../src/generated/scripts';
-import {
   fixedWindow,
   gcra,
   RateLimiter,
@@ -29,7 +23,13 @@ import {
   tokenBucket,
 } from '../../../src/index';
 import { INJECTED_CLOCK_TTL_SLACK_MS } from '../../../src/stores/redis';
-import { batchScriptFor, scriptFor } from '../../../src/stores/scripts';
+import {
+  algorithmKinds,
+  batchScriptFor,
+  fixedScripts,
+  scriptFor,
+} from '../../../src/stores/scripts';
+import { readPinnedScripts } from '../../lua/pinned';
 import { limiterAt, T0 } from './redis-state';
 
 const testRedis = useTestRedis();
@@ -41,38 +41,40 @@ const allFour = () => [
   gcra({ limit: 3, window: '5s' }),
 ];
 
-test('every generated script loads under its pinned SHA1', async () => {
-  expect(Object.keys(SCRIPTS).sort()).toEqual(
-    expect.arrayContaining(['engine', 'fixed-window', 'gcra', 'sliding-log', 'token-bucket']),
+test('every script lua/scripts.sha1 pins is what the store sends, and loads under that SHA1', async () => {
+  const pinned = readPinnedScripts();
+  expect(pinned.map((p) => p.name)).toEqual(
+    expect.arrayContaining(['engine', 'fixed-window', 'gcra-batch', 'token-bucket-combined']),
   );
-  for (const script of Object.values(SCRIPTS)) {
+  const sent = fixedScripts();
+  expect(sent.map((s) => [s.name, s.sha1])).toEqual(pinned.map((p) => [p.name, p.sha1]));
+  for (const script of sent) {
     expect(await testRedis().script('LOAD', script.source)).toBe(script.sha1);
   }
 });
 
-test('a mixed limiter runs a script of just its algorithms, made exactly as the generator would', async () => {
-  for (const [kind, script] of Object.entries(SCRIPTS)) {
-    if (kind !== 'engine') expect(scriptFor([kind, kind])).toBe(script);
-  }
-  expect(scriptFor(ENGINE_SCRIPT.algorithms)).toBe(ENGINE_SCRIPT);
+test('a mixed limiter runs a script of just its algorithms, from the same assembler', async () => {
+  for (const kind of algorithmKinds()) expect(scriptFor([kind, kind])).toBe(scriptFor([kind]));
+  const engine = scriptFor(algorithmKinds());
+  expect(engine.name).toBe('engine');
   const mixed = scriptFor(['gcra', 'fixed-window', 'gcra']);
   expect(mixed).toBe(scriptFor(['fixed-window', 'gcra']));
+  expect(mixed.name).toBe('fixed-window+gcra');
   expect(mixed.algorithms).toEqual(['fixed-window', 'gcra']);
-  // The parts rebuild the generated engine, so a subset is made by the same recipe: the shared
-  // steps its algorithms include (`--- @include`), each once, then the algorithms.
-  const steps = (names: readonly string[]) =>
-    [...new Set(names.flatMap((n) => SCRIPT_PARTS.uses[n] ?? []))]
-      .sort()
-      .map((s) => SCRIPT_PARTS.steps[s]);
-  const make = (names: readonly string[]) =>
-    `${[SCRIPT_PARTS.prelude, ...steps(names), SCRIPT_PARTS.mixedHeader, ...names.map((n) => SCRIPT_PARTS.algorithms[n]), SCRIPT_PARTS.mixedFooter, SCRIPT_PARTS.blocks, SCRIPT_PARTS.engine].join('\n\n')}\n`;
-  expect(make(ENGINE_SCRIPT.algorithms)).toBe(ENGINE_SCRIPT.source);
-  expect(mixed.source).toBe(make(['fixed-window', 'gcra']));
+  // Its parts are the prelude, its algorithms' files (no other), the block steps and the engine.
+  const parts = mixed.source.match(/^-- >>> \S+$/gm);
+  expect(parts).toEqual([
+    '-- >>> lua/include/prelude.lua',
+    '-- >>> packages/core/src/lua/assemble.cjs',
+    '-- >>> lua/fixed-window.lua',
+    '-- >>> lua/gcra.lua',
+    '-- >>> packages/core/src/lua/assemble.cjs',
+    '-- >>> lua/include/blocks.lua',
+    '-- >>> lua/include/engine.lua',
+  ]);
   expect(await testRedis().script('LOAD', mixed.source)).toBe(mixed.sha1);
   // Two algorithms that share steps: each step is defined once.
   const sharing = scriptFor(['smooth-bursty', 'token-bucket']);
-  expect(SCRIPT_PARTS.uses['token-bucket']).toEqual(['pair']);
-  expect(sharing.source).toBe(make(['smooth-bursty', 'token-bucket']));
   expect(sharing.source.split('local function set_pair(').length).toBe(2);
   // Inline steps (`--- @inline`) are written out where they are called, and defined nowhere.
   expect(sharing.source).not.toMatch(
@@ -89,24 +91,19 @@ test('a mixed limiter runs a script of just its algorithms, made exactly as the 
   expect(decisions).toEqual([true, true, false]);
 });
 
-test("a mixed limiter's batch script is made from the parts exactly as the generator makes engine-batch", async () => {
-  const steps = (names: readonly string[]) =>
-    [...new Set(names.flatMap((n) => SCRIPT_PARTS.uses[n] ?? []))]
-      .sort()
-      .map((s) => SCRIPT_PARTS.steps[s]);
-  const make = (names: readonly string[]) =>
-    `${[SCRIPT_PARTS.batchHeader, SCRIPT_PARTS.batchPrelude, ...steps(names), SCRIPT_PARTS.mixedHeader, ...names.map((n) => SCRIPT_PARTS.batchAlgorithms[n]), SCRIPT_PARTS.mixedFooter, SCRIPT_PARTS.batchBlocks, SCRIPT_PARTS.batchEngine, SCRIPT_PARTS.batch].join('\n\n')}\n`;
-  expect(make(ENGINE_SCRIPT.algorithms)).toBe(BATCH_SCRIPTS.engine!.source);
+test("a mixed limiter's batch script makes the engine when a call needs it", async () => {
   const mixed = batchScriptFor(scriptFor(['gcra', 'fixed-window']));
-  expect(mixed.source).toBe(make(['fixed-window', 'gcra']));
+  expect(mixed.name).toBe('fixed-window+gcra-batch');
   expect(await testRedis().script('LOAD', mixed.source)).toBe(mixed.sha1);
   // The engine's state is made when a call needs it (make_engine), not by every batch.
-  expect(SCRIPT_PARTS.batchBlocks).not.toMatch(/local VALUES|local function block_steps/);
-  expect(SCRIPT_PARTS.batchEngine).toMatch(/local function make_engine\(\)\n(.*\n)*local VALUES/);
+  const [beforeEngine] = mixed.source.split('local function make_engine()');
+  expect(beforeEngine).not.toMatch(/local VALUES|local function block_steps/);
+  expect(mixed.source).toMatch(/local function make_engine\(\)\n(.*\n)*local VALUES/);
   // Only a one-algorithm batch script keeps an algorithm's lone decider (`--- @batch`).
-  expect(mixed.source).not.toMatch(/fixed_window_lone|^LONE = /m);
-  expect(BATCH_SCRIPTS['fixed-window']!.source).toMatch(/^LONE = fixed_window_lone$/m);
-  expect(SCRIPTS['fixed-window']!.source).not.toMatch(/fixed_window_lone|\bLONE\b/);
+  expect(mixed.source).not.toMatch(/fixed_window_lone|; LONE = /);
+  const fixedWindowBatch = batchScriptFor(scriptFor(['fixed-window']));
+  expect(fixedWindowBatch.source).toMatch(/; LONE = fixed_window_lone$/m);
+  expect(scriptFor(['fixed-window']).source).not.toMatch(/fixed_window_lone|\bLONE\b/);
 });
 
 // The script cache and the command counters are server-wide, and other jest workers share the
@@ -130,9 +127,9 @@ describe('on a server of its own: script cache and round trips', () => {
       store: redisStore({ client }),
       policies: gcra({ limit: 2, window: '1s' }),
     });
-    expect(await client.script('EXISTS', SCRIPTS.gcra!.sha1)).toEqual([0]);
+    expect(await client.script('EXISTS', scriptFor(['gcra']).sha1)).toEqual([0]);
     expect((await limiter.consume('k')).allowed).toBe(true);
-    expect(await client.script('EXISTS', SCRIPTS.gcra!.sha1)).toEqual([1]);
+    expect(await client.script('EXISTS', scriptFor(['gcra']).sha1)).toEqual([1]);
     await client.script('FLUSH');
     const d = await limiter.consume('k');
     expect(d).toMatchObject({ allowed: true, remaining: 0 });

@@ -1,11 +1,11 @@
-// The combined variant of a multi-policy script for scripts/generate-lua.mjs (DESIGN §5, one key
+// The combined variant of a multi-policy script for src/lua/assemble.cjs (DESIGN §5, one key
 // per caller; lua/include/combined.lua says how it stores the states). It is made from the same
 // sources as the ordinary script: the algorithms' and block steps' `redis.call(` on a policy's key
 // becomes `CALL(` on that policy's entry in the one state key, and the engine passes policy i the
 // number i as its key. Each rewrite must apply, so a change to the engine or an algorithm that a
 // rewrite no longer fits fails in the generator, not in Redis.
 
-import { batchReply, singleEngine, splitEngine, unrollEngine } from './lua-unroll.mjs';
+const { batchReply, singleEngine, splitEngine, unrollEngine } = require('./unroll.cjs');
 
 // Integer states go to the entry as numbers (no string.format to write them, no tonumber() to
 // read them back: include/combined.lua stores numbers as numbers).
@@ -50,14 +50,13 @@ local n = POLICIES
 local block_key = KEYS[2]`;
 // The engine's header documents the per-policy KEYS: the combined variant says what it changes.
 const ENGINE_HEADER = /^(?:--.*\n)+/;
-// Algorithms whose state is not a string keep a key of their own: never combined.
-const NOT_COMBINED = new Set(['sliding-log']);
 
 /**
- * The combined variant's parts, made from include/engine.lua, blocks.lua and combined.lua: its
- * scripts (`scripts`) and the parts stores/scripts.ts composes mixed ones from (`partsText`).
+ * The combined variant's parts, made from include/engine.lua, blocks.lua and combined.lua, for
+ * assemble.cjs: `toCall` rewrites an algorithm or step for it, `part` leads the script, `blocks`
+ * and `engine` (or `batchEngine`) end it.
  */
-export function combinedVariant(engine, blocks, part) {
+function combinedVariant(engine, blocks, part) {
   const combinedEngineText = rewrite(
     engine.replace(
       ENGINE_HEADER,
@@ -91,8 +90,13 @@ export function combinedVariant(engine, blocks, part) {
   // The engine runs in decide(), whose state is written back once the decision is made (an error
   // writes nothing); a batch script calls decide() per call (include/batch.lua).
   // defined: what comes before decide_policies; body: its body.
-  const decideText = (defined, body) => `${defined}local function decide_policies()
+  const ENGINE = '-- >>> lua/include/engine.lua';
+  const SELF = '-- >>> packages/core/src/lua/combined.cjs';
+  const decideText = (defined, body) => `${defined}${SELF}
+local function decide_policies()
+${ENGINE}
 ${body}
+${SELF}
 end
 
 local function decide()
@@ -101,84 +105,22 @@ local function decide()
   write_state()
   return reply
 end`;
-  // A single script's: decide_several's body inline (scripts/lua-unroll.mjs singleEngine).
+  // A single script's: decide_several's body inline (src/lua/unroll.cjs singleEngine).
   const COMBINED_ENGINE = `${decideText('', singleEngine(combinedEngine))}\n\nreturn decide()`;
-  // A batch script's: its decisions' replies go into the batch's own (scripts/lua-unroll.mjs).
+  // A batch script's: its decisions' replies go into the batch's own (src/lua/unroll.cjs).
   // include/batch.lua asks make_engine() for decide when it has none: here it has.
   const COMBINED_DECIDE = `${decideText(
-    `${batchReply(combinedEngine.defined)}\n\n`,
+    `${ENGINE}\n${batchReply(combinedEngine.defined)}\n\n`,
     combinedEngine.perCall,
   )}\n\nlocal function make_engine() return decide end`;
 
-  /**
-   * One combined script per one-algorithm body whose state is a string (for limiters of several
-   * policies of that algorithm), and its batch variant, made as the generator makes the others.
-   */
-  function scripts(bodies, { join2, prelude, batchPrelude, batchHeader, batch, forBatch }) {
-    const combinedBodies = bodies
-      .filter((b) => b.name !== 'engine' && !NOT_COMBINED.has(b.name))
-      .map((b) => ({ ...b, name: `${b.name}-combined`, parts: b.parts.map(toCall) }));
-    const single = combinedBodies.map((b) => ({
-      name: b.name,
-      algorithms: b.algorithms,
-      combined: true,
-      source: join2([prelude, part, ...b.parts, combinedBlocks, COMBINED_ENGINE]),
-    }));
-    const batched = combinedBodies.map((b) => ({
-      name: `${b.name}-batch`,
-      algorithms: b.algorithms,
-      combined: true,
-      source: join2([
-        batchHeader,
-        batchPrelude,
-        part,
-        ...b.parts.map(forBatch),
-        combinedBlocks,
-        COMBINED_DECIDE,
-        batch,
-      ]),
-    }));
-    return { bodies: combinedBodies, scripts: [...single, ...batched] };
-  }
-
-  /** SCRIPT_PARTS.combined in the generated file: what a mixed combined script is made of. */
-  function partsText(algorithms, includes, forBatch) {
-    const kept = algorithms.filter((a) => !NOT_COMBINED.has(a.name));
-    const entries = (list, indent) =>
-      list.map(([k, v]) => `${indent}${JSON.stringify(k)}: ${JSON.stringify(v)},`).join('\n');
-    return `  /**
-   * A mixed combined script (lua/include/combined.lua): prelude, part, the steps and algorithms
-   * of \`combined\` between mixedHeader and mixedFooter, blocks, engine; its batch variant:
-   * batchHeader, batchPrelude, part, the steps, mixedHeader, batchAlgorithms, mixedFooter,
-   * blocks, batchEngine, batch.
-   */
-  combined: {
-    part: ${JSON.stringify(part)},
-    blocks: ${JSON.stringify(combinedBlocks)},
-    engine: ${JSON.stringify(COMBINED_ENGINE)},
-    batchEngine: ${JSON.stringify(COMBINED_DECIDE)},
-    algorithms: {
-${entries(
-  kept.map((a) => [a.name, toCall(a.mixed)]),
-  '      ',
-)}
-    } as Readonly<Record<string, string>>,
-    batchAlgorithms: {
-${entries(
-  kept.map((a) => [a.name, forBatch(toCall(a.mixed))]),
-  '      ',
-)}
-    } as Readonly<Record<string, string>>,
-    steps: {
-${entries(
-  Object.keys(includes)
-    .sort()
-    .map((i) => [i, toCall(includes[i])]),
-  '      ',
-)}
-    } as Readonly<Record<string, string>>,
-  },`;
-  }
-
-  return { scripts, partsText };
+  return {
+    toCall,
+    part,
+    blocks: combinedBlocks,
+    engine: COMBINED_ENGINE,
+    batchEngine: COMBINED_DECIDE,
+  };
 }
+
+module.exports = { combinedVariant };

@@ -1,9 +1,9 @@
-// The variants of lua/include/engine.lua that scripts/generate-lua.mjs and lua-combined.mjs
+// The variants of lua/include/engine.lua that src/lua/assemble.cjs and lua-combined.mjs
 // put in scripts: splitEngine cuts it into what a batch script defines once and its per-call
 // part; singleEngine pastes the several-policies part back inline for a single-call script;
 // batchReply has a batch script's decisions of several policies answer into the batch's reply;
 // and, below, the engine's path for limiters of two to four policies, written out once per
-// policy count by scripts/generate-lua.mjs where lua/include/engine.lua says `--- @unrolled` (and its state
+// policy count by src/lua/assemble.cjs where lua/include/engine.lua says `--- @unrolled` (and its state
 // where include/blocks.lua says `--- @unrolled-state`). It decides as the engine's loop does, but
 // keeps each check's values in locals: the loop stores ten values per policy in the table V and
 // reads them back, and for a 3-policy limiter that table work was a fifth of what Redis spent on
@@ -11,11 +11,13 @@
 // commits and replies itself; when one denies it hands the values to the loop's V and the
 // engine goes on from there (lockouts, describing the other keys as they stand), so denials keep
 // one code path. `key(i)` is how policy i's key is written: `KEYS[i]`, or `i` in the combined
-// variant (scripts/lua-combined.mjs).
+// variant (src/lua/combined.cjs).
 
 /** The counts written out: more policies go through the engine's loop. */
-export const UNROLLED_COUNTS = [2, 3, 4];
+const UNROLLED_COUNTS = [2, 3, 4];
 const STATE_MARK = '--- @unrolled-state';
+// How this file names itself in the markers around the text it writes (assemble.cjs).
+const SELF = 'packages/core/src/lua/unroll.cjs';
 const PATH_MARK = '--- @unrolled';
 const FIELDS = ['a', 'r', 's', 't', 'd', 'p', 'x', 'y', 'z', 'w'];
 
@@ -26,9 +28,10 @@ const list = (n, f) => range(n).map(f).join(', ');
 function stateText() {
   const max = Math.max(...UNROLLED_COUNTS);
   return [
-    "-- The engine for two to four policies (scripts/lua-unroll.mjs): each policy i's check Ci,",
-    '-- commit Mi and ARGV offset Oi, planned once per ARGV table (UNROLLED).',
+    `-- >>> ${SELF} (the state of the paths for two to four policies)`,
+    "-- Each policy i's check Ci, commit Mi and ARGV offset Oi, planned once per ARGV table.",
     `local ${list(max, (i) => `C${i}`)}, ${list(max, (i) => `M${i}`)}, ${list(max, (i) => `O${i}`)}, UNROLLED`,
+    '-- <<<',
   ].join('\n');
 }
 
@@ -91,12 +94,16 @@ function pathFor(n, key) {
  * `engine` (include/engine.lua's text, or its combined rewrite) with its `--- @unrolled` line
  * replaced by the written-out paths, policy i's key written as `key(i)`.
  */
-export function unrollEngine(engine, key) {
+function unrollEngine(engine, key) {
   const mark = /^( *)--- @unrolled$/m;
   const found = mark.exec(engine);
   if (!found) throw new Error(`lua/include/engine.lua no longer holds a \`${PATH_MARK}\` line`);
   const indent = found[1];
-  const paths = UNROLLED_COUNTS.map((n) => pathFor(n, key))
+  const paths = [
+    `-- >>> ${SELF} (the paths for two to four policies, written out)`,
+    ...UNROLLED_COUNTS.map((n) => pathFor(n, key)),
+    '-- <<<',
+  ]
     .join('\n')
     .replace(/^/gm, indent);
   return engine.replace(mark, () => paths);
@@ -106,7 +113,7 @@ export function unrollEngine(engine, key) {
  * include/engine.lua's two parts, at its `--- @decide` line: what is defined once per script call
  * (decide_several), and the per-call part, which a batch script wraps in its decide().
  */
-export function splitEngine(engine) {
+function splitEngine(engine) {
   const mark = /^--- @decide\b.*\n/m;
   const found = mark.exec(engine);
   if (!found) throw new Error('lua/include/engine.lua no longer holds a `--- @decide` line');
@@ -117,7 +124,7 @@ export function splitEngine(engine) {
 }
 
 /** `blocks` (include/blocks.lua's text) with its `--- @unrolled-state` line replaced. */
-export function unrollState(blocks) {
+function unrollState(blocks) {
   if (!blocks.includes(`\n${STATE_MARK}\n`) && !blocks.endsWith(`\n${STATE_MARK}`)) {
     throw new Error(`lua/include/blocks.lua no longer holds a \`${STATE_MARK}\` line`);
   }
@@ -135,13 +142,13 @@ const REPLY_END = /^( *)reply\[h\] = ([^\n]+)\n\1return reply$/gm;
  * instructions (callgrind, docs/benchmarks.md "Three policies"); the Node side reads the flat
  * reply back (stores/redis-batch.ts).
  */
-export function batchReply(engine) {
+function batchReply(engine) {
   const starts = engine.match(REPLY_START)?.length ?? 0;
   const ends = engine.match(REPLY_END)?.length ?? 0;
   const expected = UNROLLED_COUNTS.length + 1;
   if (starts !== expected || ends !== expected) {
     throw new Error(
-      `the engine should start and end ${expected} reply tables (found ${starts} and ${ends}): lua/include/engine.lua or scripts/lua-unroll.mjs changed`,
+      `the engine should start and end ${expected} reply tables (found ${starts} and ${ends}): lua/include/engine.lua or src/lua/unroll.cjs changed`,
     );
   }
   return engine
@@ -155,7 +162,7 @@ export function batchReply(engine) {
  * the closure would cost every call: each local it captures becomes an upvalue object (~9 000
  * instructions per one-policy call with decide_several's ~30, `pnpm bench` run 6).
  */
-export function singleEngine({ defined, perCall }) {
+function singleEngine({ defined, perCall }) {
   const fn =
     /^((?:--.*\n)*)local function decide_several\(n, o, block_key, level\)\n([\s\S]*)\nend$/m;
   const found = fn.exec(defined);
@@ -168,3 +175,12 @@ export function singleEngine({ defined, perCall }) {
   const body = found[2].replace(/^ {2}/gm, '');
   return `${defined.slice(0, found.index)}${perCall.slice(0, -call.length)}${body}`;
 }
+
+module.exports = {
+  UNROLLED_COUNTS,
+  unrollEngine,
+  splitEngine,
+  unrollState,
+  batchReply,
+  singleEngine,
+};

@@ -1,4 +1,4 @@
-// Inline steps for scripts/generate-lua.mjs. A `local function` in lua/include/<name>.lua whose
+// Inline steps for src/lua/assemble.cjs. A `local function` in lua/include/<name>.lua whose
 // comment ends with the line `--- @inline` is written out where an algorithm calls it, with the
 // call's arguments in place of its parameters, and defined nowhere: a script body runs on every
 // EVALSHA, so a `local function` costs Redis a closure on every call (~400 instructions and
@@ -21,10 +21,15 @@ const names = (list) =>
     .map((s) => s.trim())
     .filter(Boolean);
 
-/** The include's text without its inline steps, and those steps by name. */
-export function takeInline(text) {
+/**
+ * The include's text without its inline steps, and those steps by name; `file` (e.g.
+ * `lua/include/refill.lua`) is named by the marker that opens each pasted copy.
+ */
+function takeInline(text, file) {
   const steps = new Map();
-  const rest = text.replace(MACRO, (_, name, params, body) => {
+  const rest = text.replace(MACRO, (all, name, params, body, offset) => {
+    const header = offset + all.indexOf(`local function ${name}(`);
+    const line = text.slice(0, header).split('\n').length + 1;
     const lines = body
       .trimEnd()
       .split('\n')
@@ -40,7 +45,7 @@ export function takeInline(text) {
       .join('\n')
       .matchAll(/(?:^|\bthen\s|\belse\s|\bdo\s)\s*(\w+(?:\s*,\s*\w+)*)\s*=(?!=)/gm))
       for (const n of names(m[1])) assigned.add(n);
-    steps.set(name, { name, params: names(params), lines, locals, assigned });
+    steps.set(name, { name, params: names(params), lines, locals, assigned, file, line });
     return '';
   });
   return { rest: rest.replace(/\n{3,}/g, '\n\n').trim(), steps };
@@ -56,8 +61,11 @@ function substitute(line, map) {
     .join('');
 }
 
-/** `source` (an algorithm file) with every call of these inline steps written out in place. */
-export function expandInline(source, steps, file) {
+/**
+ * `source` (an algorithm file) with every call of these inline steps written out in place, each
+ * copy between `-- >>> <its file>:<line>` and `-- <<<` (so an error's line leads to the step).
+ */
+function expandInline(source, steps, file) {
   let text = source;
   for (const step of steps.values()) {
     const fail = (why) => {
@@ -89,6 +97,7 @@ export function expandInline(source, steps, file) {
       }
       if (step.locals.size > 0) body = ['do', ...body.map((l) => `  ${l}`), 'end'];
       if (local) body.unshift(`local ${targets.join(', ')}`);
+      body = [`-- >>> ${step.file}:${step.line} (inline ${step.name})`, ...body, '-- <<<'];
       return body.map((l) => `${indent}${l}`).join('\n');
     });
     if (new RegExp(`(?<![.:\\w])${step.name}\\b`).test(text.replace(/--.*$/gm, '')))
@@ -96,3 +105,5 @@ export function expandInline(source, steps, file) {
   }
   return text;
 }
+
+module.exports = { takeInline, expandInline };

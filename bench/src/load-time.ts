@@ -1,0 +1,74 @@
+/**
+ * `pnpm --filter @floodgate/bench run load-time`: how long `require` takes, in a fresh Node
+ * process each time, for @floodgate/core (its Redis store, a limiter made and its first script
+ * assembled) against express-rate-limit + rate-limit-redis, side by side in alternating rounds,
+ * and the size of core's packed tarball. Prints a markdown table with the medians and the ratio.
+ * FLOODGATE_CORE_BEFORE=<another build's dist/index.js> times that build in the same rounds.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
+const require = createRequire(import.meta.url);
+const resolved = (name: string) => JSON.stringify(require.resolve(name));
+
+/** Each subject: the code a fresh process times (ms from before its first require to after). */
+const subjects: Record<string, string> = {
+  '@floodgate/core (require)': `require(${resolved('@floodgate/core')});`,
+  '@floodgate/core (require, then its fixedWindow script and batch script assembled)': `
+    require(${resolved('@floodgate/core')});
+    const s = require(${JSON.stringify(join(dirname(require.resolve('@floodgate/core')), 'stores/scripts.js'))});
+    s.batchScriptFor(s.scriptFor(['fixed-window']));`,
+  'express-rate-limit + rate-limit-redis (require)': `require(${resolved('express-rate-limit')}); require(${resolved('rate-limit-redis')});`,
+};
+
+// Another build of core to compare in the same rounds (e.g. an older commit's dist/index.js).
+const before = process.env.FLOODGATE_CORE_BEFORE;
+if (before)
+  subjects[`@floodgate/core (require) from ${before}`] = `require(${JSON.stringify(before)});`;
+
+function timeOnce(code: string): number {
+  const script = `const t = performance.now(); ${code}; process.stdout.write(String(performance.now() - t)); process.exit(0);`;
+  return Number(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }));
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+};
+
+const samples = new Map<string, number[]>(Object.keys(subjects).map((k) => [k, []]));
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [name, code] of Object.entries(subjects)) samples.get(name)!.push(timeOnce(code));
+}
+const peers = median(samples.get('express-rate-limit + rate-limit-redis (require)')!);
+const lines = [
+  '| subject | median ms | × express-rate-limit + rate-limit-redis |',
+  '|---|---|---|',
+];
+for (const [name, xs] of samples) {
+  const m = median(xs);
+  lines.push(`| ${name} | ${m.toFixed(1)} | ${(m / peers).toFixed(2)}× |`);
+}
+
+// The packed tarball of core, as npm would publish it: packed and unpacked bytes.
+const coreDir = dirname(require.resolve('@floodgate/core/package.json'));
+const out = mkdtempSync(join(tmpdir(), 'floodgate-pack-'));
+try {
+  const json = execFileSync('npm', ['pack', '--json', '--pack-destination', out], {
+    cwd: coreDir,
+    encoding: 'utf8',
+  });
+  const [info] = JSON.parse(json) as { size: number; unpackedSize: number }[];
+  const file = readdirSync(out)[0]!;
+  lines.push(
+    '',
+    `@floodgate/core tarball: ${(statSync(join(out, file)).size / 1024).toFixed(0)} KB packed, ${(info!.unpackedSize / 1024).toFixed(0)} KB unpacked`,
+  );
+} finally {
+  rmSync(out, { recursive: true, force: true });
+}
+process.stdout.write(`${lines.join('\n')}\n`);
