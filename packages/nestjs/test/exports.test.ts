@@ -7,6 +7,7 @@ import * as entry from '../src/index.js';
 const VALUES = [
   'DECISION_PROPERTY',
   'FORBIDDEN',
+  'LoadShedderGuard',
   'RATE_LIMIT_CONFIG',
   'RATE_LIMIT_OPTIONS',
   'RateLimit',
@@ -20,12 +21,15 @@ const VALUES = [
   'RateLimitModule',
   'RateLimitService',
   'RateLimitStore',
+  'ServiceOverloadedException',
   'SkipRateLimit',
   'TOO_MANY_REQUESTS',
   'connectionKey',
+  'loadShedder',
 ];
 
 const TYPES = [
+  'LoadShedderOptions',
   'RateLimitAccessList',
   'RateLimitBody',
   'RateLimitCost',
