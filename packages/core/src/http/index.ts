@@ -8,6 +8,8 @@
 
 // Every code Floodgate reports links to its README Troubleshooting entry.
 export { emitWarning, helpUrl } from '../errors.js';
+// The one guarded way to call user hooks (wrappers such as @floodgate/opentelemetry use it).
+export { HookCaller } from '../hook-caller.js';
 // Option parsing for adapters: one error shape (field, value, stable code) everywhere, and
 // the core's readers reporting fields under the adapter's own names (readAs).
 export {
