@@ -13,10 +13,13 @@ import type { Diagnostics } from './diagnostics.js';
 const serials = new WeakMap<object, number>();
 let nextSerial = 0;
 
-/** The object whose state a store reads: a Redis store's client, else the store itself. */
+/**
+ * The object whose state a store reads: the connection it was given (a Redis store's client,
+ * shared by every `redisStore({ client })` on that client), else the store itself.
+ */
 function stateOwner(store: object): object {
-  const client = (store as { client?: unknown }).client;
-  return client !== null && typeof client === 'object' ? client : store;
+  const connection = (store as { connection?: unknown }).connection;
+  return connection !== null && typeof connection === 'object' ? connection : store;
 }
 
 /** `<store serial>|<prefix>|<sorted policy ids>`: equal for limiters that share state. */
