@@ -11,7 +11,12 @@ import type { ConcurrencyLimiter } from '../concurrency-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
 import { configError, optionNames } from '../options.js';
 import { createRateLimiter, type RateLimiter } from '../rate-limiter.js';
-import { RATE_LIMITER_OPTION_NAMES, type RateLimiterOptions } from '../rate-limiter-options.js';
+import {
+  DEFAULT_PREFIX,
+  RATE_LIMITER_OPTION_NAMES,
+  type RateLimiterOptions,
+  readPrefix,
+} from '../rate-limiter-options.js';
 import { memoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
 import {
@@ -20,7 +25,7 @@ import {
   type AccessOptions,
   parseAccessOptions,
 } from './access-list.js';
-import { budgetOf, FirstRequestWatch, noteBudget } from './budget.js';
+import { budgetOf, FirstRequestWatch, noteBudget, noteLeaseBudget } from './budget.js';
 import { type HttpConcurrencyOptions, parseConcurrencyOption } from './concurrency.js';
 import { type CountOption, CountWarning, parseCountOption } from './count.js';
 import {
@@ -218,18 +223,23 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = Server
     }
     cost = o.cost;
   }
+  // A concurrency-only middleware's `prefix` names its slots' keys.
+  const prefix =
+    limiter?.prefix ??
+    readPrefix(limiterOptions.prefix ?? setOptions?.prefix ?? DEFAULT_PREFIX, where);
   const concurrency = parseConcurrencyOption(
     o.concurrency,
     `${where}.concurrency`,
     () => limiter?.store ?? store ?? (limiterOptions.store as Store | undefined) ?? memoryStore(),
     limiterOptions,
+    prefix,
   );
   if (
     limiter === undefined &&
     setOptions === undefined &&
-    Object.keys(limiterOptions).some((n) => n !== 'store')
+    Object.keys(limiterOptions).some((n) => n !== 'store' && n !== 'prefix')
   ) {
-    const name = Object.keys(limiterOptions).find((n) => n !== 'store')!;
+    const name = Object.keys(limiterOptions).find((n) => n !== 'store' && n !== 'prefix')!;
     throw configError(
       `${where}.${name}`,
       limiterOptions[name],
@@ -238,6 +248,7 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = Server
   }
   const keys = parseKeyOptions<Req>(o, where);
   if (limiter !== undefined) noteBudget(keys.diagnostics, limiter, where);
+  if (concurrency !== undefined) noteLeaseBudget(keys.diagnostics, concurrency, where);
   return {
     ...keys,
     ...parseAccessOptions<Req>(o, where),
