@@ -77,6 +77,8 @@ interface IoredisLike extends IoredisClient {
 }
 interface NodeRedisLike extends NodeRedisClient {
   sendCommand: Fn;
+  /** false before `connect()` and after `quit()`/`close()` (a node-redis client, not a cluster). */
+  isOpen?: boolean;
   masters?: unknown;
   /** Only a node-redis `createSentinel()` client has it. */
   getSentinelNode?: unknown;
@@ -113,6 +115,7 @@ export function clientKind(value: unknown): string | undefined {
 export function toScriptClient(client: unknown, field = 'redisStore.client'): ScriptClient {
   if (client !== null && typeof client === 'object') {
     if (isIoredis(client)) {
+      refuseStringNumbers(client, field);
       const Command = ioredisCommandClass(client);
       if (Command) return ioredisShim(client, Command);
     } else if (isNodeRedis(client)) {
@@ -124,6 +127,24 @@ export function toScriptClient(client: unknown, field = 'redisStore.client'): Sc
     field,
     client,
     `${field} must be an ioredis Redis or Cluster (v5), or a node-redis client, cluster (v4+) or sentinel (v5), got ${describeValue(client)}`,
+  );
+}
+
+/**
+ * An ioredis client made with `stringNumbers: true` answers every integer as text, so every
+ * script reply would read as a store error and the failure policy would answer every call
+ * (`'open'` admitting everything): refused here, with the way out.
+ */
+function refuseStringNumbers(client: IoredisLike, field: string): void {
+  const options = client.options as
+    | { stringNumbers?: unknown; redisOptions?: { stringNumbers?: unknown } }
+    | undefined;
+  if (options?.stringNumbers !== true && options?.redisOptions?.stringNumbers !== true) return;
+  throw new RateLimitConfigError(
+    'FLOODGATE_INVALID_OPTION',
+    field,
+    client,
+    `${field} is an ioredis client created with stringNumbers: true, which answers every number as text: the store could read none of its replies, and its failure policy would answer every call. Give the store a client without it, e.g. redisStore({ client: client.duplicate({ stringNumbers: false }) })`,
   );
 }
 
@@ -223,7 +244,7 @@ function nodeRedisShim(client: NodeRedisLike): ScriptClient {
     if (sentinel) return client.sendCommand(false, args, writeOnce(ticket));
     // v5 reads `abortSignal`, v4 `signal`.
     const options = ticket ? { abortSignal: ticket.signal, signal: ticket.signal } : undefined;
-    if (!cluster) return client.sendCommand(args, options);
+    if (!cluster) return client.sendCommand(args, options).catch(notOpen(client));
     const reply = client.sendCommand(keys[0], false, args, options);
     reply.catch((error: unknown) => refresh?.(keys[0]!, error));
     return reply;
@@ -241,6 +262,20 @@ function nodeRedisShim(client: NodeRedisLike): ScriptClient {
       if (sentinel) return client.sendCommand(false, [...args]);
       return cluster ? client.sendCommand(key, true, [...args]) : client.sendCommand([...args]);
     },
+  };
+}
+
+/**
+ * A node-redis client that is not open refuses every command with "The client is closed"; the
+ * error then says what to do (it is a setup mistake, not an outage).
+ */
+function notOpen(client: NodeRedisLike): (error: unknown) => never {
+  return (error) => {
+    if (client.isOpen !== false) throw error;
+    throw new Error(
+      `the node-redis client is not connected: call \`await client.connect()\` before the first decision (or it was closed by quit()/close()): ${(error as Error)?.message ?? error}`,
+      { cause: error },
+    );
   };
 }
 
