@@ -5,6 +5,7 @@
  */
 import { describeValue, RateLimitConfigError } from '../errors.js';
 import { type NodeRedisClusterLike, slotRefresher } from './cluster-refresh.js';
+import { type FirstReady, ioredisFirstReady, nodeRedisFirstReady } from './first-ready.js';
 import { NOT_RUN_REPLY, type SendTicket } from './send-ticket.js';
 
 export interface ScriptClient {
@@ -179,18 +180,17 @@ function ioredisShim(client: IoredisLike, Command: IoredisCommandClass): ScriptC
       return super.toWritable(socket);
     }
   }
+  const gate = ioredisFirstReady(client);
+  const send = (command: IoredisCommand, ticket: SendTicket | undefined) =>
+    gate ? gate.run(() => client.sendCommand(command), ticket) : client.sendCommand(command);
   return {
     description: client.isCluster ? 'ioredis Cluster' : 'ioredis Redis',
     cluster: client.isCluster === true,
     evalsha: (sha1, keys, args, ticket) =>
-      client.sendCommand(
-        new SendOnceCommand('evalsha', [sha1, keys.length, ...keys, ...args], ticket),
-      ),
+      send(new SendOnceCommand('evalsha', [sha1, keys.length, ...keys, ...args], ticket), ticket),
     eval: (script, keys, args, ticket) =>
-      client.sendCommand(
-        new SendOnceCommand('eval', [script, keys.length, ...keys, ...args], ticket),
-      ),
-    command: (_key, args) => client.call(...args),
+      send(new SendOnceCommand('eval', [script, keys.length, ...keys, ...args], ticket), ticket),
+    command: (_key, args) => (gate ? gate.run(() => client.call(...args)) : client.call(...args)),
   };
 }
 
@@ -240,7 +240,10 @@ function nodeRedisShim(client: NodeRedisLike): ScriptClient {
   const cluster = kind === 'node-redis cluster';
   const sentinel = kind === 'node-redis sentinel';
   const refresh = cluster ? slotRefresher(client as NodeRedisClusterLike) : undefined;
-  const send = (args: string[], keys: readonly string[], ticket: SendTicket | undefined) => {
+  const gate: FirstReady | undefined = cluster ? undefined : nodeRedisFirstReady(client);
+  const send = (args: string[], keys: readonly string[], ticket: SendTicket | undefined) =>
+    gate ? gate.run(() => sendNow(args, keys, ticket), ticket) : sendNow(args, keys, ticket);
+  const sendNow = (args: string[], keys: readonly string[], ticket: SendTicket | undefined) => {
     if (sentinel) return client.sendCommand(false, args, writeOnce(ticket));
     // v5 reads `abortSignal`, v4 `signal`.
     const options = ticket ? { abortSignal: ticket.signal, signal: ticket.signal } : undefined;
@@ -260,7 +263,8 @@ function nodeRedisShim(client: NodeRedisLike): ScriptClient {
       // The master's settings are the ones that matter (with replicaPoolSize > 0 a read-only
       // command would go to a replica).
       if (sentinel) return client.sendCommand(false, [...args]);
-      return cluster ? client.sendCommand(key, true, [...args]) : client.sendCommand([...args]);
+      if (cluster) return client.sendCommand(key, true, [...args]);
+      return gate ? gate.run(() => client.sendCommand([...args])) : client.sendCommand([...args]);
     },
   };
 }
