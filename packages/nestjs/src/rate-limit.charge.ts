@@ -4,7 +4,7 @@
  * and policy sets were charged, so no second guard charges them again.
  */
 import type { Decision } from '@floodgate/core';
-import { shadowDecision, storeDecided } from '@floodgate/core/http';
+import { shadowDecision, storeClock, storeDecided } from '@floodgate/core/http';
 import type { ExecutionContext } from '@nestjs/common';
 import { requestOf, transportOf } from './rate-limit.context.js';
 import type { RateLimitDecisionView } from './rate-limit.interfaces.js';
@@ -63,6 +63,7 @@ async function chargeTogether(charges: readonly KeyedCharge[], cost: number): Pr
 
 /** Charges one key's policies, keeping the decision that charged them (for a later refund). */
 async function consume(charge: KeyedCharge, cost: number): Promise<Decision> {
+  if (charge.count !== 'all') charge.askedAt = storeClock(charge.limiter!)();
   charge.decision = await charge.limiter!.consume(charge.key, { cost });
   return charge.decision;
 }

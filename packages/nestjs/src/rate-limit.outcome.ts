@@ -28,7 +28,7 @@ export function settleAfterResponse(
   for (const charge of charged) {
     refundUncounted(
       charge.count,
-      chargeOf(charge.limiter!, charge.key, cost, charge.decision!),
+      chargeOf(charge.limiter!, charge.key, cost, charge.decision!, charge.askedAt),
       raw,
       context,
       response as unknown,

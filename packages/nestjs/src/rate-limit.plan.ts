@@ -44,6 +44,8 @@ export interface KeyedCharge {
    * whose window it went to has ended is dropped (`chargeOf` in `@floodgate/core/http`).
    */
   decision?: Decision;
+  /** The store's clock when that decision was asked for: the charged window's end counts from it. */
+  askedAt?: number;
 }
 
 /** Where the guard leaves a request's charges (for `reset`, `block`, `unblock`). */

@@ -9,6 +9,7 @@ import { describeValue, RateLimitArgumentError } from '../errors.js';
 import type { RateLimiter } from '../rate-limiter.js';
 import { AccessDeniedError, checkAccess } from './access-list.js';
 import { noteCharge } from './budget.js';
+import { storeClock } from './count.js';
 import type { RateLimitHeaderConfig } from './header-options.js';
 import { applyRateLimitHeaders, type HeaderTarget } from './headers.js';
 import { resolveKeyNow } from './key-now.js';
@@ -51,6 +52,11 @@ export interface HttpCheck {
   readonly lease: Lease | undefined;
   /** The limiter that decided: with a policies function, the one for the request's set. */
   readonly limiter: RateLimiter | undefined;
+  /**
+   * The store's clock when the charging `consume` was called (with a `count` other than
+   * 'all'): where the charged window's end is counted from (count.ts `chargeOf`).
+   */
+  readonly askedAt?: number;
 }
 
 /**
@@ -146,6 +152,7 @@ function consumeNow<Req, Res>(
   message: object | undefined,
 ): Promise<HttpCheck> {
   if (config.budget !== undefined) noteCharge(config.diagnostics, message, config.budget);
+  const askedAt = config.count === 'all' ? undefined : storeClock(limiter)();
   // No options object for the default cost: the limiter then has nothing to validate.
   return limiter.consume(key, cost === 1 ? undefined : { cost }).then((rate) => {
     const check: HttpCheck = {
@@ -156,6 +163,7 @@ function consumeNow<Req, Res>(
       concurrency: undefined,
       lease: undefined,
       limiter,
+      askedAt,
     };
     return config.shadow ? shadowCheck(check) : check;
   });
@@ -178,9 +186,11 @@ async function decide<Req, Res>(
   }
   const lease = concurrency?.lease;
   let rate: Decision | undefined;
+  let askedAt: number | undefined;
   try {
     if (limiter) {
       if (budget !== undefined) noteCharge(config.diagnostics, message, budget);
+      if (config.count !== 'all') askedAt = storeClock(limiter)();
       rate = await limiter.consume(key, { cost });
     }
   } catch (error) {
@@ -192,7 +202,7 @@ async function decide<Req, Res>(
     return { key, cost, decision: rate, rate, concurrency: undefined, lease: undefined, limiter };
   }
   const decision = rate ?? (concurrency as Decision);
-  return { key, cost, decision, rate, concurrency, lease, limiter };
+  return { key, cost, decision, rate, concurrency, lease, limiter, askedAt };
 }
 
 /** Sets the headers of every decision in `check` (the concurrency one as concurrent-requests). */

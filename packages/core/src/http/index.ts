@@ -71,6 +71,7 @@ export {
   parseCountOption,
   refundByOutcome,
   refundUncounted,
+  storeClock,
 } from './count.js';
 export {
   DIAGNOSTIC_CODES,
