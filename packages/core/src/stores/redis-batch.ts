@@ -214,27 +214,25 @@ export class Batcher {
    * shape (then every call is of it: an ARGV element per call costs Redis ~1 000 instructions,
    * docs/benchmarks.md); KEYS in call order.
    */
-  private sendBatch(calls: Call[], done: () => void, resend: () => void): void {
-    const shapes = new Map<readonly string[], string>();
-    const head: string[] = [''];
-    const entries: string[] = new Array(calls.length);
+  private sendBatch(sent: Call[], done: () => void, resend: () => void): void {
+    let calls = sent;
     const keys: string[] = [];
-    for (let i = 0; i < calls.length; i++) {
-      const call = calls[i]!;
-      let id = shapes.get(call.args);
-      if (id === undefined) {
-        id = shapeId(shapes.size + 1);
-        shapes.set(call.args, id);
-        head.push(shapeId(call.keys.length), shapeId(call.args.length), ...call.args);
-      }
-      entries[i] = id;
-      for (const key of call.keys) keys.push(key);
-    }
-    head[0] = shapeId(shapes.size);
-    if (shapes.size > 1) for (const id of entries) head.push(id);
+    const head: string[] = [];
+    batchArguments(calls, keys, head);
     const ticket = new SendTicket();
     for (const call of calls) call.ticket.joinBatch(ticket);
-    this.run(calls[0]!.batchScript, keys, head, ticket, resend).then(
+    // Re-sent after NOSCRIPT: without the calls whose own timeout has passed meanwhile (they
+    // must never run; the others still may). The arrays are rebuilt in place, as the runner
+    // re-sends the ones it was given.
+    const onResend = (): void => {
+      if (calls.some(isAbandoned)) {
+        for (const call of calls) if (isAbandoned(call)) fail(call, notRunError());
+        calls = calls.filter((call) => !isAbandoned(call));
+        if (calls.length > 0) batchArguments(calls, keys, head);
+      }
+      resend();
+    };
+    this.run(calls[0]!.batchScript, keys, head, ticket, onResend).then(
       (reply) => {
         done();
         if (reply === NOT_RUN_REPLY) {
@@ -272,6 +270,32 @@ export class Batcher {
       },
     );
   }
+}
+
+/**
+ * Fills `keys` and `head` (emptied first) with one batch script call's KEYS and ARGV for
+ * `calls`: the distinct ARGV arrays once each, then each call's shape number unless there is
+ * one shape; KEYS in call order.
+ */
+function batchArguments(calls: readonly Call[], keys: string[], head: string[]): void {
+  keys.length = 0;
+  head.length = 0;
+  head.push('');
+  const shapes = new Map<readonly string[], string>();
+  const entries: string[] = new Array(calls.length);
+  for (let i = 0; i < calls.length; i++) {
+    const call = calls[i]!;
+    let id = shapes.get(call.args);
+    if (id === undefined) {
+      id = shapeId(shapes.size + 1);
+      shapes.set(call.args, id);
+      head.push(shapeId(call.keys.length), shapeId(call.args.length), ...call.args);
+    }
+    entries[i] = id;
+    for (const key of call.keys) keys.push(key);
+  }
+  head[0] = shapeId(shapes.size);
+  if (shapes.size > 1) for (const id of entries) head.push(id);
 }
 
 function isAbandoned(call: Call): boolean {
