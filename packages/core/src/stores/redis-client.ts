@@ -38,7 +38,7 @@ export interface ScriptClient {
 type Fn = (...args: any[]) => Promise<unknown>;
 
 /**
- * An ioredis (v5) `Redis` or `Cluster`, as the store uses it: `new Redis(url)`,
+ * An ioredis (v5 or later) `Redis` or `Cluster`, as the store uses it: `new Redis(url)`,
  * `new Cluster(nodes)`. Typed by the members the store calls, so the store's types need no
  * Redis client installed, and a URL string or a missing `{ client }` does not compile.
  */
@@ -127,7 +127,7 @@ export function toScriptClient(client: unknown, field = 'redisStore.client'): Sc
     'FLOODGATE_UNKNOWN_CLIENT',
     field,
     client,
-    `${field} must be an ioredis Redis or Cluster (v5), or a node-redis client, cluster (v4+) or sentinel (v5), got ${describeValue(client)}`,
+    `${field} must be an ioredis Redis or Cluster (v5 or later), or a node-redis client, cluster (v4+) or sentinel (v5), got ${describeValue(client)}`,
   );
 }
 
