@@ -13,6 +13,7 @@ import {
   type StoreFailure,
 } from './failure-policy.js';
 import { HookCaller } from './hook-caller.js';
+import { failureDetail } from './store-failure-detail.js';
 import { abandon } from './stores/send-ticket.js';
 import type { Store } from './stores/store.js';
 
@@ -209,7 +210,7 @@ export class StoreGuard {
           : 'the fallback store or limiter decides';
     emitWarning(
       'FLOODGATE_STORE_UNAVAILABLE',
-      `${this.label}: the store did not answer (${outcome.ok ? '' : outcome.failure}${failureDetail(outcome)}); ${answer} until it answers again (reported once per outage)`,
+      `${this.label}: the store did not answer (${outcome.ok ? '' : outcome.failure}${failureDetail(outcome.ok ? undefined : outcome.error)}); ${answer} until it answers again (reported once per outage)`,
     );
     return outcome;
   }
@@ -281,39 +282,6 @@ export function withinTimeout<T>(
       },
     );
   });
-}
-
-/**
- * `: <message> (code <code>)` of the error that began an outage, so a configuration mistake
- * (a client never connected, a wrong key type, missing ACL permissions) does not read as an
- * outage; nothing for a call the open circuit skipped.
- */
-function failureDetail(outcome: GuardedOutcome<never>): string {
-  const error = outcome.ok ? undefined : outcome.error;
-  if (error === undefined) return '';
-  const code = errorCode(error);
-  return `: ${error.message}${code === undefined ? '' : ` (code ${code})`}`;
-}
-
-/**
- * The most specific code along `error`'s causes: a `code` property (`ECONNREFUSED`), a Redis
- * error's first word (`WRONGTYPE`, `NOPERM`), else a named error class (`ClientClosedError`).
- */
-function errorCode(error: unknown): string | undefined {
-  let named: string | undefined;
-  // The store error's own code (FLOODGATE_STORE_ERROR) says nothing: its causes do.
-  let e = error instanceof RateLimitStoreError ? error.cause : error;
-  for (let depth = 0; e instanceof Error && depth < 5; depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && code !== '') return code;
-    const prefix = /^([A-Z][A-Z_]{2,}) /.exec(e.message)?.[1];
-    if (prefix !== undefined) return prefix;
-    // node-redis names its errors by their class only (ClientClosedError).
-    const name = e.name !== 'Error' ? e.name : e.constructor?.name;
-    if (named === undefined && name !== undefined && name !== 'Error') named = name;
-    e = e.cause;
-  }
-  return named;
 }
 
 function asStoreError(error: unknown): RateLimitStoreError {

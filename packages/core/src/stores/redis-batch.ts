@@ -8,8 +8,10 @@
  * with the calls made meanwhile. Every call keeps its own promise (timeout, breaker and failure
  * policy apply per decision), and a call whose script fails in Redis fails alone.
  */
+
 import type { GeneratedScript } from '../generated/scripts.js';
 import { keySlot } from './key-slot.js';
+import { batchArguments } from './redis-batch-arguments.js';
 import { Channel } from './redis-batch-channel.js';
 import { splitBatchReply } from './redis-reply.js';
 import {
@@ -83,10 +85,6 @@ export type ScriptRunner = (
   ticket: SendTicket,
   onResend?: () => void,
 ) => Promise<unknown>;
-
-/** Shape numbers as strings ('1', '2', …), made once. */
-const SHAPE_IDS: string[] = [];
-const shapeId = (n: number): string => (SHAPE_IDS[n] ??= String(n));
 
 export class Batcher {
   private readonly single = new Channel<Call>();
@@ -270,32 +268,6 @@ export class Batcher {
       },
     );
   }
-}
-
-/**
- * Fills `keys` and `head` (emptied first) with one batch script call's KEYS and ARGV for
- * `calls`: the distinct ARGV arrays once each, then each call's shape number unless there is
- * one shape; KEYS in call order.
- */
-function batchArguments(calls: readonly Call[], keys: string[], head: string[]): void {
-  keys.length = 0;
-  head.length = 0;
-  head.push('');
-  const shapes = new Map<readonly string[], string>();
-  const entries: string[] = new Array(calls.length);
-  for (let i = 0; i < calls.length; i++) {
-    const call = calls[i]!;
-    let id = shapes.get(call.args);
-    if (id === undefined) {
-      id = shapeId(shapes.size + 1);
-      shapes.set(call.args, id);
-      head.push(shapeId(call.keys.length), shapeId(call.args.length), ...call.args);
-    }
-    entries[i] = id;
-    for (const key of call.keys) keys.push(key);
-  }
-  head[0] = shapeId(shapes.size);
-  if (shapes.size > 1) for (const id of entries) head.push(id);
 }
 
 function isAbandoned(call: Call): boolean {
