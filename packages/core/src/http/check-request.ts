@@ -9,6 +9,7 @@ import { describeValue, RateLimitArgumentError } from '../errors.js';
 import type { RateLimiter } from '../rate-limiter.js';
 import { AccessDeniedError, checkAccess } from './access-list.js';
 import { noteCharge } from './budget.js';
+import { markSlotDenial } from './concurrency.js';
 import { storeClock } from './count.js';
 import type { RateLimitHeaderConfig } from './header-options.js';
 import { applyRateLimitHeaders, type HeaderTarget } from './headers.js';
@@ -181,6 +182,8 @@ async function decide<Req, Res>(
   const { limiter, budget } = config.policySets ? await config.policySets.limiterFor(req) : config;
   const concurrency = config.concurrency ? await config.concurrency.acquire(key) : undefined;
   if (concurrency !== undefined && !concurrency.allowed) {
+    // Busy slots (a store's answer, not the failure policy's): when one frees is not known.
+    if (concurrency.reason === undefined) markSlotDenial(concurrency);
     const rate = limiter ? await limiter.peek(key, { cost: 0 }) : undefined;
     return { key, cost, decision: concurrency, rate, concurrency, lease: undefined, limiter };
   }

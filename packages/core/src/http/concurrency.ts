@@ -125,6 +125,25 @@ function failureOptions(
 
 export { RELEASE_WAIT_MAX_MS } from './before-end.js';
 
+/** Denials because every slot was busy (the decision objects the HTTP layer answered with). */
+const slotDenials = new WeakSet<object>();
+
+/**
+ * Marks `decision` as a refusal because every concurrency slot was busy. A slot frees when a
+ * request in flight ends, which nobody knows in advance: such an answer names no wait (no
+ * `Retry-After`), rather than the time until the oldest lease would expire (its `leaseTtl`,
+ * a minute by default, for requests that take milliseconds).
+ */
+export function markSlotDenial<D extends object>(decision: D): D {
+  slotDenials.add(decision);
+  return decision;
+}
+
+/** Whether `decision` refused a request because every concurrency slot was busy. */
+export function isSlotDenial(decision: object): boolean {
+  return slotDenials.has(decision);
+}
+
 /**
  * Releases `lease` when `response` ends, closes or errors:
  * - a response that is already closed (the client gave up while its key or lease was being
