@@ -8,7 +8,7 @@ import { waitForAdmission } from './acquire.js';
 import { type Decision, type StoreDecision, toDecision } from './decision.js';
 import type { DeniedCache } from './denied-cache.js';
 import type { Duration } from './duration.js';
-import { type CallContext, FailureAnswer } from './failure-policy.js';
+import { type CallContext, DEFAULT_CIRCUIT_COOLDOWN_MS, FailureAnswer } from './failure-policy.js';
 import { KEY_MEMO_BYTES, KEY_MEMO_ENTRY_BYTES, KEY_MEMO_SIZE, type KeyMemo } from './key-memo.js';
 import { encodeKey, keyTails } from './keys.js';
 import { fieldPathOf, readAs } from './options.js';
@@ -32,6 +32,9 @@ import type { PreparedPolicies, Store } from './stores/store.js';
 export function createRateLimiter(options: RateLimiterOptions, where: string): RateLimiter {
   return readAs(options, where, () => new RateLimiter(options));
 }
+
+/** The key of RateLimiter's internal timed-out answer (not exported by the package). */
+export const ANSWER_TIMED_OUT = Symbol('floodgate.answerTimedOut');
 
 /**
  * A store plus one or more policies. Every call is one store round trip that checks every
@@ -109,6 +112,16 @@ export class RateLimiter {
   /** Charges `cost` (default 1) against every policy, or nothing if any policy denies. */
   consume(key: string, options?: ConsumeOptions): Promise<Decision> {
     return this.decide(key, options, false);
+  }
+
+  /** Internal (the HTTP layer): `consume` answered as if its store call had timed out. */
+  async [ANSWER_TIMED_OUT](key: string, cost: number): Promise<Decision> {
+    const context: CallContext = { key, cost, peek: false };
+    const retryAfter = this.guard.config.breaker?.cooldownMs ?? DEFAULT_CIRCUIT_COOLDOWN_MS;
+    const outcome = { ok: false, failure: 'timeout', retryAfter } as const;
+    const decision = await this.failure.answer(context, outcome);
+    if (this.guard.config.hooks.onDecision) this.guard.notify('onDecision', decision, context);
+    return decision;
   }
 
   /** What `consume(key, options)` would answer now, without writing anything. */

@@ -28,10 +28,8 @@ describe('short-lived processes', () => {
     expect(await runOnce(url(), 'tenant-b', work)).toBe('ran');
   });
 
-  it('without Redis the job does not run (closed), within the timeout', async () => {
-    const started = performance.now();
+  it('without Redis the job does not run (closed)', async () => {
     const outcome = await runOnce('redis://127.0.0.1:1', 'tenant-a', async () => undefined);
     expect(outcome).toBe('limited');
-    expect(performance.now() - started).toBeLessThan(5_000);
   });
 });

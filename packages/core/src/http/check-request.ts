@@ -6,7 +6,8 @@
 import type { ConcurrencyDecision, Lease } from '../concurrency-limiter.js';
 import type { Decision } from '../decision.js';
 import { describeValue, RateLimitArgumentError } from '../errors.js';
-import type { RateLimiter } from '../rate-limiter.js';
+import { ANSWER_TIMED_OUT, type RateLimiter } from '../rate-limiter.js';
+import type { Store } from '../stores/store.js';
 import { AccessDeniedError, checkAccess } from './access-list.js';
 import { noteCharge } from './budget.js';
 import { markSlotDenial } from './concurrency.js';
@@ -194,7 +195,9 @@ async function decide<Req, Res>(
     if (limiter) {
       if (budget !== undefined) noteCharge(config.diagnostics, message, budget);
       if (config.count !== 'all') askedAt = storeClock(limiter)();
-      rate = await limiter.consume(key, { cost });
+      rate = timedOutOnSameStore(concurrency, config.concurrency?.store, limiter)
+        ? await limiter[ANSWER_TIMED_OUT](key, cost)
+        : await limiter.consume(key, { cost });
     }
   } catch (error) {
     await lease?.release().catch(() => undefined);
@@ -206,6 +209,20 @@ async function decide<Req, Res>(
   }
   const decision = rate ?? (concurrency as Decision);
   return { key, cost, decision, rate, concurrency, lease, limiter, askedAt };
+}
+
+/**
+ * Whether the slot's call just timed out on the store connection the rate policies use: asking
+ * that stalled store again would make the request wait a second timeout, so the rate policies'
+ * failure policy answers at once (with `reason: 'timeout'`).
+ */
+function timedOutOnSameStore(
+  concurrency: ConcurrencyDecision | undefined,
+  leaseStore: Store | undefined,
+  limiter: RateLimiter,
+): boolean {
+  if (concurrency?.reason !== 'timeout' || leaseStore === undefined) return false;
+  return (leaseStore.connection ?? leaseStore) === (limiter.store.connection ?? limiter.store);
 }
 
 /** Sets the headers of every decision in `check` (the concurrency one as concurrent-requests). */

@@ -87,12 +87,10 @@ describe('a node-redis client never connect()ed', () => {
       timeout: '5s',
     });
     let reason: string | undefined;
-    const started = performance.now();
     const warnings = await outageWarnings(async () => {
       reason = (await limiter.consume('k')).reason;
     });
-    // Not the 5 s timeout: nothing will ever connect this client by itself.
-    expect(performance.now() - started).toBeLessThan(4_000);
+    // A store error, not the 5 s timeout: nothing will ever connect this client by itself.
     expect(reason).toBe('store-error');
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/not connected/);

@@ -67,9 +67,7 @@ describe('decisions made before the client is first ready', () => {
         timeout: 150,
         circuitBreaker: false,
       });
-      const started = performance.now();
       const decision = await limiter.consume('job');
-      expect(performance.now() - started).toBeLessThan(2_000);
       expect([decision.allowed, decision.reason]).toEqual([true, 'timeout']);
     } finally {
       client.disconnect();
@@ -87,9 +85,7 @@ describe('decisions made before the client is first ready', () => {
     });
     expect((await limiter.consume('job')).reason).toBeUndefined();
     client.disconnect();
-    const started = performance.now();
     const decision = await limiter.consume('job');
-    expect(performance.now() - started).toBeLessThan(2_000);
     expect(decision.reason).toBe('store-error');
   });
 });
