@@ -45,7 +45,8 @@ export class SendTicket {
    */
   joinBatch(batch: SendTicket): void {
     this.batch = batch;
-    (batch.members ??= []).push(this);
+    if (batch.members === undefined) batch.members = [this];
+    else batch.members.push(this);
     if (this.abandoned) batch.memberAbandoned();
   }
 
