@@ -10,6 +10,7 @@ import {
   checkHttpRequest,
   configError,
   deniedProblem,
+  exposeDecision,
   HTTP_OPTION_NAMES,
   type HttpRateLimitConfig,
   type HttpRateLimitOptions,
@@ -36,6 +37,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The decision of the last rate limiter this request passed through. */
     rateLimit?: Decision;
+    /** With stacked limiters: every limiter's decision for this request, in the order they ran (set once a second one decided). */
+    rateLimits?: Decision[];
   }
   interface FastifyContextConfig {
     /** This route's limits (merged over the plugin's options), or `false`: not limited. */
@@ -110,7 +113,7 @@ function limitRequests(config: Config) {
     const { decision, lease } = check;
     if (lease) releaseWhenDone(reply.raw, lease);
     refundByOutcome(config, check, reply.raw, request, reply);
-    request.rateLimit = decision;
+    exposeDecision(request, decision);
     applyCheckHeaders(
       {
         get: (name) => reply.getHeader(name),
@@ -228,6 +231,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (
   const perRoute = new WeakMap<object, ReturnType<typeof limitRequests>>();
 
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
+  if (!fastify.hasRequestDecorator('rateLimits')) fastify.decorateRequest('rateLimits', undefined);
 
   fastify.addHook('onRoute', (route) => {
     const own = route.config?.rateLimit;

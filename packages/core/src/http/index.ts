@@ -79,6 +79,7 @@ export {
   Diagnostics,
   type ValidateOption,
 } from './diagnostics.js';
+export { type DecisionHolder, exposeDecision } from './expose.js';
 export {
   DEFAULT_HEADER_CONFIG,
   HEADER_DRAFTS,
