@@ -159,7 +159,8 @@ function readStore(value: unknown, where: string): Store {
   return store;
 }
 
-function readPrefix(value: unknown, where: string): string {
+/** Reads a `prefix` option (`where.prefix` in errors): a non-empty string without `{` or `}`. */
+export function readPrefix(value: unknown, where: string): string {
   const prefix = value === undefined ? DEFAULT_PREFIX : value;
   if (typeof prefix !== 'string' || prefix === '' || /[{}]/.test(prefix)) {
     throw configError(`${where}.prefix`, prefix, 'a non-empty string without "{" or "}"');

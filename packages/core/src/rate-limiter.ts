@@ -11,7 +11,7 @@ import { type Decision, type StoreDecision, toDecision } from './decision.js';
 import type { DeniedCache } from './denied-cache.js';
 import type { Duration } from './duration.js';
 import { RateLimitStoreError } from './errors.js';
-import type { CallContext } from './failure-options.js';
+import { type CallContext, DEFAULT_CIRCUIT_COOLDOWN_MS } from './failure-options.js';
 import { FailureAnswer } from './failure-policy.js';
 import { type KeyMemo, KeyMemoTable } from './key-memo.js';
 import { encodeKey, keyTails } from './keys.js';
@@ -36,6 +36,9 @@ import type { PreparedPolicies, Store } from './stores/store.js';
 export function createRateLimiter(options: RateLimiterOptions, where: string): RateLimiter {
   return readAs(options, where, () => new RateLimiter(options));
 }
+
+/** The key of RateLimiter's internal timed-out answer (not exported by the package). */
+export const ANSWER_TIMED_OUT = Symbol('floodgate.answerTimedOut');
 
 /**
  * A store plus one or more policies. Every call is one store round trip that checks every
@@ -121,6 +124,16 @@ export class RateLimiter {
   consume(key: string, options?: ConsumeOptions): Promise<Decision> {
     const decision = this.decide(key, options, false);
     return this.ban ? decision.then((d) => this.ban!.judge(key, d, false)) : decision;
+  }
+
+  /** Internal (the HTTP layer): `consume` answered as if its store call had timed out. */
+  async [ANSWER_TIMED_OUT](key: string, cost: number): Promise<Decision> {
+    const context: CallContext = { key, cost, peek: false };
+    const retryAfter = this.guard.config.breaker?.cooldownMs ?? DEFAULT_CIRCUIT_COOLDOWN_MS;
+    const outcome = { ok: false, failure: 'timeout', retryAfter } as const;
+    const decision = await this.failure.answer(context, outcome);
+    if (this.guard.config.hooks.onDecision) this.guard.notify('onDecision', decision, context);
+    return decision;
   }
 
   /** What `consume(key, options)` would answer now, without writing anything. */

@@ -12,6 +12,8 @@ import {
   type RateLimiterHooks,
   type StoreFailure,
 } from './failure-options.js';
+import { HookCaller } from './hook-caller.js';
+import { failureDetail } from './store-failure-detail.js';
 import { abandon } from './stores/send-ticket.js';
 import type { Store } from './stores/store.js';
 
@@ -62,7 +64,8 @@ const OUTAGE_WARNING_SPACING_MS = 60_000;
 export class StoreGuard {
   /** The circuit state last reported to `onCircuitChange`. */
   private seen: CircuitState = 'closed';
-  private warnedHook = false;
+  /** Calls the hooks: a hook that throws or rejects is reported once (hook-caller.ts). */
+  private readonly hooks: HookCaller;
   /** The failure policy answered the last call; `warned`: and that outage was reported. */
   private outage = false;
   private warnedOutage = false;
@@ -73,7 +76,9 @@ export class StoreGuard {
     private readonly breaker: CircuitBreaker = new CircuitBreaker(),
     /** Names the limiter in process warnings. */
     private readonly label = 'RateLimiter',
-  ) {}
+  ) {
+    this.hooks = new HookCaller(label);
+  }
 
   /** Current circuit state (always `closed` with `circuitBreaker: false`). */
   get circuit(): CircuitState {
@@ -177,22 +182,7 @@ export class StoreGuard {
     name: K,
     ...args: Parameters<NonNullable<RateLimiterHooks[K]>>
   ): void {
-    const hook = this.config.hooks[name] as ((...a: unknown[]) => unknown) | undefined;
-    if (hook === undefined) return;
-    try {
-      const result = hook(...args);
-      if (
-        result !== null &&
-        (typeof result === 'object' || typeof result === 'function') &&
-        typeof (result as PromiseLike<unknown>).then === 'function'
-      ) {
-        (result as PromiseLike<unknown>).then(undefined, (error: unknown) =>
-          this.hookFailed(name, error),
-        );
-      }
-    } catch (error) {
-      this.hookFailed(name, error);
-    }
+    this.hooks.apply(this.config.hooks, name, args);
   }
 
   private timed(
@@ -201,15 +191,6 @@ export class StoreGuard {
     startedAt: number,
   ): void {
     this.notify('onStoreCall', { ...context, outcome, durationMs: performance.now() - startedAt });
-  }
-
-  private hookFailed(name: string, error: unknown): void {
-    if (this.warnedHook) return;
-    this.warnedHook = true;
-    emitWarning(
-      'FLOODGATE_HOOK_ERROR',
-      `${this.label} hooks.${name} threw or rejected (further hook errors are ignored): ${(error as Error)?.message ?? error}`,
-    );
   }
 
   /** Reports the first failure-policy answer of an outage (FLOODGATE_STORE_UNAVAILABLE). */
@@ -229,7 +210,7 @@ export class StoreGuard {
           : 'the fallback store or limiter decides';
     emitWarning(
       'FLOODGATE_STORE_UNAVAILABLE',
-      `${this.label}: the store did not answer (${outcome.ok ? '' : outcome.failure}); ${answer} until it answers again (reported once per outage)`,
+      `${this.label}: the store did not answer (${outcome.ok ? '' : outcome.failure}${failureDetail(outcome.ok ? undefined : outcome.error)}); ${answer} until it answers again (reported once per outage)`,
     );
     return outcome;
   }

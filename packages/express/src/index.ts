@@ -9,6 +9,7 @@ import {
   applyCheckHeaders,
   checkHttpRequest,
   deniedProblem,
+  exposeDecision,
   type HttpCheck,
   type HttpRateLimitOptions,
   type HttpRequestView,
@@ -28,6 +29,8 @@ declare global {
     interface Request {
       /** The decision of the last rate limiter this request passed through. */
       rateLimit?: Decision;
+      /** With stacked limiters: every limiter's decision for this request, in the order they ran (set once a second one decided). */
+      rateLimits?: Decision[];
     }
   }
 }
@@ -139,7 +142,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     try {
       if (lease) releaseWhenDone(res, lease);
       refundByOutcome(config, check, res, req, res);
-      req.rateLimit = decision;
+      exposeDecision(req, decision);
       applyCheckHeaders(new ResponseHeaders(res), check, config.headers);
       if (!decision.allowed && !decision.shadow) {
         if (!config.onLimited) {

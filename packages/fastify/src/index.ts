@@ -11,6 +11,7 @@ import {
   configError,
   DEFAULT_PREFIX,
   deniedProblem,
+  exposeDecision,
   HTTP_OPTION_NAMES,
   type HttpRateLimitConfig,
   type HttpRateLimitOptions,
@@ -38,6 +39,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The decision of the last rate limiter this request passed through. */
     rateLimit?: Decision;
+    /** With stacked limiters: every limiter's decision for this request, in the order they ran (set once a second one decided). */
+    rateLimits?: Decision[];
   }
   interface FastifyContextConfig {
     /** This route's limits (merged over the plugin's options), or `false`: not limited. */
@@ -113,7 +116,7 @@ function limitRequests(config: Config) {
     const { decision, lease } = check;
     if (lease) releaseWhenDone(reply.raw, lease);
     refundByOutcome(config, check, reply.raw, request, reply);
-    request.rateLimit = decision;
+    exposeDecision(request, decision);
     applyCheckHeaders(
       {
         get: (name) => reply.getHeader(name),
@@ -262,6 +265,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (
   const perRoute = new WeakMap<object, Map<string, ReturnType<typeof limitRequests>>>();
 
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
+  if (!fastify.hasRequestDecorator('rateLimits')) fastify.decorateRequest('rateLimits', undefined);
 
   fastify.addHook('onRoute', (route) => {
     const own = route.config?.rateLimit;

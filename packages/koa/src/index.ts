@@ -9,6 +9,7 @@ import {
   applyCheckHeaders,
   checkHttpRequest,
   deniedProblem,
+  exposeDecision,
   type HttpCheck,
   type HttpRateLimitOptions,
   type HttpRequestView,
@@ -27,6 +28,8 @@ declare module 'koa' {
   interface DefaultState {
     /** The decision of the last rate limiter this request passed through (@floodgate/koa). */
     rateLimit?: Decision;
+    /** With stacked limiters: every limiter's decision for this request, in the order they ran (set once a second one decided). */
+    rateLimits?: Decision[];
   }
 }
 
@@ -78,7 +81,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     const { decision, lease } = check;
     if (lease) releaseWhenDone(ctx.res, lease);
     refundByOutcome(config, check, ctx.res, ctx, ctx.response);
-    ctx.state.rateLimit = decision;
+    exposeDecision(ctx.state, decision);
     applyCheckHeaders(
       {
         get: (name) => ctx.response.get(name) || undefined,

@@ -12,7 +12,7 @@ import type {
   StoreCallEvent,
   StoreErrorEvent,
 } from '@floodgate/core';
-import { configError, readOptions } from '@floodgate/core/http';
+import { configError, HookCaller, readOptions } from '@floodgate/core/http';
 import { type Meter, type MeterProvider, metrics, ValueType } from '@opentelemetry/api';
 
 /** The instrumentation scope every instrument is created under. */
@@ -127,6 +127,8 @@ function instrument(meter: Meter, limiter: string, own: RateLimiterHooks): Flood
     valueType: ValueType.INT,
   });
   let circuit: CircuitState = 'closed';
+  // The user's hooks may be async: a rejection is caught and reported, never left unhandled.
+  const caller = new HookCaller(`floodgateMetrics (limiter "${limiter}")`);
   circuitState.addCallback((result) => {
     result.observe(CIRCUIT_STATE_VALUES[circuit], { 'floodgate.limiter': limiter });
   });
@@ -141,22 +143,22 @@ function instrument(meter: Meter, limiter: string, own: RateLimiterHooks): Flood
         'floodgate.operation': context.peek ? 'peek' : 'consume',
       });
       if (context.cached) deniedCacheHits.add(1, { 'floodgate.limiter': limiter });
-      own.onDecision?.(decision, context);
+      caller.call(own, 'onDecision', decision, context);
     },
     onStoreCall(event: StoreCallEvent) {
       storeDuration.record(event.durationMs / 1000, {
         'floodgate.limiter': limiter,
         'floodgate.store.outcome': event.outcome,
       });
-      own.onStoreCall?.(event);
+      caller.call(own, 'onStoreCall', event);
     },
     onStoreError(event: StoreErrorEvent) {
       storeErrors.add(1, { 'floodgate.limiter': limiter, 'floodgate.failure': event.failure });
-      own.onStoreError?.(event);
+      caller.call(own, 'onStoreError', event);
     },
     onCircuitChange(state: CircuitState) {
       circuit = state;
-      own.onCircuitChange?.(state);
+      caller.call(own, 'onCircuitChange', state);
     },
   };
   return { hooks };

@@ -5,28 +5,38 @@
  *
  * A budget is the storage a limiter reads and writes: its store (for Redis, the client: two
  * `redisStore({ client })` on one client share keys), its prefix and its policy ids. Sharing a
- * budget on purpose means passing the same `limiter` to both middlewares.
+ * budget on purpose means passing the same `limiter` to both middlewares. A `concurrency`
+ * limit's slot pool is a budget too: its store and its prefix.
  */
+import type { ConcurrencyLimiter } from '../concurrency-limiter.js';
 import type { RateLimiter } from '../rate-limiter.js';
 import type { Diagnostics } from './diagnostics.js';
 
 const serials = new WeakMap<object, number>();
 let nextSerial = 0;
 
-/** The object whose state a store reads: a Redis store's client, else the store itself. */
+/**
+ * The object whose state a store reads: the connection it was given (a Redis store's client,
+ * shared by every `redisStore({ client })` on that client), else the store itself.
+ */
 function stateOwner(store: object): object {
-  const client = (store as { client?: unknown }).client;
-  return client !== null && typeof client === 'object' ? client : store;
+  const connection = (store as { connection?: unknown }).connection;
+  return connection !== null && typeof connection === 'object' ? connection : store;
 }
 
-/** `<store serial>|<prefix>|<sorted policy ids>`: equal for limiters that share state. */
-export function budgetOf(limiter: Pick<RateLimiter, 'store' | 'prefix' | 'policies'>): string {
-  const owner = stateOwner(limiter.store);
+/** The serial number of a state owner, for budget strings. */
+function serialOf(owner: object): number {
   let serial = serials.get(owner);
   if (serial === undefined) {
     serial = nextSerial++;
     serials.set(owner, serial);
   }
+  return serial;
+}
+
+/** `<store serial>|<prefix>|<sorted policy ids>`: equal for limiters that share state. */
+export function budgetOf(limiter: Pick<RateLimiter, 'store' | 'prefix' | 'policies'>): string {
+  const serial = serialOf(stateOwner(limiter.store));
   const ids = limiter.policies.map((p) => p.id).sort();
   return `${serial}|${limiter.prefix}|${ids.join(',')}`;
 }
@@ -48,24 +58,58 @@ export function noteBudget(
   where: string,
   spender: object = limiter,
 ): void {
-  const owner = stateOwner(limiter.store);
-  let entry = budgets.get(owner);
-  if (entry === undefined) {
-    entry = { limiters: new Map(), reported: new Set() };
-    budgets.set(owner, entry);
-  }
-  const budget = budgetOf(limiter);
-  const other = entry.limiters.get(budget)?.deref();
-  entry.limiters.set(budget, new WeakRef(spender));
-  if (other === undefined || other === spender || entry.reported.has(budget)) return;
-  if (!diagnostics.pending('FLOODGATE_SHARED_BUDGET')) return;
-  entry.reported.add(budget);
+  if (!firstSharer(diagnostics, limiter.store, budgetOf(limiter), spender)) return;
   diagnostics.warn(
     'FLOODGATE_SHARED_BUDGET',
     `${where}: another middleware already uses the same store, prefix ("${limiter.prefix}") and ` +
       `policies (${limiter.policies.map((p) => `"${p.name}"`).join(', ')}), so both spend one ` +
       'budget: requests to one route use up the other. Give each its own prefix or policy names; ' +
       'to share a budget on purpose, pass one `limiter` to both middlewares.',
+  );
+}
+
+/**
+ * Records `spender` as spending `budget` of `store`'s state: true (once per budget) when another
+ * live spender already spends it and the diagnostic is still to be reported.
+ */
+function firstSharer(
+  diagnostics: Diagnostics,
+  store: object,
+  budget: string,
+  spender: object,
+): boolean {
+  const owner = stateOwner(store);
+  let entry = budgets.get(owner);
+  if (entry === undefined) {
+    entry = { limiters: new Map(), reported: new Set() };
+    budgets.set(owner, entry);
+  }
+  const other = entry.limiters.get(budget)?.deref();
+  entry.limiters.set(budget, new WeakRef(spender));
+  if (other === undefined || other === spender || entry.reported.has(budget)) return false;
+  if (!diagnostics.pending('FLOODGATE_SHARED_BUDGET')) return false;
+  entry.reported.add(budget);
+  return true;
+}
+
+/**
+ * Records a middleware's concurrency limiter; reports FLOODGATE_SHARED_BUDGET (once per pool)
+ * when another live ConcurrencyLimiter holds its slots under the same store and prefix: a slow
+ * request on one route would then take the other route's slots.
+ */
+export function noteLeaseBudget(
+  diagnostics: Diagnostics,
+  concurrency: Pick<ConcurrencyLimiter, 'store' | 'prefix' | 'limit'>,
+  where: string,
+): void {
+  const budget = `${serialOf(stateOwner(concurrency.store))}|leases|${concurrency.prefix}`;
+  if (!firstSharer(diagnostics, concurrency.store, budget, concurrency)) return;
+  diagnostics.warn(
+    'FLOODGATE_SHARED_BUDGET',
+    `${where}.concurrency: another middleware's concurrency limit already keeps its slots on the ` +
+      `same store under the prefix "${concurrency.prefix}", so both take slots from one pool: a ` +
+      'slow request on one route makes the other answer 429. Give each its own prefix; to share ' +
+      'one pool on purpose, pass one ConcurrencyLimiter to both middlewares.',
   );
 }
 

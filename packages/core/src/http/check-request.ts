@@ -3,12 +3,16 @@
  * key → cost → consume (→ acquire a concurrency slot), then the headers of what was decided
  * and the wait a shaping policy asks for.
  */
+import type { ConcurrencyDecision } from '../concurrency-limiter.js';
 import type { Decision } from '../decision.js';
 import { describeValue, RateLimitArgumentError } from '../errors.js';
 import { isCost } from '../options.js';
-import type { RateLimiter } from '../rate-limiter.js';
+import { ANSWER_TIMED_OUT, type RateLimiter } from '../rate-limiter.js';
+import type { Store } from '../stores/store.js';
 import { AccessDeniedError, checkAccess } from './access-list.js';
 import { noteCharge } from './budget.js';
+import { markSlotDenial } from './concurrency.js';
+import { storeClock } from './count.js';
 import type { RateLimitHeaderConfig } from './header-options.js';
 import { applyRateLimitHeaders, type HeaderTarget } from './headers.js';
 import { resolveKeyNow } from './key-now.js';
@@ -131,6 +135,7 @@ function consumeNow<Req, Res>(
   message: object | undefined,
 ): Promise<HttpCheck> {
   if (config.budget !== undefined) noteCharge(config.diagnostics, message, config.budget);
+  const askedAt = config.count === 'all' ? undefined : storeClock(limiter)();
   // No options object for the default cost: the limiter then has nothing to validate.
   return limiter.consume(key, cost === 1 ? undefined : { cost }).then((rate) => {
     const check: HttpCheck = {
@@ -141,6 +146,7 @@ function consumeNow<Req, Res>(
       concurrency: undefined,
       lease: undefined,
       limiter,
+      askedAt,
     };
     return config.shadow ? shadowCheck(check) : check;
   });
@@ -158,15 +164,21 @@ async function decide<Req, Res>(
   const { limiter, budget } = config.policySets ? await config.policySets.limiterFor(req) : config;
   const concurrency = config.concurrency ? await config.concurrency.acquire(key) : undefined;
   if (concurrency !== undefined && !concurrency.allowed) {
+    // Busy slots (a store's answer, not the failure policy's): when one frees is not known.
+    if (concurrency.reason === undefined) markSlotDenial(concurrency);
     const rate = limiter ? await limiter.peek(key, { cost: 0 }) : undefined;
     return { key, cost, decision: concurrency, rate, concurrency, lease: undefined, limiter };
   }
   const lease = concurrency?.lease;
   let rate: Decision | undefined;
+  let askedAt: number | undefined;
   try {
     if (limiter) {
       if (budget !== undefined) noteCharge(config.diagnostics, message, budget);
-      rate = await limiter.consume(key, { cost });
+      if (config.count !== 'all') askedAt = storeClock(limiter)();
+      rate = timedOutOnSameStore(concurrency, config.concurrency?.store, limiter)
+        ? await limiter[ANSWER_TIMED_OUT](key, cost)
+        : await limiter.consume(key, { cost });
     }
   } catch (error) {
     await lease?.release().catch(() => undefined);
@@ -177,7 +189,21 @@ async function decide<Req, Res>(
     return { key, cost, decision: rate, rate, concurrency: undefined, lease: undefined, limiter };
   }
   const decision = rate ?? (concurrency as Decision);
-  return { key, cost, decision, rate, concurrency, lease, limiter };
+  return { key, cost, decision, rate, concurrency, lease, limiter, askedAt };
+}
+
+/**
+ * Whether the slot's call just timed out on the store connection the rate policies use: asking
+ * that stalled store again would make the request wait a second timeout, so the rate policies'
+ * failure policy answers at once (with `reason: 'timeout'`).
+ */
+function timedOutOnSameStore(
+  concurrency: ConcurrencyDecision | undefined,
+  leaseStore: Store | undefined,
+  limiter: RateLimiter,
+): boolean {
+  if (concurrency?.reason !== 'timeout' || leaseStore === undefined) return false;
+  return (leaseStore.connection ?? leaseStore) === (limiter.store.connection ?? limiter.store);
 }
 
 /** Sets the headers of every decision in `check` (the concurrency one as concurrent-requests). */

@@ -12,6 +12,7 @@ import {
 } from '../concurrency-limiter.js';
 import type { Duration } from '../duration.js';
 import { configError, optionNames, readAs, readOptions } from '../options.js';
+import { DEFAULT_PREFIX } from '../rate-limiter-options.js';
 import type { Store } from '../stores/store.js';
 import { beforeEnd } from './before-end.js';
 import { ownOptions } from './own-options.js';
@@ -28,7 +29,12 @@ export interface HttpConcurrencyOptions {
   leaseTtl?: Duration;
   /** @default the rate limiter's store, else `memoryStore()` */
   store?: Store;
-  /** @default 'rl' */
+  /**
+   * The first part of the slots' storage keys: `<prefix>:{<key>}:leases`. Each middleware's
+   * slots are its own by default (two routes never take each other's slots); to share one
+   * pool on purpose, pass one ConcurrencyLimiter to both middlewares.
+   * @default `<the middleware's prefix>:concurrency-<limit>`
+   */
   prefix?: string;
   /** @default the middleware's `onStoreError` when it is 'open', 'closed' or a store, else 'open' */
   onStoreError?: ConcurrencyLimiterOptions['onStoreError'];
@@ -58,12 +64,17 @@ const CONCURRENCY_OPTION_NAMES = optionNames<HttpConcurrencyOptions>({
   circuitBreaker: true,
 });
 
-/** Reads a `concurrency` option into a ConcurrencyLimiter (undefined when not given). */
+/**
+ * Reads a `concurrency` option into a ConcurrencyLimiter (undefined when not given). Without a
+ * `prefix` of its own, its slots are keyed by `middlewarePrefix` and its limit, so they are this
+ * middleware's own.
+ */
 export function parseConcurrencyOption(
   value: unknown,
   field: string,
   defaultStore: () => Store,
   inherited: Record<string, unknown> = {},
+  middlewarePrefix = DEFAULT_PREFIX,
 ): ConcurrencyLimiter | undefined {
   if (value === undefined) return undefined;
   if (value instanceof ConcurrencyLimiter) return value;
@@ -79,7 +90,8 @@ export function parseConcurrencyOption(
     store: (o.store as Store | undefined) ?? defaultStore(),
     limit: o.limit as number,
     leaseTtl: (o.leaseTtl as Duration | undefined) ?? DEFAULT_LEASE_TTL,
-    ...(o.prefix === undefined ? {} : { prefix: o.prefix as string }),
+    prefix:
+      o.prefix === undefined ? `${middlewarePrefix}:concurrency-${o.limit}` : (o.prefix as string),
     ...failureOptions(o, inherited),
   };
   return readAs(options, field, () => new ConcurrencyLimiter(options));
@@ -112,6 +124,25 @@ function failureOptions(
 }
 
 export { RELEASE_WAIT_MAX_MS } from './before-end.js';
+
+/** Denials because every slot was busy (the decision objects the HTTP layer answered with). */
+const slotDenials = new WeakSet<object>();
+
+/**
+ * Marks `decision` as a refusal because every concurrency slot was busy. A slot frees when a
+ * request in flight ends, which nobody knows in advance: such an answer names no wait (no
+ * `Retry-After`), rather than the time until the oldest lease would expire (its `leaseTtl`,
+ * a minute by default, for requests that take milliseconds).
+ */
+export function markSlotDenial<D extends object>(decision: D): D {
+  slotDenials.add(decision);
+  return decision;
+}
+
+/** Whether `decision` refused a request because every concurrency slot was busy. */
+export function isSlotDenial(decision: object): boolean {
+  return slotDenials.has(decision);
+}
 
 /**
  * Releases `lease` when `response` ends, closes or errors:

@@ -58,6 +58,11 @@ export interface Charge {
   readonly clock?: Clock | undefined;
 }
 
+/** The clock a limiter's store decides on: an injected one, else the process clock. */
+export function storeClock(limiter: Pick<RateLimiter, 'store'>): Clock {
+  return (limiter.store as { clock?: Clock }).clock ?? Date.now;
+}
+
 /**
  * When the first window a charge went to ends (`decision` is the charging one), on `clock`:
  * for a fixed window its end, for a sliding window the end of the sub-window (bucket) it was
@@ -73,13 +78,19 @@ export function chargedWindowEnd(
   limiter: RateLimiter,
   decision: Decision,
   clock: Clock,
+  askedAt?: number,
 ): number | undefined {
   let left: number | undefined;
   limiter.policies.forEach((policy, i) => {
     const after = windowLeft(policy, decision.policies[i]?.resetAfter);
     if (after !== undefined && (left === undefined || after < left)) left = after;
   });
-  return left === undefined ? undefined : clock() + left;
+  if (left === undefined) return undefined;
+  // `resetAfter` counts from the moment the store decided, which lies between the call and its
+  // reply. From the call (`askedAt`) the end is never late: a reply processed after a stall
+  // (a busy event loop) would otherwise push the end past the edge, and the refund would go to
+  // the next window. Early only by the round trip: a refund dropped, never one too many.
+  return (askedAt ?? clock()) + left;
 }
 
 /** How long (ms) the window or bucket an admitted charge went to still runs, if it has one. */
@@ -95,17 +106,21 @@ function windowLeft(policy: Policy, resetAfter: number | undefined): number | un
 }
 
 /**
- * The `Charge` of an admitted request (`decision` the one that charged it), with its window's
- * end on the store's clock (an injected one, else the process clock), for `refundUncounted`.
+ * The `Charge` of an admitted request (`decision` the one that charged it, asked for at
+ * `askedAt` on `storeClock(limiter)`), with its window's end on the store's clock (an injected
+ * one, else the process clock), for `refundUncounted`. Without `askedAt` the end is counted
+ * from now, which a stall between the decision and this call makes late.
  */
 export function chargeOf(
   limiter: RateLimiter,
   key: string,
   cost: number,
   decision: Decision,
+  askedAt?: number,
 ): Charge {
-  const clock = (limiter.store as { clock?: Clock }).clock ?? Date.now;
-  return { limiter, key, cost, windowEndsAt: chargedWindowEnd(limiter, decision, clock), clock };
+  const clock = storeClock(limiter);
+  const windowEndsAt = chargedWindowEnd(limiter, decision, clock, askedAt);
+  return { limiter, key, cost, windowEndsAt, clock };
 }
 
 /** How a response ended, for `count`. */
@@ -211,7 +226,7 @@ export interface CountConfig<Req, Res> {
  */
 export function refundByOutcome<Req, Res>(
   config: CountConfig<Req, Res>,
-  check: Pick<HttpCheck, 'key' | 'cost' | 'decision' | 'rate' | 'limiter'>,
+  check: Pick<HttpCheck, 'key' | 'cost' | 'decision' | 'rate' | 'limiter' | 'askedAt'>,
   response: ServerResponse,
   req: Req,
   res: Res,
@@ -223,7 +238,7 @@ export function refundByOutcome<Req, Res>(
   if (!decision.allowed || !rate.allowed || !storeDecided(rate)) return;
   refundUncounted(
     count,
-    chargeOf(limiter, check.key, check.cost, rate),
+    chargeOf(limiter, check.key, check.cost, rate, check.askedAt),
     response,
     req,
     res,

@@ -15,6 +15,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Decision, PolicyDecision } from '../decision.js';
+import { isSlotDenial } from './concurrency.js';
 import { DEFAULT_HEADER_CONFIG, type RateLimitHeaderConfig } from './header-options.js';
 
 /** Where headers go: `res.getHeader/setHeader` in Express, `ctx.response.get/ctx.set` in Koa. */
@@ -179,10 +180,14 @@ export function formatUnnamedRateLimitPolicy(decision: Decision): string {
  * `Retry-After` seconds for a denied decision: the latest `t` among the policies that denied,
  * at least 1. Undefined when the decision admitted the request, and when retrying cannot help:
  * a policy that denied can never admit this cost (retryAfter −1: too large a cost, a limit of
- * 0, a block 'forever'), so a client that honours Retry-After would retry forever.
+ * 0, a block 'forever'), so a client that honours Retry-After would retry forever; and for a
+ * refusal because every concurrency slot was busy (`isSlotDenial`): a slot frees when a request
+ * in flight ends, which is not known.
  */
 export function retryAfterSeconds(decision: Decision): number | undefined {
   if (decision.allowed || decision.retryAfter < 0) return undefined;
+  // Busy concurrency slots free when a request in flight ends: no wait is known.
+  if (isSlotDenial(decision)) return undefined;
   let seconds = ceilSeconds(decision.retryAfter);
   for (const p of decision.policies) {
     if (p.allowed) continue;

@@ -10,6 +10,8 @@
 export { mergeDecisions } from '../decision.js';
 // Every code Floodgate reports links to its entry in docs/troubleshooting.md.
 export { emitWarning, helpUrl } from '../errors.js';
+// The one guarded way to call user hooks (wrappers such as @floodgate/opentelemetry use it).
+export { HookCaller } from '../hook-caller.js';
 // Option parsing for adapters: one error shape (field, value, stable code) everywhere, and
 // the core's readers reporting fields under the adapter's own names (readAs).
 export {
@@ -71,6 +73,7 @@ export {
   parseCountOption,
   refundByOutcome,
   refundUncounted,
+  storeClock,
 } from './count.js';
 export {
   DIAGNOSTIC_CODES,
@@ -78,6 +81,7 @@ export {
   Diagnostics,
   type ValidateOption,
 } from './diagnostics.js';
+export { type DecisionHolder, exposeDecision } from './expose.js';
 export {
   DEFAULT_HEADER_CONFIG,
   DEFAULT_LEGACY_HEADER_NAMES,

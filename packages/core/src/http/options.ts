@@ -11,7 +11,12 @@ import type { ConcurrencyLimiter } from '../concurrency-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
 import { configError, isCost, optionNames } from '../options.js';
 import { createRateLimiter, type RateLimiter } from '../rate-limiter.js';
-import { RATE_LIMITER_OPTION_NAMES, type RateLimiterOptions } from '../rate-limiter-options.js';
+import {
+  DEFAULT_PREFIX,
+  RATE_LIMITER_OPTION_NAMES,
+  type RateLimiterOptions,
+  readPrefix,
+} from '../rate-limiter-options.js';
 import { memoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
 import {
@@ -20,7 +25,7 @@ import {
   type AccessOptions,
   parseAccessOptions,
 } from './access-list.js';
-import { budgetOf, FirstRequestWatch, noteBudget } from './budget.js';
+import { budgetOf, FirstRequestWatch, noteBudget, noteLeaseBudget } from './budget.js';
 import { type HttpConcurrencyOptions, parseConcurrencyOption } from './concurrency.js';
 import { type CountOption, CountWarning, parseCountOption } from './count.js';
 import {
@@ -141,16 +146,22 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = Server
   const rate = rateLimitingOf(o, limiterOptions, shadow, where);
   const { limiter, setOptions } = rate;
   const perRequest = requestFunctionsOf<Req, OnLimited>(o, where);
+  // A concurrency-only middleware's `prefix` names its slots' keys.
+  const prefix =
+    limiter?.prefix ??
+    readPrefix(limiterOptions.prefix ?? setOptions?.prefix ?? DEFAULT_PREFIX, where);
   const concurrency = parseConcurrencyOption(
     o.concurrency,
     `${where}.concurrency`,
     () =>
       limiter?.store ?? rate.store ?? (limiterOptions.store as Store | undefined) ?? memoryStore(),
     limiterOptions,
+    prefix,
   );
   refuseUnusedLimiterOptions(rate, limiterOptions, where);
   const keys = parseKeyOptions<Req>(o, where);
   if (limiter !== undefined) noteBudget(keys.diagnostics, limiter, where);
+  if (concurrency !== undefined) noteLeaseBudget(keys.diagnostics, concurrency, where);
   return {
     ...keys,
     ...parseAccessOptions<Req>(o, where),
@@ -321,14 +332,17 @@ function requestFunctionsOf<Req, OnLimited>(
   };
 }
 
-/** Limiter options (other than `store`) with neither a limiter nor policy sets to use them. */
+/**
+ * Limiter options (other than `store` and `prefix`, which also names a concurrency-only
+ * middleware's slots) with neither a limiter nor policy sets to use them.
+ */
 function refuseUnusedLimiterOptions(
   rate: RateLimiting,
   limiterOptions: Record<string, unknown>,
   where: string,
 ): void {
   if (rate.limiter !== undefined || rate.setOptions !== undefined) return;
-  const name = Object.keys(limiterOptions).find((n) => n !== 'store');
+  const name = Object.keys(limiterOptions).find((n) => n !== 'store' && n !== 'prefix');
   if (name === undefined) return;
   throw configError(
     `${where}.${name}`,

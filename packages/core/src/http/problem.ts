@@ -4,6 +4,7 @@
  * `store-unavailable` when `onStoreError: 'closed'` refused because the store could not decide.
  */
 import type { Decision } from '../decision.js';
+import { isSlotDenial } from './concurrency.js';
 import { retryAfterSeconds, storeDecided } from './headers.js';
 
 /** Media type of RFC 9457 problem bodies. */
@@ -74,8 +75,9 @@ export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
   const violated = decision.policies.filter((p) => !p.allowed).map((p) => p.name);
   if (violated.length === 0) violated.push(decision.policy);
   const seconds = retryAfterSeconds(decision);
-  const detail =
-    seconds === undefined
+  const detail = isSlotDenial(decision)
+    ? `Too many requests in flight under policy "${decision.policy}"; retry once one of them has finished.`
+    : seconds === undefined
       ? `Policy "${decision.policy}" can never admit this request; retrying will not help.`
       : `Too many requests under policy "${decision.policy}"; retry in ${seconds} s.`;
   return {

@@ -8,6 +8,7 @@
  */
 import type { Decision } from '../decision.js';
 import type { CallContext, RateLimiterHooks } from '../failure-options.js';
+import { HookCaller } from '../hook-caller.js';
 import { configError } from '../options.js';
 import type { HttpCheck } from './types.js';
 
@@ -41,11 +42,12 @@ export function shadowCheck(check: HttpCheck): HttpCheck {
 export function shadowHooks(hooks: unknown): unknown {
   const own = hooks as RateLimiterHooks | undefined;
   if (own === null || typeof own !== 'object' || typeof own.onDecision !== 'function') return hooks;
-  const onDecision = own.onDecision;
+  // The user's hook may be async: its rejection is caught here, as the limiter's own would be.
+  const caller = new HookCaller('shadow middleware');
   return {
     ...own,
     onDecision(decision: Decision, context: CallContext) {
-      onDecision(shadowDecision(decision), { ...context, shadow: true });
+      caller.call(own, 'onDecision', shadowDecision(decision), { ...context, shadow: true });
     },
   };
 }

@@ -40,4 +40,9 @@ export interface HttpCheck {
   readonly lease: Lease | undefined;
   /** The limiter that decided: with a policies function, the one for the request's set. */
   readonly limiter: RateLimiter | undefined;
+  /**
+   * The store's clock when the charging `consume` was called (with a `count` other than
+   * 'all'): where the charged window's end is counted from (count.ts `chargeOf`).
+   */
+  readonly askedAt?: number;
 }

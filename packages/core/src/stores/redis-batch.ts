@@ -10,6 +10,7 @@
  */
 
 import { keySlot } from './key-slot.js';
+import { batchArguments } from './redis-batch-arguments.js';
 import { Channel } from './redis-batch-channel.js';
 import { splitBatchReply } from './redis-reply.js';
 import { type GeneratedScript, withSourceLine } from './scripts.js';
@@ -84,10 +85,6 @@ export type ScriptRunner = (
   ticket: SendTicket,
   onResend?: () => void,
 ) => Promise<unknown>;
-
-/** Shape numbers as strings ('1', '2', …), made once. */
-const SHAPE_IDS: string[] = [];
-const shapeId = (n: number): string => (SHAPE_IDS[n] ??= String(n));
 
 export class Batcher {
   private readonly single = new Channel<Call>();
@@ -215,27 +212,25 @@ export class Batcher {
    * shape (then every call is of it: an ARGV element per call costs Redis ~1 000 instructions,
    * docs/benchmarks.md); KEYS in call order.
    */
-  private sendBatch(calls: Call[], done: () => void, resend: () => void): void {
-    const shapes = new Map<readonly string[], string>();
-    const head: string[] = [''];
-    const entries: string[] = new Array(calls.length);
+  private sendBatch(sent: Call[], done: () => void, resend: () => void): void {
+    let calls = sent;
     const keys: string[] = [];
-    for (let i = 0; i < calls.length; i++) {
-      const call = calls[i]!;
-      let id = shapes.get(call.args);
-      if (id === undefined) {
-        id = shapeId(shapes.size + 1);
-        shapes.set(call.args, id);
-        head.push(shapeId(call.keys.length), shapeId(call.args.length), ...call.args);
-      }
-      entries[i] = id;
-      for (const key of call.keys) keys.push(key);
-    }
-    head[0] = shapeId(shapes.size);
-    if (shapes.size > 1) for (const id of entries) head.push(id);
+    const head: string[] = [];
+    batchArguments(calls, keys, head);
     const ticket = new SendTicket();
     for (const call of calls) call.ticket.joinBatch(ticket);
-    this.run(calls[0]!.batchScript, keys, head, ticket, resend).then(
+    // Re-sent after NOSCRIPT: without the calls whose own timeout has passed meanwhile (they
+    // must never run; the others still may). The arrays are rebuilt in place, as the runner
+    // re-sends the ones it was given.
+    const onResend = (): void => {
+      if (calls.some(isAbandoned)) {
+        for (const call of calls) if (isAbandoned(call)) fail(call, notRunError());
+        calls = calls.filter((call) => !isAbandoned(call));
+        if (calls.length > 0) batchArguments(calls, keys, head);
+      }
+      resend();
+    };
+    this.run(calls[0]!.batchScript, keys, head, ticket, onResend).then(
       (reply) => {
         done();
         if (reply === NOT_RUN_REPLY) {

@@ -5,6 +5,7 @@
  */
 import { describeValue, RateLimitConfigError } from '../errors.js';
 import { type NodeRedisClusterLike, slotRefresher } from './cluster-refresh.js';
+import { type FirstReady, ioredisFirstReady, nodeRedisFirstReady } from './first-ready.js';
 import { NOT_RUN_REPLY, type SendTicket } from './send-ticket.js';
 
 export interface ScriptClient {
@@ -43,7 +44,7 @@ export interface ScriptClient {
 type Fn = (...args: any[]) => Promise<unknown>;
 
 /**
- * An ioredis (v5) `Redis` or `Cluster`, as the store uses it: `new Redis(url)`,
+ * An ioredis (v5 or later) `Redis` or `Cluster`, as the store uses it: `new Redis(url)`,
  * `new Cluster(nodes)`. Typed by the members the store calls, so the store's types need no
  * Redis client installed, and a URL string or a missing `{ client }` does not compile.
  */
@@ -85,6 +86,8 @@ interface IoredisLike extends IoredisClient {
 }
 interface NodeRedisLike extends NodeRedisClient {
   sendCommand: Fn;
+  /** false before `connect()` and after `quit()`/`close()` (a node-redis client, not a cluster). */
+  isOpen?: boolean;
   masters?: unknown;
   /** A cluster's client for one of its `masters`. */
   nodeClient?: (node: unknown) => { sendCommand: Fn } | Promise<{ sendCommand: Fn }>;
@@ -123,6 +126,7 @@ export function clientKind(value: unknown): string | undefined {
 export function toScriptClient(client: unknown, field = 'redisStore.client'): ScriptClient {
   if (client !== null && typeof client === 'object') {
     if (isIoredis(client)) {
+      refuseStringNumbers(client, field);
       const Command = ioredisCommandClass(client);
       if (Command) return ioredisShim(client, Command);
     } else if (isNodeRedis(client)) {
@@ -133,7 +137,25 @@ export function toScriptClient(client: unknown, field = 'redisStore.client'): Sc
     'FLOODGATE_UNKNOWN_CLIENT',
     field,
     client,
-    `${field} must be an ioredis Redis or Cluster (v5), or a node-redis client, cluster (v4+) or sentinel (v5), got ${describeValue(client)}`,
+    `${field} must be an ioredis Redis or Cluster (v5 or later), or a node-redis client, cluster (v4+) or sentinel (v5), got ${describeValue(client)}`,
+  );
+}
+
+/**
+ * An ioredis client made with `stringNumbers: true` answers every integer as text, so every
+ * script reply would read as a store error and the failure policy would answer every call
+ * (`'open'` admitting everything): refused here, with the way out.
+ */
+function refuseStringNumbers(client: IoredisLike, field: string): void {
+  const options = client.options as
+    | { stringNumbers?: unknown; redisOptions?: { stringNumbers?: unknown } }
+    | undefined;
+  if (options?.stringNumbers !== true && options?.redisOptions?.stringNumbers !== true) return;
+  throw new RateLimitConfigError(
+    'FLOODGATE_INVALID_OPTION',
+    field,
+    client,
+    `${field} is an ioredis client created with stringNumbers: true, which answers every number as text: the store could read none of its replies, and its failure policy would answer every call. Give the store a client without it, e.g. redisStore({ client: client.duplicate({ stringNumbers: false }) })`,
   );
 }
 
@@ -168,18 +190,17 @@ function ioredisShim(client: IoredisLike, Command: IoredisCommandClass): ScriptC
       return super.toWritable(socket);
     }
   }
+  const gate = ioredisFirstReady(client);
+  const send = (command: IoredisCommand, ticket: SendTicket | undefined) =>
+    gate ? gate.run(() => client.sendCommand(command), ticket) : client.sendCommand(command);
   return {
     description: client.isCluster ? 'ioredis Cluster' : 'ioredis Redis',
     cluster: client.isCluster === true,
     evalsha: (sha1, keys, args, ticket) =>
-      client.sendCommand(
-        new SendOnceCommand('evalsha', [sha1, keys.length, ...keys, ...args], ticket),
-      ),
+      send(new SendOnceCommand('evalsha', [sha1, keys.length, ...keys, ...args], ticket), ticket),
     eval: (script, keys, args, ticket) =>
-      client.sendCommand(
-        new SendOnceCommand('eval', [script, keys.length, ...keys, ...args], ticket),
-      ),
-    command: (_key, args) => client.call(...args),
+      send(new SendOnceCommand('eval', [script, keys.length, ...keys, ...args], ticket), ticket),
+    command: (_key, args) => (gate ? gate.run(() => client.call(...args)) : client.call(...args)),
     scan: (pattern, count) => {
       // SCAN's MATCH is not prefixed by ioredis, and its replies carry the prefix.
       const prefix = keyPrefix ?? '';
@@ -263,11 +284,14 @@ function nodeRedisShim(client: NodeRedisLike): ScriptClient {
   const cluster = kind === 'node-redis cluster';
   const sentinel = kind === 'node-redis sentinel';
   const refresh = cluster ? slotRefresher(client as NodeRedisClusterLike) : undefined;
-  const send = (args: string[], keys: readonly string[], ticket: SendTicket | undefined) => {
+  const gate: FirstReady | undefined = cluster ? undefined : nodeRedisFirstReady(client);
+  const send = (args: string[], keys: readonly string[], ticket: SendTicket | undefined) =>
+    gate ? gate.run(() => sendNow(args, keys, ticket), ticket) : sendNow(args, keys, ticket);
+  const sendNow = (args: string[], keys: readonly string[], ticket: SendTicket | undefined) => {
     if (sentinel) return client.sendCommand(false, args, writeOnce(ticket));
     // v5 reads `abortSignal`, v4 `signal`.
     const options = ticket ? { abortSignal: ticket.signal, signal: ticket.signal } : undefined;
-    if (!cluster) return client.sendCommand(args, options);
+    if (!cluster) return client.sendCommand(args, options).catch(notOpen(client));
     const reply = client.sendCommand(keys[0], false, args, options);
     reply.catch((error: unknown) => refresh?.(keys[0]!, error));
     return reply;
@@ -283,7 +307,8 @@ function nodeRedisShim(client: NodeRedisLike): ScriptClient {
       // The master's settings are the ones that matter (with replicaPoolSize > 0 a read-only
       // command would go to a replica).
       if (sentinel) return client.sendCommand(false, [...args]);
-      return cluster ? client.sendCommand(key, true, [...args]) : client.sendCommand([...args]);
+      if (cluster) return client.sendCommand(key, true, [...args]);
+      return gate ? gate.run(() => client.sendCommand([...args])) : client.sendCommand([...args]);
     },
     scan: (pattern, count) => {
       let nodes: SendRaw[];
@@ -300,6 +325,20 @@ function nodeRedisShim(client: NodeRedisLike): ScriptClient {
       }
       return scanNodes(nodes, pattern, count);
     },
+  };
+}
+
+/**
+ * A node-redis client that is not open refuses every command with "The client is closed"; the
+ * error then says what to do (it is a setup mistake, not an outage).
+ */
+function notOpen(client: NodeRedisLike): (error: unknown) => never {
+  return (error) => {
+    if (client.isOpen !== false) throw error;
+    throw new Error(
+      `the node-redis client is not connected: call \`await client.connect()\` before the first decision (or it was closed by quit()/close()): ${(error as Error)?.message ?? error}`,
+      { cause: error },
+    );
   };
 }
 

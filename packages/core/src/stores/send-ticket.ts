@@ -25,22 +25,33 @@ export class SendTicket {
     return this.controller.signal;
   }
 
-  /** The ticket of the batch this call went out in: abandoning the call abandons the batch. */
+  /** The ticket of the batch this call went out in. */
   private batch: SendTicket | undefined;
+  /** A batch's tickets: the calls that went out in it. */
+  private members: SendTicket[] | undefined;
 
   abandon(): void {
+    if (this.abandoned) return;
     this.abandoned = true;
     this.controller?.abort();
-    this.batch?.abandon();
+    this.batch?.memberAbandoned();
   }
 
   /**
-   * Puts this call's command into a batch command: if either is abandoned the batch must not
-   * run (its other calls then fail alone, and their own failure policy answers them).
+   * Puts this call's command into a batch command. Each call keeps its own timeout: the batch
+   * stops (is not written, or not re-sent) only once every call in it is abandoned, and a re-sent
+   * batch leaves its abandoned calls out (redis-batch.ts), so a short timeout never fails the
+   * calls of a longer one beside it.
    */
   joinBatch(batch: SendTicket): void {
     this.batch = batch;
-    if (this.abandoned) batch.abandon();
+    if (batch.members === undefined) batch.members = [this];
+    else batch.members.push(this);
+    if (this.abandoned) batch.memberAbandoned();
+  }
+
+  private memberAbandoned(): void {
+    if (this.members?.every((member) => member.abandoned)) this.abandon();
   }
 }
 

@@ -20,6 +20,7 @@ import {
   useTestRedisConnection,
   withoutFastify,
 } from '@floodgate/http-test-kit';
+import type { Redis } from 'ioredis';
 import request from 'supertest';
 import { flushRedis } from '../../../../test/harness/redis';
 
@@ -181,12 +182,26 @@ describe.each(frameworks)('%s', (_framework, serve) => {
     expect(codes).toEqual([]);
   });
 
+  // Budgets are told apart by the Redis client behind a store: each test gets its own
+  // connection, as the apps of earlier tests (still referenced) would share its budgets.
+  let connections: Redis[] = [];
   describe.each<[string, () => Store]>([
     ['memory', () => memoryStore({ clock })],
-    ['redis', () => redisStore({ client: redis(), clock })],
+    [
+      'redis',
+      () => {
+        const client = redis().duplicate();
+        connections.push(client);
+        return redisStore({ client, clock });
+      },
+    ],
   ])('on the %s store', (storeName, makeStore) => {
     beforeEach(async () => {
       if (storeName === 'redis') await flushRedis(redis());
+    });
+    afterEach(() => {
+      for (const client of connections) client.disconnect();
+      connections = [];
     });
 
     it('FLOODGATE_SHARED_BUDGET: two middlewares on one store, prefix and policies, once', async () => {

@@ -222,7 +222,8 @@ describe('parseHttpRateLimitOptions', () => {
     [{ concurrency: { limit: 2, leaseTtl: -1 } }, 'rateLimit.concurrency.leaseTtl'],
     [{ concurrency: { limit: 2, max: 3 } }, 'rateLimit.concurrency.max'],
     [{ concurrency: 5 }, 'rateLimit.concurrency'],
-    [{ concurrency: { limit: 2 }, prefix: 'x' }, 'rateLimit.prefix'],
+    [{ concurrency: { limit: 2 }, prefix: 'x{' }, 'rateLimit.prefix'],
+    [{ concurrency: { limit: 2 }, timeout: 5 }, 'rateLimit.timeout'],
   ])('rejects concurrency %p naming %s', (options, field) => {
     expect(() => parseHttpRateLimitOptions(options, 'rateLimit')).toThrow(
       expect.objectContaining({ name: 'RateLimitConfigError', field }),

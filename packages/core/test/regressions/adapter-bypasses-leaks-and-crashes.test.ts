@@ -98,7 +98,11 @@ describe.each(frameworks)('%s', (_framework, serve) => {
           }
         });
         expect(statuses.filter((s) => s === 200)).toHaveLength(5);
-        expect(warnings).toEqual(['FLOODGATE_UNVERIFIED_APP_KEY']);
+        // The apps of earlier tests on this file's Redis client spend the same budget
+        // (FLOODGATE_SHARED_BUDGET, rightly): only the app-key warning is under test.
+        expect(warnings.filter((code) => code !== 'FLOODGATE_SHARED_BUDGET')).toEqual([
+          'FLOODGATE_UNVERIFIED_APP_KEY',
+        ]);
       });
 
       it("unknownAppKey: 'refuse' answers an unknown key with a 403 problem and charges nothing", async () => {

@@ -23,6 +23,7 @@ import {
   refundUncounted,
   resolveKey,
   shadowDecision,
+  storeClock,
   storeDecided,
   UnknownAppKeyError,
 } from '@floodgate/core/http';
@@ -77,6 +78,8 @@ export interface KeyedCharge {
    * whose window it went to has ended is dropped (`chargeOf` in `@floodgate/core/http`).
    */
   decision?: Decision;
+  /** The store's clock when that decision was asked for: the charged window's end counts from it. */
+  askedAt?: number;
 }
 
 /** Where the guard leaves a request's charges (for `reset`, `block`, `unblock`). */
@@ -298,7 +301,7 @@ export class RequestLimits {
     for (const charge of charged) {
       refundUncounted(
         charge.count,
-        chargeOf(charge.limiter!, charge.key, cost, charge.decision!),
+        chargeOf(charge.limiter!, charge.key, cost, charge.decision!, charge.askedAt),
         raw,
         context,
         response as unknown,
@@ -400,6 +403,7 @@ async function chargeTogether(charges: readonly KeyedCharge[], cost: number): Pr
 
 /** Charges one key's policies, keeping the decision that charged them (for a later refund). */
 async function consume(charge: KeyedCharge, cost: number): Promise<Decision> {
+  if (charge.count !== 'all') charge.askedAt = storeClock(charge.limiter!)();
   charge.decision = await charge.limiter!.consume(charge.key, { cost });
   return charge.decision;
 }
