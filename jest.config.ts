@@ -29,6 +29,7 @@ const base = {
       '<rootDir>/packages/$1/src/index.ts',
     '^@floodgate/core/http$': '<rootDir>/packages/core/src/http/index.ts',
     '^@floodgate/redis-server$': '<rootDir>/tools/redis-server/src/index.ts',
+    '^@floodgate/http-test-kit$': '<rootDir>/tools/http-test-kit/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
 };

@@ -1,5 +1,5 @@
 /**
- * The Redis Cluster part of bench/results.md: the issue 17 target row ("no regression": batched ÷
+ * The Redis Cluster part of bench/results.md: the batching target row ("no regression": batched ÷
  * `batch: false`) and the section's tables (decisions/s, ratios, latency, CPU per decision, and
  * how many decisions each EVALSHA carried).
  */

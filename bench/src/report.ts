@@ -4,7 +4,7 @@ import { clusterTarget, renderCluster } from './report-cluster.js';
 
 /**
  * Turns a run's raw rows into bench/results.md (tables of medians and same-run ratios, and the
- * issue's targets with hit / missed) and bench/results.svg (the chart docs/benchmarks.md shows).
+ * targets with hit / missed) and bench/results.svg (the chart docs/benchmarks.md shows).
  */
 
 export interface BenchResults {
@@ -196,7 +196,7 @@ export function targets(r: BenchResults, median: Median): Target[] {
   return t;
 }
 
-/** Issue 17's targets: batching, scripts per decision, HTTP CPU (ratios of one run). */
+/** The batching targets: batching, scripts per decision, HTTP CPU (ratios of one run). */
 export function batchingTargets(r: BenchResults, median: Median): Target[] {
   const s = summarize(r, median);
   const t: Target[] = [];
@@ -310,7 +310,7 @@ export function renderMarkdown(r: BenchResults, median: Median): string {
       .join(', ')}`,
   );
   p();
-  p('## Targets (issue 17: batching)');
+  p('## Targets (batching)');
   p();
   p('| target | measured | |');
   p('|---|---|---|');
@@ -350,7 +350,7 @@ export function renderMarkdown(r: BenchResults, median: Median): string {
   }
   p();
   for (const line of renderCluster(r.cluster, median)) p(line);
-  p('## Earlier targets (issue 7)');
+  p('## Earlier targets');
   p();
   p('| target | measured | |');
   p('|---|---|---|');

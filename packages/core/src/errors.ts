@@ -6,14 +6,14 @@
 
 /**
  * Where every code Floodgate reports (errors and process warnings) is explained: one entry per
- * code in the README's Troubleshooting section.
+ * code on the troubleshooting page.
  */
 export const TROUBLESHOOTING_URL =
-  'https://github.com/floodgate-js/floodgate/blob/main/README.md#troubleshooting';
+  'https://github.com/floodgate-js/floodgate/blob/main/docs/troubleshooting.md';
 
-/** The help link of `code`: its entry in the README's Troubleshooting section. */
+/** The help link of `code`: its entry on the troubleshooting page (GitHub's heading anchor). */
 export function helpUrl(code: string): string {
-  return `${TROUBLESHOOTING_URL.slice(0, TROUBLESHOOTING_URL.indexOf('#'))}#${code.toLowerCase()}`;
+  return `${TROUBLESHOOTING_URL}#${code.toLowerCase()}`;
 }
 
 /** Emits a process warning with its stable `code` and, as its detail, the code's help link. */
@@ -52,7 +52,7 @@ export class RateLimitConfigError extends Error {
     super(withHelp(message, code), options);
     this.help = helpUrl(code);
   }
-  /** This code's entry in the README's Troubleshooting section (also at the message's end). */
+  /** This code's entry on the troubleshooting page (also at the message's end). */
   readonly help: string;
 }
 
@@ -68,7 +68,7 @@ export class RateLimitArgumentError extends RangeError {
   ) {
     super(withHelp(message, 'FLOODGATE_INVALID_ARGUMENT'));
   }
-  /** This code's entry in the README's Troubleshooting section (also at the message's end). */
+  /** This code's entry on the troubleshooting page (also at the message's end). */
   readonly help = helpUrl('FLOODGATE_INVALID_ARGUMENT');
 }
 
@@ -76,7 +76,7 @@ export class RateLimitArgumentError extends RangeError {
 export class RateLimitStoreError extends Error {
   override readonly name = 'RateLimitStoreError';
   readonly code = 'FLOODGATE_STORE_ERROR' as const;
-  /** This code's entry in the README's Troubleshooting section (also at the message's end). */
+  /** This code's entry on the troubleshooting page (also at the message's end). */
   readonly help = helpUrl('FLOODGATE_STORE_ERROR');
   /**
    * Redis refused a write because it is full (`maxmemory` with `noeviction`): it still answers,

@@ -5,7 +5,7 @@
  * This entry is the documented API only (DESIGN.md §3): the limiters, the policy factories,
  * the stores, their option and decision types, and the errors. The helpers the framework
  * adapters share live at `@floodgate/core/http`; engine internals are not exported.
- * `test/exports.test.ts` lists every name, so adding one is a decision.
+ * `test/meta/exports.test.ts` lists every name, so adding one is a decision.
  */
 export type { FixedWindowOptions } from './algorithms/fixed-window.js';
 export type { GcraOptions } from './algorithms/gcra.js';

@@ -3,8 +3,8 @@
  * per-route `config.rateLimit` (own options or `false`), `global: false`, 404s, the hook that
  * runs the limiter, fastify-plugin's reach into child contexts, and option errors at
  * registration. The behaviour every adapter shares (headers, keys, problem bodies, concurrency,
- * store errors) is the shared table in packages/core/test/http-adapters.test.ts, which runs on
- * Fastify with a real listener.
+ * store errors) is the scenario table of @floodgate/http-test-kit, which http-scenarios.test.ts
+ * runs on Fastify with a real listener.
  */
 import { fixedWindow, memoryStore, redisStore, type Store } from '@floodgate/core';
 import rateLimitDefault, { rateLimit } from '@floodgate/fastify';

@@ -1,6 +1,6 @@
 /**
  * The middleware's types import Koa's and Express's own: TypeScript users need the framework's
- * types installed, which the package declares as an optional peer (issue 18.7) and says in its
+ * types installed, which the package declares as an optional peer and says in its
  * README. JavaScript users are not asked for them.
  */
 import { readFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * What the guard answers when the store cannot decide (issue 18.2), on both platforms: 503 with
+ * What the guard answers when the store cannot decide, on both platforms: 503 with
  * the store-unavailable problem and Retry-After at the breaker's next probe for 'closed', and no
  * quota headers at all when no store decided.
  */

@@ -2,7 +2,7 @@
  * The registry of algorithms, keyed by the name of each policy factory: the factory (which makes
  * the policies users pass to a limiter) and the TypeScript twin that decides them in memory.
  * Redis runs `lua/<kind>.lua`, found by the generator from the twin's `kind`. The root entry
- * exports the factories from here; test/algorithm-registry.test.ts checks that the Lua files,
+ * exports the factories from here; test/meta/algorithm-registry.test.ts checks that the Lua files,
  * the twins, the conformance cases, the README's Policies table and docs/algorithms.md list the
  * same algorithms (CONTRIBUTING.md, "Adding an algorithm").
  */

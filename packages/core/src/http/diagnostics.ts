@@ -2,8 +2,8 @@
  * Misconfiguration the adapters can see but not fix: each is reported as one process warning
  * (`process.emitWarning(message, { code })`) with a stable code, once per middleware (a few
  * once per process, said below), and never changes a decision. `validate: false` turns them
- * all off; `validate: { FLOODGATE_DOUBLE_COUNT: false }` turns off one. The README's
- * Troubleshooting section has a line per code.
+ * all off; `validate: { FLOODGATE_DOUBLE_COUNT: false }` turns off one. docs/troubleshooting.md
+ * has an entry per code.
  */
 import { emitWarning } from '../errors.js';
 import { configError } from '../options.js';

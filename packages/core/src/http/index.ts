@@ -6,7 +6,7 @@
  * Published as the `@floodgate/core/http` subpath: for adapter authors, not application code.
  */
 
-// Every code Floodgate reports links to its README Troubleshooting entry.
+// Every code Floodgate reports links to its entry in docs/troubleshooting.md.
 export { emitWarning, helpUrl } from '../errors.js';
 // Option parsing for adapters: one error shape (field, value, stable code) everywhere, and
 // the core's readers reporting fields under the adapter's own names (readAs).

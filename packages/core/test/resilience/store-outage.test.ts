@@ -4,11 +4,11 @@
  * share one circuit breaker, fallbacks are bounded by `timeout`, hooks that return rejected
  * promises are contained, and an outage and its recovery are each reported by one warning.
  */
+
+import { serveExpress, serveKoa } from '@floodgate/http-test-kit';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { type RedisServerHandle, startRedisServer } from '../../../../test/harness/redis-server.js';
-import { serveExpress } from '../../../express/test/server';
-import { serveKoa } from '../../../koa/test/server';
 import {
   ConcurrencyLimiter,
   type Decision,

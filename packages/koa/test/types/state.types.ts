@@ -1,5 +1,5 @@
 /**
- * Type tests (issue 18.7), checked by `tsc -p tsconfig.json` in `npm test`: `ctx.state.rateLimit`
+ * Type tests, checked by `tsc -p tsconfig.json` in `npm test`: `ctx.state.rateLimit`
  * is typed by @floodgate/koa's augmentation of Koa's `DefaultState`. Nothing here runs.
  */
 import type { Decision } from '@floodgate/core';
