@@ -54,6 +54,7 @@ export type {
 } from './failure-policy.js';
 export type { BlockDuration, Policy } from './policy.js';
 export { RateLimiter } from './rate-limiter.js';
+export type { Reservation } from './reservation.js';
 export type {
   AcquireOptions,
   ConsumeOptions,

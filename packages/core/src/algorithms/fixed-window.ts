@@ -143,14 +143,15 @@ function checkStarted(
   cost: number,
   limit: number,
   window: number,
+  force: boolean,
 ): CheckResult<FixedWindowState> {
   const current = startedWindow(state, now);
   const used = current?.used ?? 0;
   // No current window: an admitted cost > 0 starts one now.
   const end = current?.end ?? now + window;
-  const verdict: CheckResult<FixedWindowState> = windowVerdict(used, cost, limit, end - now);
+  const verdict: CheckResult<FixedWindowState> = windowVerdict(used, cost, limit, end - now, force);
   if (verdict.allowed) {
-    verdict.next = { end, used: used + cost };
+    verdict.next = { end, used: used + cost > limit ? limit : used + cost };
     verdict.ttl = end - now;
   }
   return verdict;
@@ -160,7 +161,17 @@ function checkStarted(
  * A window's verdict (both anchors) from its count before this request and the time left in
  * it; the caller adds what an admission stores.
  */
-function windowVerdict(used: number, cost: number, limit: number, windowLeft: number): Verdict {
+function windowVerdict(
+  used: number,
+  cost: number,
+  limit: number,
+  windowLeft: number,
+  force = false,
+): Verdict {
+  if (used + cost > limit && force) {
+    // A charge past the limit fills the window (lua/fixed-window.lua's Debt).
+    return { allowed: true, remaining: 0, resetAfter: windowLeft, retryAfter: 0, delay: 0 };
+  }
   if (used + cost <= limit) {
     const after = used + cost;
     return {
@@ -185,8 +196,10 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
   kind: 'fixed-window',
   // Per window key (layout 0), the count is at <base>:<window index>, not at the base key.
   sharesKey: ([, , layout]) => layout !== LAYOUT_PER_WINDOW_KEY,
-  check(state, now, cost, [limit, window, layout]) {
-    if (layout === LAYOUT_FIRST_REQUEST) return checkStarted(state, now, cost, limit, window);
+  check(state, now, cost, [limit, window, layout], _slack, force = false) {
+    if (layout === LAYOUT_FIRST_REQUEST) {
+      return checkStarted(state, now, cost, limit, window, force);
+    }
     const packed = layout === LAYOUT_PACKED;
     const index = Math.floor(now / window);
     let used = 0;
@@ -198,9 +211,17 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
       used = state.used;
     }
     const windowLeft = (index + 1) * window - now;
-    const verdict: CheckResult<FixedWindowState> = windowVerdict(used, cost, limit, windowLeft);
+    const verdict: CheckResult<FixedWindowState> = windowVerdict(
+      used,
+      cost,
+      limit,
+      windowLeft,
+      force,
+    );
     if (verdict.allowed) {
-      verdict.next = packed ? base + used + cost : { index, used: used + cost };
+      // A charge past the limit fills the window: the count stops at the limit.
+      const after = used + cost > limit ? limit : used + cost;
+      verdict.next = packed ? base + after : { index, used: after };
       verdict.ttl = windowLeft;
     }
     return verdict;

@@ -1,0 +1,86 @@
+/** A reservation: the Decision of `limiter.reserve`, settled once the real cost is known. */
+import type { Decision } from './decision.js';
+import { RateLimitArgumentError } from './errors.js';
+
+/**
+ * The answer to `limiter.reserve(key, { cost: estimate })`: its Decision, plus `settle` and
+ * `cancel`. When the reservation was admitted, `settle(actual)` makes one atomic store call that
+ * refunds `estimate − actual` (as `refund` does: within the charge's window only) or charges
+ * `actual − estimate` even past the limit (as `penalize` does: the key may go into debt);
+ * `cancel()` gives the whole estimate back. The first of them to be called is the only one that
+ * does anything: later calls answer its result. A reservation that is never settled stays
+ * charged at its estimate. When it was denied, both do nothing and answer the denial.
+ *
+ * @example
+ * ```ts
+ * import { memoryStore, RateLimiter, tokenBucket } from '@floodgate/core';
+ *
+ * const limiter = new RateLimiter({
+ *   store: memoryStore(),
+ *   policies: tokenBucket({ limit: 10_000, window: '1m', name: 'tokens' }),
+ * });
+ * const r = await limiter.reserve('user-1', { cost: 500 });
+ * if (r.allowed) {
+ *   const used = 730; // known only after the work
+ *   await r.settle(used);
+ * }
+ * ```
+ */
+export interface Reservation extends Decision {
+  /** Settles at the real cost: refunds the difference or charges the overrun (into debt). */
+  settle(actual: number): Promise<Decision>;
+  /** Gives the whole reservation back. */
+  cancel(): Promise<Decision>;
+}
+
+/** What a reservation asks of its limiter to settle. */
+export interface Settler {
+  /** Charges `cost` even past the limit (`penalize`). */
+  charge(cost: number): Promise<Decision>;
+  /** Gives back `cost` (`refund`). */
+  refund(cost: number): Promise<Decision>;
+}
+
+/** Reads `settle`'s argument: a non-negative safe integer. */
+function readActual(actual: unknown): number {
+  if (typeof actual !== 'number' || !Number.isSafeInteger(actual) || actual < 0) {
+    throw new RateLimitArgumentError(
+      'actual',
+      actual,
+      `settle(actual) takes a non-negative integer cost, got ${String(actual)}`,
+    );
+  }
+  return actual;
+}
+
+/** `decision` as a Reservation of `estimate` units, settled through `settler`. */
+export function toReservation(
+  decision: Decision,
+  estimate: number,
+  settler: Settler,
+): Reservation {
+  let done: Promise<Decision> | undefined;
+  const once = (settle: () => Promise<Decision>): Promise<Decision> => {
+    done ??= decision.allowed ? settle() : Promise.resolve(decision);
+    return done;
+  };
+  return {
+    ...decision,
+    settle(actual: number): Promise<Decision> {
+      let cost: number;
+      try {
+        cost = readActual(actual);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return once(() => {
+        if (cost > estimate) return settler.charge(cost - estimate);
+        if (cost < estimate) return settler.refund(estimate - cost);
+        return Promise.resolve(decision);
+      });
+    },
+    cancel(): Promise<Decision> {
+      return once(() => (estimate > 0 ? settler.refund(estimate) : Promise.resolve(decision)));
+    },
+  };
+}
