@@ -54,13 +54,13 @@ export type {
 } from './failure-policy.js';
 export type { BlockDuration, Policy } from './policy.js';
 export { RateLimiter } from './rate-limiter.js';
-export type { Reservation } from './reservation.js';
 export type {
   AcquireOptions,
   ConsumeOptions,
   RateLimiterOptions,
   StateKeys,
 } from './rate-limiter-options.js';
+export type { Reservation } from './reservation.js';
 export { type MemoryStoreOptions, memoryStore } from './stores/memory.js';
 export { redisStore } from './stores/redis.js';
 export type { RedisStoreOptions } from './stores/redis-options.js';

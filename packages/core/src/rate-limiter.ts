@@ -6,7 +6,6 @@
  */
 import { waitForAdmission } from './acquire.js';
 import { type Decision, type StoreDecision, toDecision } from './decision.js';
-import { RateLimitConfigError } from './errors.js';
 import type { DeniedCache } from './denied-cache.js';
 import type { Duration } from './duration.js';
 import { type CallContext, FailureAnswer } from './failure-policy.js';
@@ -22,19 +21,9 @@ import {
   readCost,
   readRateLimiterOptions,
 } from './rate-limiter-options.js';
-import { type Reservation, toReservation } from './reservation.js';
+import { assertDebt, type Reservation, toReservation } from './reservation.js';
 import { breakerOf, StoreGuard } from './store-guard.js';
 import type { PreparedPolicies, Store } from './stores/store.js';
-
-/** Policy kinds whose state can carry debt (docs/algorithms.md#debt): `reserve` and `penalize`. */
-const DEBT_KINDS: ReadonlySet<string> = new Set([
-  'token-bucket',
-  'gcra',
-  'fixed-window',
-  'sliding-window',
-  'smooth-bursty',
-  'smooth-warming-up',
-]);
 
 /**
  * `new RateLimiter(options)` whose configuration errors name fields under `where`, the
@@ -133,14 +122,31 @@ export class RateLimiter {
    * answers the decision as it then stands (a read); per algorithm: docs/algorithms.md#refunds.
    */
   async refund(key: string, options?: ConsumeOptions): Promise<Decision> {
-    const cost = readCost(options);
+    return this.adjust(key, readCost(options), 'refund');
+  }
+
+  /** Charges `cost` (default 1) to every policy even past its limit, blocked or not: debt
+   *  (docs/algorithms.md#debt). Answers a read of cost 1, from the same store call. */
+  async penalize(key: string, options?: ConsumeOptions): Promise<Decision> {
+    return this.adjust(key, readCost(options), 'charge');
+  }
+
+  /** Charges an estimate now, settled once the real cost is known: see Reservation. */
+  async reserve(key: string, options?: ConsumeOptions): Promise<Reservation> {
+    const estimate = readCost(options);
+    assertDebt(this, this.prepared, 'reserve');
+    return toReservation(await this.consume(key, { cost: estimate }), estimate, key, this);
+  }
+
+  /** A refund or a charge: one guarded store call; answers the key as it then stands. */
+  private async adjust(key: string, cost: number, how: 'refund' | 'charge'): Promise<Decision> {
+    if (how === 'charge') assertDebt(this, this.prepared, 'penalize');
     const keys = this.forget(key);
-    const context: CallContext = { key, cost: 0, peek: true };
-    await this.failure.refund(key, cost);
-    const outcome = await this.guard.call(() => this.prepared.refund(keys, cost), context);
-    return outcome.ok
-      ? toDecision(outcome.value, this.policies)
-      : this.failure.answer(context, outcome);
+    const context: CallContext = { key, cost: how === 'refund' ? 0 : 1, peek: true };
+    await this.failure[how](key, cost);
+    const outcome = await this.guard.call(() => this.prepared[how]!(keys, cost), context);
+    if (outcome.ok) return toDecision(outcome.value, this.policies);
+    return this.failure.answer(context, outcome);
   }
 
   /** Blocks `key` for `duration` or `'forever'` (no TTL): denied with reason 'blocked'. */
@@ -184,73 +190,10 @@ export class RateLimiter {
    */
   acquire(key: string, options?: AcquireOptions): Promise<Decision> {
     return waitForAdmission(options, (cost, slack) =>
-      this.prepared.reserve ? this.reserveForAcquire(key, cost, slack) : this.consume(key, { cost }),
+      this.prepared.reserve
+        ? this.reserveForAcquire(key, cost, slack)
+        : this.consume(key, { cost }),
     );
-  }
-
-  /**
-   * Charges an estimate now and settles it once the real cost is known: `consume`'s Decision,
-   * plus `settle(actual)` (one atomic call: refunds the difference, or charges the overrun even
-   * past the limit, so the key may go into debt) and `cancel()`. See Reservation and
-   * docs/algorithms.md#debt. A limiter with a slidingLog or leakyBucket policy cannot reserve:
-   * RateLimitConfigError `FLOODGATE_NO_DEBT`.
-   *
-   * @example
-   * ```ts
-   * const r = await limiter.reserve(key, { cost: estimate });
-   * if (!r.allowed) return tooManyRequests(r.retryAfter);
-   * const used = await doTheWork();
-   * await r.settle(used);
-   * ```
-   */
-  async reserve(key: string, options?: ConsumeOptions): Promise<Reservation> {
-    const estimate = readCost(options);
-    this.assertDebt('reserve');
-    const decision = await this.consume(key, { cost: estimate });
-    return toReservation(decision, estimate, {
-      charge: (cost) => this.penalize(key, { cost }),
-      refund: (cost) => this.refund(key, { cost }),
-    });
-  }
-
-  /**
-   * Charges `cost` (default 1) to every policy unconditionally, even past its limit: the key may
-   * go into debt, and every consume is then denied until it is repaid (rate-limiter-flexible's
-   * `penalty`; per algorithm: docs/algorithms.md#debt). Blocks do not stop it. Answers whether
-   * a request of cost 1 would now be admitted (a read, in the same atomic store call).
-   */
-  async penalize(key: string, options?: ConsumeOptions): Promise<Decision> {
-    const cost = readCost(options);
-    this.assertDebt('penalize');
-    const keys = this.forget(key);
-    const context: CallContext = { key, cost: 1, peek: true };
-    await this.failure.charge(key, cost);
-    const outcome = await this.guard.call(() => this.prepared.charge!(keys, cost), context);
-    return outcome.ok
-      ? toDecision(outcome.value, this.policies)
-      : this.failure.answer(context, outcome);
-  }
-
-  /** Refuses `reserve` and `penalize` for policies that cannot carry debt, or a store without charges. */
-  private assertDebt(call: string): void {
-    const i = this.policies.findIndex((p) => !DEBT_KINDS.has(p.kind));
-    if (i >= 0) {
-      const kind = this.policies[i]!.kind;
-      throw new RateLimitConfigError(
-        'FLOODGATE_NO_DEBT',
-        `policies[${i}]`,
-        kind,
-        `${call}() needs policies that can carry debt; policies[${i}] is ${kind}, which cannot (docs/algorithms.md#debt): use tokenBucket, gcra, fixedWindow, slidingWindow or a smooth policy`,
-      );
-    }
-    if (this.prepared.charge === undefined) {
-      throw new RateLimitConfigError(
-        'FLOODGATE_NO_DEBT',
-        'store',
-        this.store.kind,
-        `${call}() needs a store that can charge past the limit; the ${this.store.kind} store cannot`,
-      );
-    }
   }
 
   /** One reserve-mode round trip (see `acquire`), guarded like `consume`. */

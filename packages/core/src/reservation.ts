@@ -1,6 +1,8 @@
 /** A reservation: the Decision of `limiter.reserve`, settled once the real cost is known. */
 import type { Decision } from './decision.js';
-import { RateLimitArgumentError } from './errors.js';
+import { RateLimitArgumentError, RateLimitConfigError } from './errors.js';
+import type { Policy } from './policy.js';
+import type { PreparedPolicies } from './stores/store.js';
 
 /**
  * The answer to `limiter.reserve(key, { cost: estimate })`: its Decision, plus `settle` and
@@ -33,12 +35,10 @@ export interface Reservation extends Decision {
   cancel(): Promise<Decision>;
 }
 
-/** What a reservation asks of its limiter to settle. */
+/** What a reservation asks of its limiter to settle: RateLimiter's `penalize` and `refund`. */
 export interface Settler {
-  /** Charges `cost` even past the limit (`penalize`). */
-  charge(cost: number): Promise<Decision>;
-  /** Gives back `cost` (`refund`). */
-  refund(cost: number): Promise<Decision>;
+  penalize(key: string, options: { cost: number }): Promise<Decision>;
+  refund(key: string, options: { cost: number }): Promise<Decision>;
 }
 
 /** Reads `settle`'s argument: a non-negative safe integer. */
@@ -53,11 +53,12 @@ function readActual(actual: unknown): number {
   return actual;
 }
 
-/** `decision` as a Reservation of `estimate` units, settled through `settler`. */
+/** `decision` as a Reservation of `estimate` units of `key`, settled through `limiter`. */
 export function toReservation(
   decision: Decision,
   estimate: number,
-  settler: Settler,
+  key: string,
+  limiter: Settler,
 ): Reservation {
   let done: Promise<Decision> | undefined;
   const once = (settle: () => Promise<Decision>): Promise<Decision> => {
@@ -74,13 +75,55 @@ export function toReservation(
         return Promise.reject(error);
       }
       return once(() => {
-        if (cost > estimate) return settler.charge(cost - estimate);
-        if (cost < estimate) return settler.refund(estimate - cost);
+        if (cost > estimate) return limiter.penalize(key, { cost: cost - estimate });
+        if (cost < estimate) return limiter.refund(key, { cost: estimate - cost });
         return Promise.resolve(decision);
       });
     },
     cancel(): Promise<Decision> {
-      return once(() => (estimate > 0 ? settler.refund(estimate) : Promise.resolve(decision)));
+      return once(() =>
+        estimate > 0 ? limiter.refund(key, { cost: estimate }) : Promise.resolve(decision),
+      );
     },
   };
+}
+
+/** Policy kinds whose state can carry debt (docs/algorithms.md#debt): `reserve` and `penalize`. */
+const DEBT_KINDS: ReadonlySet<string> = new Set([
+  'token-bucket',
+  'gcra',
+  'fixed-window',
+  'sliding-window',
+  'smooth-bursty',
+  'smooth-warming-up',
+]);
+
+/**
+ * Refuses `call` (`reserve`, `penalize`) with `FLOODGATE_NO_DEBT` when a policy cannot carry
+ * debt (slidingLog, leakyBucket) or the store cannot charge past the limit.
+ */
+export function assertDebt(
+  { policies, store }: { readonly policies: readonly Policy[]; readonly store: { kind: string } },
+  prepared: PreparedPolicies,
+  call: string,
+): void {
+  const storeKind = store.kind;
+  const i = policies.findIndex((p) => !DEBT_KINDS.has(p.kind));
+  if (i >= 0) {
+    const kind = policies[i]!.kind;
+    throw new RateLimitConfigError(
+      'FLOODGATE_NO_DEBT',
+      `policies[${i}]`,
+      kind,
+      `${call}() needs policies that can carry debt; policies[${i}] is ${kind}, which cannot (docs/algorithms.md#debt): use tokenBucket, gcra, fixedWindow, slidingWindow or a smooth policy`,
+    );
+  }
+  if (prepared.charge === undefined) {
+    throw new RateLimitConfigError(
+      'FLOODGATE_NO_DEBT',
+      'store',
+      storeKind,
+      `${call}() needs a store that can charge past the limit; the ${storeKind} store cannot`,
+    );
+  }
 }

@@ -7,7 +7,7 @@ import { type Clock, processClock, readClockOption, readMicros } from '../clock.
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { configError, positiveInteger, readOptions } from '../options.js';
 import type { Lockout, Policy } from '../policy.js';
-import { BlockTable, longestLockout, refundStates } from './memory-blocks.js';
+import { BlockTable, chargeStates, longestLockout, refundStates } from './memory-blocks.js';
 import { memoryLeases } from './memory-leases.js';
 import {
   DEFAULT_MAX_KEYS,
@@ -109,7 +109,9 @@ export class MemoryStore implements Store {
         return decideNow(keys, 0, true);
       },
       charge: async (keys, cost) => {
-        if (cost > 0) this.charge(plan, keys, cost, readMicros(this.clock));
+        const now = readMicros(this.clock);
+        chargeStates(plan, keys, cost, now, this.entries, () => this.makeRoom(1, now));
+        this.startSweeper();
         return decideNow(keys, 1, true);
       },
       block: async (keys, micros) => {
@@ -120,35 +122,6 @@ export class MemoryStore implements Store {
         this.blocks.delete(keys[n]!);
       },
     };
-  }
-
-  /**
-   * Takes `cost` from every policy whatever it holds (the twins' forced check, as Lua's mode 7),
-   * in place. A full table keeps what it cannot add: a charge is never refused for it, and a
-   * key it cannot hold was not admitted either.
-   */
-  private charge(plan: Plan, keys: readonly string[], cost: number, now: number): void {
-    for (let i = 0; i < plan.algorithms.length; i++) {
-      const key = keys[i]!;
-      const entry = this.entries.get(key);
-      const state = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
-      const r = plan.algorithms[i]!.check(
-        state,
-        now,
-        cost,
-        plan.params[i]!,
-        Number.MAX_SAFE_INTEGER,
-        true,
-      );
-      if (!r.allowed || r.next === undefined) continue;
-      if (entry !== undefined) {
-        entry.state = r.next;
-        entry.expiresAt = now + r.ttl!;
-      } else if (this.makeRoom(1, now)) {
-        this.entries.set(key, { state: r.next, expiresAt: now + r.ttl! });
-      }
-    }
-    this.startSweeper();
   }
 
   /** Policy `i` locks the key out (docs/algorithms.md#blocks); its state starts fresh. */

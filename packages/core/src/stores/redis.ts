@@ -10,13 +10,7 @@ import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js
 import { redisLeases } from './redis-leases.js';
 import { checkMemoryPolicy } from './redis-memory.js';
 import { REDIS_STORE_OPTION_NAMES, type RedisStoreOptions, readBatch } from './redis-options.js';
-import {
-  MODE_BLOCK,
-  MODE_CHARGE,
-  MODE_REFUND,
-  MODE_RESET,
-  MODE_UNBLOCK,
-} from './redis-reply.js';
+import { MODE_BLOCK, MODE_CHARGE, MODE_REFUND, MODE_RESET, MODE_UNBLOCK } from './redis-reply.js';
 import { algorithmKinds, combinedScriptFor, type GeneratedScript, scriptFor } from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
 import type { PreparedPolicies, PrepareOptions, Store, StoreLeases } from './store.js';

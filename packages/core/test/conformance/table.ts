@@ -9,6 +9,7 @@ import {
   type Duration,
   type Policy,
   RateLimiter,
+  type Reservation,
   type Store,
 } from '../../src/index';
 
@@ -42,7 +43,23 @@ export interface Step {
    * `refund` gives back `cost` and answers the decision as it then stands; `block` blocks the
    * key for `duration`; `unblock` lifts it. @default 'consume'
    */
-  op?: 'consume' | 'peek' | 'reset' | 'refund' | 'block' | 'unblock';
+  op?:
+    | 'consume'
+    | 'peek'
+    | 'reset'
+    | 'refund'
+    | 'block'
+    | 'unblock'
+    /** `limiter.reserve(key, { cost })`, kept as `reservation` for a later settle or cancel. */
+    | 'reserve'
+    /** `settle(cost)` of the reservation named `reservation`. */
+    | 'settle'
+    /** `cancel()` of the reservation named `reservation`. */
+    | 'cancel'
+    /** `limiter.penalize(key, { cost })`. */
+    | 'penalize';
+  /** For `reserve`, `settle` and `cancel`: which reservation. @default 'r' */
+  reservation?: string;
   /** For `block`. */
   duration?: Duration | 'forever';
   /** @default 'user' */
@@ -100,6 +117,27 @@ export function pick(decision: Decision, expectation: Expectation): Record<strin
 
 let run = 0;
 
+/** A reserve, settle, cancel or penalize step (settle's `cost` is the actual cost). */
+function reservationStep(
+  limiter: RateLimiter,
+  reservations: Map<string, Reservation>,
+  key: string,
+  step: Step,
+): Promise<Decision> {
+  const name = step.reservation ?? 'r';
+  const cost = step.cost ?? 1;
+  if (step.op === 'penalize') return limiter.penalize(key, { cost });
+  if (step.op === 'reserve') {
+    return limiter.reserve(key, { cost }).then((r) => {
+      reservations.set(name, r);
+      return r;
+    });
+  }
+  const r = reservations.get(name);
+  if (r === undefined) throw new Error(`no reservation ${name} to ${step.op}`);
+  return step.op === 'settle' ? r.settle(cost) : r.cancel();
+}
+
 /**
  * Registers one jest test per scenario against the store `factory` builds. `issue: 'at once'`
  * makes every call of a scenario before awaiting any (the clock still set per step; resets
@@ -121,6 +159,7 @@ export function describeConformance(
         prefix: `conf${process.pid}x${run++}`,
       });
       const calls: Array<{ where: string; expect: Expectation; decision: Promise<Decision> }> = [];
+      const reservations = new Map<string, Reservation>();
       for (const [index, step] of scenario.steps.entries()) {
         time.now = T0 + step.at;
         const key = step.key ?? 'user';
@@ -135,8 +174,11 @@ export function describeConformance(
             if (step.op === 'reset') await limiter.reset(key);
             else if (step.op === 'block') await limiter.block(key, step.duration ?? 'forever');
             else if (step.op === 'unblock') await limiter.unblock(key);
-            else {
+            else if (step.op === 'refund') {
               const decision = await limiter.refund(key, options);
+              calls.push({ where, expect: step.expect ?? {}, decision: Promise.resolve(decision) });
+            } else {
+              const decision = await reservationStep(limiter, reservations, key, step);
               calls.push({ where, expect: step.expect ?? {}, decision: Promise.resolve(decision) });
             }
             continue;

@@ -55,6 +55,7 @@ const TYPES = [
   'RateLimiterHooks',
   'RateLimiterOptions',
   'RedisStoreOptions',
+  'Reservation',
   'SlidingLogOptions',
   'SlidingWindowOptions',
   'SmoothBurstyOptions',

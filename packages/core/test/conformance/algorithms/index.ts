@@ -3,6 +3,7 @@
  * conformance and differential tests pick it up.
  */
 
+import { debtScenarios } from '../debt.scenarios';
 import {
   lockoutScenarios,
   mixedProtectionScenarios,
@@ -36,4 +37,5 @@ export const SCENARIOS: Scenario[] = [
   ...refundScenarios,
   ...lockoutScenarios,
   ...mixedProtectionScenarios,
+  ...debtScenarios,
 ];
