@@ -23,7 +23,12 @@ import {
   tokenBucket,
 } from '../../../src/index';
 import { INJECTED_CLOCK_TTL_SLACK_MS } from '../../../src/stores/redis';
-import { algorithmKinds, batchScriptFor, fixedScripts, scriptFor } from '../../../src/stores/scripts';
+import {
+  algorithmKinds,
+  batchScriptFor,
+  fixedScripts,
+  scriptFor,
+} from '../../../src/stores/scripts';
 import { readPinnedScripts } from '../../lua/pinned';
 import { limiterAt, T0 } from './redis-state';
 
