@@ -151,7 +151,7 @@ function checkStarted(
   const end = current?.end ?? now + window;
   const verdict: CheckResult<FixedWindowState> = windowVerdict(used, cost, limit, end - now, force);
   if (verdict.allowed) {
-    verdict.next = { end, used: used + cost > limit ? limit : used + cost };
+    verdict.next = { end, used: Math.min(used + cost, limit) };
     verdict.ttl = end - now;
   }
   return verdict;
@@ -220,7 +220,7 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
     );
     if (verdict.allowed) {
       // A charge past the limit fills the window: the count stops at the limit.
-      const after = used + cost > limit ? limit : used + cost;
+      const after = Math.min(used + cost, limit);
       verdict.next = packed ? base + after : { index, used: after };
       verdict.ttl = windowLeft;
     }
