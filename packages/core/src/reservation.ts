@@ -1,4 +1,6 @@
 /** A reservation: the Decision of `limiter.reserve`, settled once the real cost is known. */
+import { chargedWindowEnd } from './charged-window.js';
+import type { Clock } from './clock.js';
 import type { Decision } from './decision.js';
 import { RateLimitArgumentError, RateLimitConfigError } from './errors.js';
 import type { Policy } from './policy.js';
@@ -9,7 +11,8 @@ import type { PreparedPolicies } from './stores/store.js';
  * `cancel`. When the reservation was admitted, `settle(actual)` makes one atomic store call that
  * refunds `estimate − actual` (as `refund` does: within the charge's window only) or charges
  * `actual − estimate` even past the limit (as `penalize` does: the key may go into debt);
- * `cancel()` gives the whole estimate back. The first of them to be called is the only one that
+ * `cancel()` gives the whole estimate back. A refund once the charge's window (fixedWindow,
+ * slidingWindow) has ended gives nothing back and answers a read. The first of them to be called is the only one that
  * does anything: later calls answer its result. A reservation that is never settled stays
  * charged at its estimate. When it was denied, both do nothing and answer the denial.
  *
@@ -35,10 +38,13 @@ export interface Reservation extends Decision {
   cancel(): Promise<Decision>;
 }
 
-/** What a reservation asks of its limiter to settle: RateLimiter's `penalize` and `refund`. */
+/** What a reservation asks of its limiter (a RateLimiter) to settle. */
 export interface Settler {
+  readonly policies: readonly Policy[];
+  readonly store: { readonly kind: string; readonly clock?: Clock };
   penalize(key: string, options: { cost: number }): Promise<Decision>;
   refund(key: string, options: { cost: number }): Promise<Decision>;
+  peek(key: string, options: { cost: number }): Promise<Decision>;
 }
 
 /** Reads `settle`'s argument: a non-negative safe integer. */
@@ -61,6 +67,14 @@ export function toReservation(
   limiter: Settler,
 ): Reservation {
   let done: Promise<Decision> | undefined;
+  // A refund after the charge's window (fixedWindow, slidingWindow) has ended would give a later
+  // window units it never held: it is dropped, as the adapters' `count` drops it.
+  const clock = limiter.store.clock ?? Date.now;
+  const windowEndsAt = decision.allowed ? chargedWindowEnd(limiter, decision, clock) : undefined;
+  const refund = (cost: number): Promise<Decision> =>
+    windowEndsAt !== undefined && clock() >= windowEndsAt
+      ? limiter.peek(key, { cost: 0 })
+      : limiter.refund(key, { cost });
   const once = (settle: () => Promise<Decision>): Promise<Decision> => {
     done ??= decision.allowed ? settle() : Promise.resolve(decision);
     return done;
@@ -76,14 +90,12 @@ export function toReservation(
       }
       return once(() => {
         if (cost > estimate) return limiter.penalize(key, { cost: cost - estimate });
-        if (cost < estimate) return limiter.refund(key, { cost: estimate - cost });
+        if (cost < estimate) return refund(estimate - cost);
         return Promise.resolve(decision);
       });
     },
     cancel(): Promise<Decision> {
-      return once(() =>
-        estimate > 0 ? limiter.refund(key, { cost: estimate }) : Promise.resolve(decision),
-      );
+      return once(() => (estimate > 0 ? refund(estimate) : Promise.resolve(decision)));
     },
   };
 }
@@ -103,7 +115,7 @@ const DEBT_KINDS: ReadonlySet<string> = new Set([
  * debt (slidingLog, leakyBucket) or the store cannot charge past the limit.
  */
 export function assertDebt(
-  { policies, store }: { readonly policies: readonly Policy[]; readonly store: { kind: string } },
+  { policies, store }: Pick<Settler, 'policies' | 'store'>,
   prepared: PreparedPolicies,
   call: string,
 ): void {

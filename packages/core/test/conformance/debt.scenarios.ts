@@ -110,15 +110,16 @@ export const debtScenarios: Scenario[] = [
       { at: 999, expect: { allowed: false, remaining: 0, retryAfter: 1 } },
       { at: 1000, expect: { allowed: true, remaining: 9 } },
       { at: 2500, op: 'reserve', reservation: 'b', cost: 5, expect: { remaining: 5 } },
-      // The window of the charge has ended: nothing comes back to the new one.
+      { at: 3050, cost: 4, expect: { remaining: 6 } },
+      // The window of the charge has ended: nothing comes back, least of all to the new one.
       {
         at: 3100,
         op: 'settle',
         reservation: 'b',
         cost: 1,
-        expect: { remaining: 10, resetAfter: 0 },
+        expect: { remaining: 6, resetAfter: 900 },
       },
-      { at: 3100, op: 'penalize', cost: 3, expect: { allowed: true, remaining: 6 } },
+      { at: 3100, op: 'penalize', cost: 3, expect: { allowed: true, remaining: 2 } },
     ],
   },
   {
