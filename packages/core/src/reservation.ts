@@ -110,6 +110,11 @@ const DEBT_KINDS: ReadonlySet<string> = new Set([
   'smooth-warming-up',
 ]);
 
+/** The index of the first policy that cannot carry debt (slidingLog, leakyBucket), or −1. */
+export function withoutDebt(policies: readonly Policy[]): number {
+  return policies.findIndex((p) => !DEBT_KINDS.has(p.kind));
+}
+
 /**
  * Refuses `call` (`reserve`, `penalize`) with `FLOODGATE_NO_DEBT` when a policy cannot carry
  * debt (slidingLog, leakyBucket) or the store cannot charge past the limit.
@@ -120,7 +125,7 @@ export function assertDebt(
   call: string,
 ): void {
   const storeKind = store.kind;
-  const i = policies.findIndex((p) => !DEBT_KINDS.has(p.kind));
+  const i = withoutDebt(policies);
   if (i >= 0) {
     const kind = policies[i]!.kind;
     throw new RateLimitConfigError(

@@ -18,6 +18,7 @@ import {
   rateLimitControl,
   refundByOutcome,
   releaseWhenDone,
+  settleAfterResponse,
   UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
@@ -136,6 +137,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     try {
       if (lease) releaseWhenDone(res, lease);
       refundByOutcome(config, check, res, req, res);
+      settleAfterResponse(config, check, res, req, res);
       req.rateLimit = decision;
       applyCheckHeaders(new ResponseHeaders(res), check, config.headers);
       if (!decision.allowed && !decision.shadow) {

@@ -20,6 +20,7 @@ import {
   rateLimitControl,
   refundByOutcome,
   releaseWhenDone,
+  settleAfterResponse,
   UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
@@ -110,6 +111,7 @@ function limitRequests(config: Config) {
     const { decision, lease } = check;
     if (lease) releaseWhenDone(reply.raw, lease);
     refundByOutcome(config, check, reply.raw, request, reply);
+    settleAfterResponse(config, check, reply.raw, request, reply);
     request.rateLimit = decision;
     applyCheckHeaders(
       {

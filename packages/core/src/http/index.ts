@@ -150,4 +150,13 @@ export {
   storeUnavailableProblem,
 } from './problem.js';
 export { type RateLimitControl, rateLimitControl } from './reset-key.js';
+export {
+  type ActualCost,
+  type CostConfig,
+  checkSettleOption,
+  parseCostOption,
+  type SettleConfig,
+  type SettledCost,
+  settleAfterResponse,
+} from './settle.js';
 export { parseShadowOption, shadowCheck, shadowDecision, shadowHooks } from './shadow.js';

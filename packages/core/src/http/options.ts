@@ -31,6 +31,12 @@ import {
 import { KEY_OPTION_NAMES, type KeyConfig, type KeyOptions, parseKeyOptions } from './keys.js';
 import { ownOptions } from './own-options.js';
 import { type PoliciesFunction, PolicySets, validateSetOptions } from './policy-sets.js';
+import {
+  checkSettleOption,
+  parseCostOption,
+  type SettleConfig,
+  type SettledCost,
+} from './settle.js';
 import { parseShadowOption, shadowHooks } from './shadow.js';
 
 /**
@@ -58,8 +64,12 @@ export type HttpRateLimitOptions<Req, OnLimited = unknown, Res = ServerResponse>
     headers?: boolean | RateLimitHeaderOptions;
     /** Requests for which this answers true are not counted and get no headers. */
     skip?: (req: Req) => boolean | Promise<boolean>;
-    /** Units a request takes: a non-negative integer, or a function of the request. @default 1 */
-    cost?: number | ((req: Req) => number | Promise<number>);
+    /**
+     * Units a request takes: a non-negative integer, a function of the request, or
+     * `{ estimate, actual }` to settle at the actual cost after the response (http/settle.ts).
+     * @default 1
+     */
+    cost?: number | ((req: Req) => number | Promise<number>) | SettledCost<Req, Res>;
     /** Replaces the default 429 problem response. */
     onLimited?: OnLimited;
     /**
@@ -112,6 +122,8 @@ export interface HttpRateLimitConfig<Req, OnLimited = unknown, Res = ServerRespo
   readonly headers: RateLimitHeaderConfig;
   readonly skip: ((req: Req) => boolean | Promise<boolean>) | undefined;
   readonly cost: number | ((req: Req) => number | Promise<number>);
+  /** `cost.actual`: settle each admitted request at its actual cost. */
+  readonly settle: SettleConfig<Req, Res> | undefined;
   readonly onLimited: OnLimited | undefined;
   /** The limiter's budget (see budget.ts), for the double-count diagnostic. */
   readonly budget: string | undefined;
@@ -206,18 +218,7 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = Server
   if (o.onLimited !== undefined && typeof o.onLimited !== 'function') {
     throw configError(`${where}.onLimited`, o.onLimited, 'a function');
   }
-  let cost: number | ((req: Req) => number | Promise<number>) = 1;
-  if (typeof o.cost === 'function') cost = o.cost as (req: Req) => number;
-  else if (o.cost !== undefined) {
-    if (typeof o.cost !== 'number' || !Number.isSafeInteger(o.cost) || o.cost < 0) {
-      throw configError(
-        `${where}.cost`,
-        o.cost,
-        'a non-negative integer or a function (req) => number',
-      );
-    }
-    cost = o.cost;
-  }
+  const { cost, settle } = parseCostOption<Req, Res>(o.cost, where);
   const concurrency = parseConcurrencyOption(
     o.concurrency,
     `${where}.concurrency`,
@@ -236,6 +237,7 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = Server
       'used with policies (there are none: only concurrency is limited)',
     );
   }
+  checkSettleOption(settle, limiter, o.count ?? 'all', where);
   const keys = parseKeyOptions<Req>(o, where);
   if (limiter !== undefined) noteBudget(keys.diagnostics, limiter, where);
   return {
@@ -262,6 +264,7 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = Server
     onLimited: o.onLimited as OnLimited | undefined,
     budget: limiter === undefined ? undefined : budgetOf(limiter),
     firstRequest: new FirstRequestWatch(),
+    settle,
     ...countOption<Req, Res>(o.count, where, limiter !== undefined || setOptions !== undefined),
   };
 }
