@@ -36,7 +36,7 @@ import {
   TOO_MANY_REQUESTS,
 } from './rate-limit.exception.js';
 import { DEFAULT_ERROR_MESSAGE } from './rate-limit.options.js';
-import { settleAfterResponse } from './rate-limit.outcome.js';
+import { settleAfterResponse, settleAtActualCost } from './rate-limit.outcome.js';
 import {
   appliedSets,
   CHARGES,
@@ -146,6 +146,7 @@ export class RateLimitGuard implements CanActivate {
       throw new RateLimitException(decision, rateLimitBody(decision, DEFAULT_ERROR_MESSAGE));
     }
     settleAfterResponse(context, charged, cost, this.rateLimit.countWarning);
+    if (route.settle) settleAtActualCost(context, charged, cost, route.settle);
     // Shaping policies admit now but ask the request to wait (nginx `delay=`).
     if (enforced) await waitForDelay(decision);
     return true;

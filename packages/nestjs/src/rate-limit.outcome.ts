@@ -8,7 +8,13 @@
  * counts the request and is reported once: FLOODGATE_HOOK_ERROR).
  */
 import type { ServerResponse } from 'node:http';
-import { type CountWarning, chargeOf, refundUncounted } from '@floodgate/core/http';
+import {
+  type CountWarning,
+  chargeOf,
+  refundUncounted,
+  type SettleConfig,
+  settleAfterResponse as settleHttp,
+} from '@floodgate/core/http';
 import type { ExecutionContext } from '@nestjs/common';
 import type { KeyedCharge } from './rate-limit.plan.js';
 
@@ -34,5 +40,27 @@ export function settleAfterResponse(
       response as unknown,
       warning,
     );
+  }
+}
+
+/**
+ * `cost: { estimate, actual }`: once the HTTP response has finished, settles each charge at the
+ * actual cost (`actual(context, response)` or a response header or trailer), as the Express,
+ * Koa and Fastify adapters do; never delays the response. GraphQL and WebSocket calls keep
+ * their estimate.
+ */
+export function settleAtActualCost(
+  context: ExecutionContext,
+  charged: readonly KeyedCharge[],
+  cost: number,
+  settle: SettleConfig<ExecutionContext, unknown>,
+): void {
+  if (context.getType<string>() !== 'http') return;
+  const response = context.switchToHttp().getResponse<{ raw?: ServerResponse }>();
+  const raw = (response.raw ?? response) as ServerResponse;
+  for (const { key, limiter, decision } of charged) {
+    if (decision === undefined) continue;
+    const check = { key, cost, decision, rate: decision, limiter };
+    settleHttp({ settle }, check, raw, context, response as unknown);
   }
 }

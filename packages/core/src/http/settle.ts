@@ -166,15 +166,30 @@ export function settleAfterResponse<Req, Res>(
   });
 }
 
-/** Records the value `addTrailers` gives `name` (trailers are not readable once added). */
+/**
+ * Records the value `name` is given through `writeHead(status, [reason], headers)` (Fastify sends
+ * its headers that way, where `getHeader` does not see them) and `addTrailers` (trailers are not
+ * readable once added).
+ */
 function watchTrailer(response: ServerResponse, name: string, set: (value: unknown) => void) {
-  const add = response.addTrailers;
   const lower = name.toLowerCase();
-  response.addTrailers = function addTrailers(headers) {
+  const pick = (headers: unknown) => {
+    if (headers === null || typeof headers !== 'object') return;
     const entries = Array.isArray(headers) ? headers : Object.entries(headers);
-    for (const [k, v] of entries as Array<[string, unknown]>) if (k.toLowerCase() === lower) set(v);
+    for (const [k, v] of entries as Array<[string, unknown]>) {
+      if (typeof k === 'string' && k.toLowerCase() === lower) set(v);
+    }
+  };
+  const add = response.addTrailers;
+  response.addTrailers = function addTrailers(headers) {
+    pick(headers);
     return add.call(this, headers);
   };
+  const writeHead = response.writeHead as (...args: unknown[]) => ServerResponse;
+  response.writeHead = function writeHeadWatched(this: ServerResponse, ...args: unknown[]) {
+    pick(args[args.length - 1]);
+    return writeHead.apply(this, args);
+  } as ServerResponse['writeHead'];
   return undefined;
 }
 
