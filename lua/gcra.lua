@@ -5,7 +5,6 @@
 -- KEYS    <base> — a string integer: the theoretical arrival time (TAT, µs)
 -- ARGV    emission_interval_us, burst (0 for limit 0: nothing is ever admitted)
 -- State   TAT; TTL until TAT (after which the key is idle: a missing key is a full bucket)
--- Debt    a charge (MODE '7') may push TAT past now + burst·T: denied until time catches up
 -- Reply   allowed when max(TAT, now) + cost·T - now <= burst·T; remaining = whole intervals
 --         left in that allowance; reset_after = TAT - now; retry_after = the time until the
 --         inequality holds (-1 when cost > burst); packed: see check
