@@ -108,11 +108,14 @@ export function parseRateLimitOptions(options: unknown, where: string): ParsedRa
   const field = `@RateLimit(${where})`;
   if (!Array.isArray(options)) {
     const o = readOptions(options, field, LIMIT_OPTION_NAMES);
-    return {
-      limits: [readLimit(o, field)],
-      ...readCost(o.cost, o.count, field),
-      override: readOverride(o, field),
-    };
+    return settleChecked(
+      {
+        limits: [readLimit(o, field)],
+        ...readCost(o.cost, o.count, field),
+        override: readOverride(o, field),
+      },
+      field,
+    );
   }
   if (options.length === 0) {
     throw new RateLimitConfigError(
@@ -137,11 +140,20 @@ export function parseRateLimitOptions(options: unknown, where: string): ParsedRa
       );
     }
   });
-  return {
-    limits: all.map((o, i) => readLimit(o, `${field}[${i}]`)),
-    ...readCost(all[0]!.cost, all[0]!.count, `${field}[0]`),
-    override: readOverride(all[0]!, `${field}[0]`),
-  };
+  return settleChecked(
+    {
+      limits: all.map((o, i) => readLimit(o, `${field}[${i}]`)),
+      ...readCost(all[0]!.cost, all[0]!.count, `${field}[0]`),
+      override: readOverride(all[0]!, `${field}[0]`),
+    },
+    field,
+  );
+}
+
+/** `cost.actual` needs policies that carry debt (a policies function is checked when it runs). */
+function settleChecked(parsed: ParsedRateLimit, field: string): ParsedRateLimit {
+  for (const limit of parsed.limits) checkSettleOption(parsed.settle, limit, 'all', field);
+  return parsed;
 }
 
 function readLimit(o: Record<string, unknown>, field: string): ParsedLimit {

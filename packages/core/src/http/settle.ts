@@ -9,7 +9,7 @@ import type { ServerResponse } from 'node:http';
 import type { Decision } from '../decision.js';
 import { emitWarning } from '../errors.js';
 import { configError } from '../options.js';
-import type { RateLimiter } from '../rate-limiter.js';
+import type { Policy } from '../policy.js';
 import { toReservation, withoutDebt } from '../reservation.js';
 import type { HttpCheck } from './check-request.js';
 import { storeDecided } from './headers.js';
@@ -103,7 +103,7 @@ function readUnits(value: unknown, field: string): number {
  */
 export function checkSettleOption(
   settle: { readonly where: string } | undefined,
-  limiter: RateLimiter | undefined,
+  limiter: { readonly policies: readonly Policy[] } | undefined,
   count: unknown,
   where: string,
 ): void {
