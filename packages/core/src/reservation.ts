@@ -59,6 +59,9 @@ function readActual(actual: unknown): number {
   return actual;
 }
 
+/** Reasons of a decision the failure policy answered without the store (headers.ts `storeDecided`). */
+const UNCHARGED: ReadonlySet<string> = new Set(['store-error', 'timeout', 'circuit-open']);
+
 /** `decision` as a Reservation of `estimate` units of `key`, settled through `limiter`. */
 export function toReservation(
   decision: Decision,
@@ -69,10 +72,13 @@ export function toReservation(
   let done: Promise<Decision> | undefined;
   // A refund after the charge's window (fixedWindow, slidingWindow) has ended would give a later
   // window units it never held: it is dropped, as the adapters' `count` drops it.
+  // A reservation the failure policy admitted (the store failed) may never have been charged: a
+  // refund would give back units other requests paid for, so none is made (overruns are).
   const clock = limiter.store.clock ?? Date.now;
   const windowEndsAt = decision.allowed ? chargedWindowEnd(limiter, decision, clock) : undefined;
+  const uncharged = decision.reason !== undefined && UNCHARGED.has(decision.reason);
   const refund = (cost: number): Promise<Decision> =>
-    windowEndsAt !== undefined && clock() >= windowEndsAt
+    uncharged || (windowEndsAt !== undefined && clock() >= windowEndsAt)
       ? limiter.peek(key, { cost: 0 })
       : limiter.refund(key, { cost });
   const once = (settle: () => Promise<Decision>): Promise<Decision> => {

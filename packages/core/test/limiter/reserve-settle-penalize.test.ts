@@ -159,4 +159,38 @@ describe('on Redis', () => {
     const d = await r.settle(40);
     expect(d).toMatchObject({ allowed: false, reason: 'store-error' });
   });
+
+  test('a reservation the failure policy admitted refunds nothing on settle (it may never have been charged)', async () => {
+    const store = memoryStore();
+    const shared = { store, policies: tokenBucket({ limit: 100, window: '1h' }), prefix: prefix() };
+    const healthy = new RateLimiter(shared);
+    await healthy.consume('k', { cost: 50 });
+    // The same budget, through a store whose decisions fail: onStoreError 'open' admits.
+    const failing = new RateLimiter({ ...shared, store: failingDecisions(store) });
+    const r = await failing.reserve('k', { cost: 10 });
+    expect(r).toMatchObject({ allowed: true, reason: 'store-error' });
+    await r.settle(0);
+    expect(await healthy.peek('k', { cost: 0 })).toMatchObject({ remaining: 50 });
+  });
 });
+
+/** `store` whose decisions fail (refunds, charges and the rest are the store's own). */
+function failingDecisions(store: Store): Store {
+  return new Proxy(store, {
+    get(target, name, receiver) {
+      if (name !== 'prepare') return Reflect.get(target, name, receiver);
+      return (...args: Parameters<Store['prepare']>) =>
+        new Proxy(target.prepare(...args), {
+          get(prepared, member, r) {
+            if (member === 'decideNow') {
+              return () => {
+                throw new Error('decide failed');
+              };
+            }
+            if (member === 'decide') return () => Promise.reject(new Error('decide failed'));
+            return Reflect.get(prepared, member, r);
+          },
+        });
+    },
+  });
+}
