@@ -25,6 +25,9 @@
 --         [now, now + window). Layouts 3 and 4 as 2, but a hit (cost > 0, at most limit)
 --         moves the end to now + window: 3 when denied, 4 always; check writes a consuming
 --         denial's new end itself (the count unchanged).
+-- Debt    a charge (MODE '7') past the limit fills the window: used = limit until it ends.
+--         A count cannot go past the limit in layout 1 (it would read as the next window's), so
+--         no layout keeps more: the window's end repays any debt, and it comes no later.
 -- Reply   allowed; remaining = limit - used; reset_after = until the window ends (0 when
 --         nothing is used); retry_after = until the window ends (-1 when cost > limit).
 --         packed: (window_left - 1) · (limit + 1) + count (count after this request when
@@ -74,6 +77,10 @@ local function fixed_window_check(key, o, cost)
       return 1, limit - after, after > 0 and window_left or 0, 0, 0,
         packed and (window_left - 1) * packed + after, key,
         string.format('%d:%d', window_end, after), window_left, -1
+    elseif MODE == '7' then
+      -- A charge past the limit fills the window (see Debt).
+      return 1, 0, window_left, 0, 0, nil, key, string.format('%d:%d', window_end, limit),
+        window_left, -1
     end
     return 0, limit - used, used > 0 and window_left or 0, cost > limit and -1 or window_left, 0,
       packed and -((window_left - 1) * packed + used) - 1
@@ -88,6 +95,9 @@ local function fixed_window_check(key, o, cost)
     local after = used + cost
     return 1, limit - after, after > 0 and window_left or 0, 0, 0,
       packed and (window_left - 1) * packed + after, count_key, base + after, window_left, used
+  elseif MODE == '7' then
+    -- A charge past the limit fills the window (see Debt): commit SETs the full count.
+    return 1, 0, window_left, 0, 0, nil, count_key, base + limit, window_left, 0
   end
   return 0, limit - used, used > 0 and window_left or 0, cost > limit and -1 or window_left, 0,
     packed and -((window_left - 1) * packed + used) - 1

@@ -17,11 +17,14 @@ local function gcra_check(key, o, cost)
   -- packed: reset_after when allowed, -reset_after - 1 when denied; remaining and retry_after
   -- follow from it, the interval, the burst and the cost (gcraAlgorithm.unpack).
   -- (room - room % interval) / interval: floor(room / interval) (the prelude's ttl_ms says why).
-  if cost <= burst and new_tat - now <= tolerance then
+  -- A charge (MODE '7') pushes TAT ahead past the allowance: debt, repaid as time passes.
+  if cost <= burst and new_tat - now <= tolerance or MODE == '7' then
     local room = tolerance - (new_tat - now)
     return 1, (room - room % interval) / interval, new_tat - now, 0, 0, new_tat - now, new_tat
   end
   local retry, room = cost > burst and -1 or new_tat - now - tolerance, tolerance - (tat - now)
+  -- In debt (TAT past now + tolerance) nothing is left.
+  if room < 0 then room = 0 end
   return 0, (room - room % interval) / interval, tat - now, retry, 0, -(tat - now) - 1
 end
 local function gcra_commit(key, o, cost, reset, new_tat)

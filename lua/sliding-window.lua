@@ -9,6 +9,7 @@
 --         (one GET and one SET per decision; the index dates every count, so a key read late
 --         decides exactly like a missing one)
 -- ARGV    limit, size (µs), buckets
+-- Debt    a charge (MODE '7') may count past the limit: denied until enough of it slides out
 -- State   TTL until the newest count leaves the window
 -- Reply   allowed; remaining = limit - units in the window; reset_after = until the newest
 --         count leaves; retry_after = until enough of the oldest counts leave (-1 when
@@ -34,7 +35,8 @@ local function sliding_window_check(key, o, cost)
   end
   -- The count in position i leaves the window when sub-window current - i + 1 + buckets starts.
   local function leaves(i) return (current - i + 1 + buckets) * size - now end
-  if used + cost <= limit then
+  -- A charge (MODE '7') counts past the limit: debt, repaid as its sub-windows slide out.
+  if used + cost <= limit or MODE == '7' then
     local after = used + cost
     local newest = 0
     if cost > 0 then
@@ -51,14 +53,16 @@ local function sliding_window_check(key, o, cost)
     if (counts[i] or 0) > 0 then newest = i break end
   end
   local reset = newest > 0 and leaves(newest) or 0
-  if cost > limit then return 0, limit - used, reset, -1, 0 end
+  -- In debt (used > limit) nothing is left.
+  local remaining = used < limit and limit - used or 0
+  if cost > limit then return 0, remaining, reset, -1, 0 end
   -- Oldest first, free counts until used + cost - freed <= limit.
   local need, freed, retry = used + cost - limit, 0, 0
   for i = buckets, 1, -1 do
     freed = freed + (counts[i] or 0)
     if freed >= need then retry = leaves(i) break end
   end
-  return 0, limit - used, reset, retry, 0
+  return 0, remaining, reset, retry, 0
 end
 local function sliding_window_commit(key, o, cost, reset, current, counts)
   local buckets = tonumber(ARGV[o + 2])

@@ -9,7 +9,8 @@
 -- ARGV    unit, rate, burst (0 for limit 0, with rate 1: nothing is ever admitted)
 -- State   units in the bucket after the last admitted request, and when that was; TTL until
 --         the bucket is full again (a missing key is a full bucket)
--- Reply   allowed; remaining = whole tokens; reset_after = until full; retry_after = until
+-- Debt    a charge (MODE '7') may leave units below 0: denied until refilled past the cost
+-- Reply   allowed; remaining = whole tokens (0 in debt); reset_after = until full; retry_after = until
 --         `cost` tokens are there (-1 when cost > burst)
 --- @include "pair"
 --- @include "refill"
@@ -23,14 +24,16 @@ local function token_bucket_check(key, o, cost)
     units, since = capacity, now
   end
   local need = cost * unit
-  if cost <= burst and units >= need then
+  -- A charge (MODE '7') takes the tokens even when they are not there: debt, tokens below 0.
+  if cost <= burst and units >= need or MODE == '7' then
     local left = units - need
     local reset = math.ceil((capacity - left) / rate)
     -- set_pair (the commit) stores left:since until the bucket is full again.
     return 1, math.floor(left / unit), reset, 0, 0, nil, left, since, reset
   end
   local retry = cost > burst and -1 or math.ceil((need - units) / rate)
-  return 0, math.floor(units / unit), math.ceil((capacity - units) / rate), retry, 0
+  -- In debt (units < 0) no whole token is left, and retry waits for the debt to be repaid too.
+  return 0, units > 0 and math.floor(units / unit) or 0, math.ceil((capacity - units) / rate), retry, 0
 end
 -- Refund: the bucket, refilled to now, gets `cost` tokens back, never above burst (a full
 -- bucket is a missing key: DEL).

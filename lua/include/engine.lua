@@ -166,6 +166,23 @@ elseif MODE == '5' then
   return 1
 end
 
+-- Charge (penalize, and settle's overrun): every policy takes COST units whatever it holds, so
+-- the key may go into debt (each algorithm's check admits when MODE is '7', smooth ones with no
+-- bound on the wait; docs/algorithms.md#debt). No block or lockout stops it: the work it pays
+-- for is done. The call then answers as a peek of cost 1 of the key as it stands.
+if MODE == '7' then
+  ALONE, SLACK = false, 9007199254740991
+  for i = 1, n do
+    local check, commit, _, _, nargs = algorithm(o)
+    if COST > 0 then
+      local allowed, _, reset, _, _, _, new1, new2, new3, new4 = check(KEYS[i], o + 1, COST)
+      if allowed == 1 and new1 ~= nil then commit(KEYS[i], o + 1, COST, reset, new1, new2, new3, new4) end
+    end
+    o = o + 1 + nargs
+  end
+  MODE, COST, SLACK, o = '1', 1, 0, FIRST_ARG
+end
+
 -- A block answers before any policy is read: nothing is charged while blocked. In a batch whose
 -- block keys were all missing (NO_BLOCKS, the prelude), the key is known to be missing.
 local blocked_until, blocked_by, level

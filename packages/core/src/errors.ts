@@ -35,9 +35,15 @@ export type RateLimitConfigErrorCode =
   | 'FLOODGATE_DUPLICATE_POLICY'
   | 'FLOODGATE_UNKNOWN_CLIENT'
   /** A limiter keyed by the client id ran before authentication (NestJS guard order). */
-  | 'FLOODGATE_GUARD_ORDER';
+  | 'FLOODGATE_GUARD_ORDER'
+  /** `reserve` or `penalize` on a limiter whose policies cannot carry debt (at the call). */
+  | 'FLOODGATE_NO_DEBT';
 
-/** An option is missing, unknown or has a bad value. Thrown at construction, never later. */
+/**
+ * An option is missing, unknown or has a bad value. Thrown at construction, never later; except
+ * `FLOODGATE_NO_DEBT`, thrown by `reserve` or `penalize` on a limiter configured with a policy
+ * that cannot carry debt (the same limiter consumes fine).
+ */
 export class RateLimitConfigError extends Error {
   override readonly name = 'RateLimitConfigError';
   constructor(

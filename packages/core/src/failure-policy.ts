@@ -69,6 +69,14 @@ export class FailureAnswer {
     }
   }
 
+  /** Charges (penalize, a settle's overrun) reach the fallback store too. */
+  async charge(key: string, cost: number): Promise<void> {
+    const charge = this.fallbackStore?.charge;
+    if (charge !== undefined) {
+      await charge(this.keysOf(key), cost).catch(() => undefined);
+    }
+  }
+
   async block(key: string, micros: number): Promise<void> {
     if (this.fallbackStore) await this.fallbackStore.block(this.keysOf(key), micros);
   }

@@ -74,6 +74,7 @@ export type {
   RateLimiterOptions,
   StateKeys,
 } from './rate-limiter-options.js';
+export type { Reservation } from './reservation.js';
 export { type MemoryStoreOptions, memoryStore } from './stores/memory.js';
 export { redisStore } from './stores/redis.js';
 export type { RedisStoreOptions } from './stores/redis-options.js';

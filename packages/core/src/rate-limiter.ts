@@ -25,6 +25,7 @@ import {
   readCost,
   readRateLimiterOptions,
 } from './rate-limiter-options.js';
+import { assertDebt, type Reservation, toReservation } from './reservation.js';
 import { breakerOf, StoreGuard } from './store-guard.js';
 import type { PreparedPolicies, Store } from './stores/store.js';
 
@@ -147,14 +148,31 @@ export class RateLimiter {
    * answers the decision as it then stands (a read); per algorithm: docs/algorithms.md#refunds.
    */
   async refund(key: string, options?: ConsumeOptions): Promise<Decision> {
-    const cost = readCost(options);
+    return this.adjust(key, readCost(options), 'refund');
+  }
+
+  /** Charges `cost` (default 1) to every policy even past its limit, blocked or not: debt
+   *  (docs/algorithms.md#debt). Answers a read of cost 1, from the same store call. */
+  async penalize(key: string, options?: ConsumeOptions): Promise<Decision> {
+    return this.adjust(key, readCost(options), 'charge');
+  }
+
+  /** Charges an estimate now, settled once the real cost is known: see Reservation. */
+  async reserve(key: string, options?: ConsumeOptions): Promise<Reservation> {
+    const estimate = readCost(options);
+    assertDebt(this, this.prepared, 'reserve');
+    return toReservation(await this.consume(key, { cost: estimate }), estimate, key, this);
+  }
+
+  /** A refund or a charge: one guarded store call; answers the key as it then stands. */
+  private async adjust(key: string, cost: number, how: 'refund' | 'charge'): Promise<Decision> {
+    if (how === 'charge') assertDebt(this, this.prepared, 'penalize');
     const keys = this.forget(key);
-    const context: CallContext = { key, cost: 0, peek: true };
-    await this.failure.refund(key, cost);
-    const outcome = await this.guard.call(() => this.prepared.refund(keys, cost), context);
-    return outcome.ok
-      ? toDecision(outcome.value, this.policies)
-      : this.failure.answer(context, outcome);
+    const context: CallContext = { key, cost: how === 'refund' ? 0 : 1, peek: true };
+    await this.failure[how](key, cost);
+    const outcome = await this.guard.call(() => this.prepared[how]!(keys, cost), context);
+    if (outcome.ok) return toDecision(outcome.value, this.policies);
+    return this.failure.answer(context, outcome);
   }
 
   /** Blocks `key` for `duration` or `'forever'` (no TTL): denied with reason 'blocked'. */
@@ -215,13 +233,14 @@ export class RateLimiter {
    * first come, first served, at most `maxQueueSize` of them (then reason 'queue-full').
    */
   acquire(key: string, options?: AcquireOptions): Promise<Decision> {
-    const reserve = this.prepared.reserve && ((c: number, s: number) => this.reserve(key, c, s));
+    const reserve =
+      this.prepared.reserve && ((c: number, s: number) => this.reserveForAcquire(key, c, s));
     const consume = (cost: number) => this.consume(key, { cost });
     return this.lines.wait(key, options, reserve ?? consume, (cost) => this.peek(key, { cost }));
   }
 
   /** One reserve-mode round trip (see `acquire`), guarded like `consume`. */
-  private async reserve(key: string, cost: number, slack: number): Promise<Decision> {
+  private async reserveForAcquire(key: string, cost: number, slack: number): Promise<Decision> {
     const keys = this.storageKeys(key);
     const context: CallContext = { key, cost, peek: false };
     const outcome = await this.guard.call(() => this.prepared.reserve!(keys, cost, slack), context);

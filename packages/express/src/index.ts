@@ -19,6 +19,7 @@ import {
   rateLimitControl,
   refundByOutcome,
   releaseWhenDone,
+  settleAfterResponse,
   UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
@@ -142,6 +143,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     try {
       if (lease) releaseWhenDone(res, lease);
       refundByOutcome(config, check, res, req, res);
+      settleAfterResponse(config, check, res, req, res);
       exposeDecision(req, decision);
       applyCheckHeaders(new ResponseHeaders(res), check, config.headers);
       if (!decision.allowed && !decision.shadow) {

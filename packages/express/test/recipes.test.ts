@@ -135,19 +135,34 @@ describe.each(stores)('recipes on the %s store', (storeName, makeStore) => {
         .set('Authorization', `Bearer ${user}`)
         .send({ prompt: 'x'.repeat(400), maxTokens: 1000 });
 
-    it('charges the estimate, refunds what was not used, charges an overrun', async () => {
+    it('charges the estimate, refunds what was not used, charges an overrun into debt', async () => {
       const s = serve(createLlmApp(store, model, authenticate));
       used = 300;
       const first = await complete(s);
       expect(first.status).toBe(200);
-      expect(first.headers.ratelimit).toBe('"tokens";r=38900;t=4');
+      expect(first.headers.ratelimit).toBe('"requests";r=59;t=60, "tokens";r=38900;t=4');
       // 800 of the 1100 came back: 40 000 − 300 − this request's 1100.
       used = 1500;
-      expect((await complete(s)).headers.ratelimit).toBe('"tokens";r=38600;t=5');
+      expect((await complete(s)).headers.ratelimit).toBe(
+        '"requests";r=58;t=60, "tokens";r=38600;t=5',
+      );
       // That one used 400 more than its estimate: 38 600 − 400 − 1100.
       used = 0;
-      expect((await complete(s)).headers.ratelimit).toBe('"tokens";r=37100;t=9');
-      expect((await complete(s, 'u2')).headers.ratelimit).toBe('"tokens";r=38900;t=4');
+      expect((await complete(s)).headers.ratelimit).toBe(
+        '"requests";r=57;t=60, "tokens";r=37100;t=9',
+      );
+      expect((await complete(s, 'u2')).headers.ratelimit).toBe(
+        '"requests";r=59;t=60, "tokens";r=38900;t=4',
+      );
+      // An overrun past the whole budget is charged all the same: 38 200 tokens left before it,
+      // 100 000 used, so 61 800 in debt; the next request waits until 62 900 are back.
+      used = 100_000;
+      expect((await complete(s)).status).toBe(200);
+      used = 0;
+      const denied = await complete(s);
+      expect(denied.status).toBe(429);
+      // (The requests middleware runs first: it counted this request before the tokens one denied it.)
+      expect(denied.headers.ratelimit).toBe('"requests";r=55;t=60, "tokens";r=0;t=189');
     });
 
     it('a failed completion gives the whole estimate back; no user, no budget', async () => {
@@ -155,13 +170,15 @@ describe.each(stores)('recipes on the %s store', (storeName, makeStore) => {
       used = new Error('model unavailable');
       expect((await complete(s)).status).toBe(500);
       used = 0;
-      expect((await complete(s)).headers.ratelimit).toBe('"tokens";r=38900;t=4');
+      expect((await complete(s)).headers.ratelimit).toBe(
+        '"requests";r=58;t=60, "tokens";r=38900;t=4',
+      );
       expect((await request(s).post('/v1/complete').send({ prompt: 'hi' })).status).toBe(401);
     });
   });
 
   describe('LLM endpoint: a client that goes away mid-completion', () => {
-    it('is charged what the model used, not refunded for aborting', async () => {
+    it('stays charged at its estimate, never refunded for aborting', async () => {
       let reached!: () => void;
       const inModel = new Promise<void>((resolve) => {
         reached = resolve;
@@ -210,8 +227,8 @@ describe.each(stores)('recipes on the %s store', (storeName, makeStore) => {
       const next = await request(s)
         .post('/v1/complete')
         .send({ prompt: 'x'.repeat(400), maxTokens: 1000 });
-      // 40 000 − 300 (the aborted completion) − 1 100 (this one's estimate).
-      expect(next.headers.ratelimit).toBe('"tokens";r=38600;t=5');
+      // 40 000 − 1 100 (the aborted completion's estimate) − 1 100 (this one's).
+      expect(next.headers.ratelimit).toBe('"requests";r=58;t=60, "tokens";r=37800;t=7');
     });
   });
 

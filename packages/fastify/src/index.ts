@@ -23,6 +23,7 @@ import {
   rawProxyTrust,
   refundByOutcome,
   releaseWhenDone,
+  settleAfterResponse,
   UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
@@ -116,6 +117,7 @@ function limitRequests(config: Config) {
     const { decision, lease } = check;
     if (lease) releaseWhenDone(reply.raw, lease);
     refundByOutcome(config, check, reply.raw, request, reply);
+    settleAfterResponse(config, check, reply.raw, request, reply);
     exposeDecision(request, decision);
     applyCheckHeaders(
       {

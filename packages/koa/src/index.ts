@@ -19,6 +19,7 @@ import {
   rateLimitControl,
   refundByOutcome,
   releaseWhenDone,
+  settleAfterResponse,
   UnknownAppKeyError,
   waitForDelay,
 } from '@floodgate/core/http';
@@ -81,6 +82,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     const { decision, lease } = check;
     if (lease) releaseWhenDone(ctx.res, lease);
     refundByOutcome(config, check, ctx.res, ctx, ctx.response);
+    settleAfterResponse(config, check, ctx.res, ctx, ctx.response);
     exposeDecision(ctx.state, decision);
     applyCheckHeaders(
       {

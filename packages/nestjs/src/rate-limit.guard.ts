@@ -136,6 +136,7 @@ export class RateLimitGuard implements CanActivate {
       throw new RateLimitException(decision, rateLimitBody(decision, DEFAULT_ERROR_MESSAGE));
     }
     requests.settleAfterResponse(context, charged, cost);
+    if (route.settle) requests.settleAtActualCost(context, charged, cost, route.settle);
     // Shaping policies admit now but ask the request to wait (nginx `delay=`).
     if (enforced) await waitForDelay(decision);
     return true;

@@ -11,7 +11,11 @@ import {
   type RateLimiterOptions,
   type Store,
 } from '@floodgate/core';
-import { type AccessListOption, type RateLimitHeaderOptions } from '@floodgate/core/http';
+import {
+  type AccessListOption,
+  type RateLimitHeaderOptions,
+  type SettledCost,
+} from '@floodgate/core/http';
 import type { ExecutionContext, InjectionToken, ModuleMetadata, Type } from '@nestjs/common';
 
 /** A key function: the caller's identity for this request, or `undefined` to try the next. */
@@ -79,10 +83,13 @@ interface RateLimitCommon {
   /** Who is limited; @default the module's `key`. */
   key?: RateLimitKey;
   /**
-   * Units each request takes, charged to these policies and to the module's policies alike.
+   * Units each request takes, charged to these policies and to the module's policies alike; or
+   * `{ estimate, actual }`: the estimate is charged, and once the HTTP response has finished the
+   * request is settled at `actual(context, response)` (or a response header or trailer):
+   * refunded below the estimate, the overrun charged into debt above it (docs/algorithms.md#debt).
    * @default 1
    */
-  cost?: RateLimitCost;
+  cost?: RateLimitCost | SettledCost<ExecutionContext, unknown>;
   /** Which requests share these policies' budget. @default 'route' */
   scope?: RateLimitScope;
   /**

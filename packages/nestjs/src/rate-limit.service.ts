@@ -240,6 +240,7 @@ export class RateLimitService implements OnModuleInit {
       policies: charges[0]?.policies ?? config.policies,
       keys: charges[0]?.keys ?? config.keys,
       cost: parsed?.cost ?? 1,
+      settle: parsed?.settle,
     };
   }
 

@@ -3,7 +3,7 @@
  * the controller, the handler and the field — never a 500 on the first request.
  */
 import 'reflect-metadata';
-import { fixedWindow, memoryStore, RateLimitConfigError } from '@floodgate/core';
+import { fixedWindow, memoryStore, RateLimitConfigError, slidingLog } from '@floodgate/core';
 import { RateLimit, RateLimitGuard, RateLimitModule, SkipRateLimit } from '@floodgate/nestjs';
 import { Controller, Get, type ModuleMetadata, type Type, UseGuards } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
@@ -94,6 +94,24 @@ describe('invalid @RateLimit options fail at bootstrap', () => {
       [{ limit: 1, window: '1m', key: 'email' }, 'FLOODGATE_INVALID_OPTION', '.key'],
       [{ limit: 1, window: '1m', key: ['clientId', 7] }, 'FLOODGATE_INVALID_OPTION', '.key[1]'],
       [{ limit: 1, window: '1m', cost: -1 }, 'FLOODGATE_INVALID_OPTION', '.cost'],
+      [
+        { limit: 1, window: '1m', cost: { estimate: 1, actual: 7 } },
+        'FLOODGATE_INVALID_OPTION',
+        '.cost.actual',
+      ],
+      [
+        { limit: 1, window: '1m', count: 'failed', cost: { estimate: 1, actual: 'x-used' } },
+        'FLOODGATE_INVALID_OPTION',
+        '.count',
+      ],
+      [
+        {
+          policies: slidingLog({ limit: 1, window: '1m' }),
+          cost: { estimate: 1, actual: 'x-used' },
+        },
+        'FLOODGATE_INVALID_OPTION',
+        '.policies[0]',
+      ],
       [{ limit: 1, window: '1m', scope: 'app' }, 'FLOODGATE_INVALID_OPTION', '.scope'],
       [{ limit: 1, window: '1m', override: 'yes' }, 'FLOODGATE_INVALID_OPTION', '.override'],
       [{ limit: 1, window: '1m', count: 'errors' }, 'FLOODGATE_INVALID_OPTION', '.count'],

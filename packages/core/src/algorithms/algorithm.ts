@@ -52,7 +52,19 @@ export interface Algorithm<S = unknown, P extends Params = Params> {
    * `slack` (reserve mode, `limiter.acquire`): smooth policies admit a request whose next-free
    * time is at most this far away (µs) and report that wait as `delay`; others ignore it.
    */
-  check(state: S | undefined, now: number, cost: number, params: P, slack?: number): CheckResult<S>;
+  /**
+   * `force` (a charge: `penalize`, a settle's overrun; Lua mode 7): admits whatever the state
+   * holds, so the key may go into debt (docs/algorithms.md#debt); algorithms that cannot carry
+   * debt ignore it.
+   */
+  check(
+    state: S | undefined,
+    now: number,
+    cost: number,
+    params: P,
+    slack?: number,
+    force?: boolean,
+  ): CheckResult<S>;
   /**
    * Reads the one-integer reply lua/<kind>.lua's check gives for a one-policy decision
    * (cheaper for Redis than a table), for the `cost` that was asked. Only algorithms with one.

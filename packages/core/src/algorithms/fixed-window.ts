@@ -188,6 +188,7 @@ function checkStarted(
   now: number,
   cost: number,
   [limit, window, layout]: FixedWindowParams,
+  force: boolean,
 ): CheckResult<FixedWindowState> {
   const current = startedWindow(state, now);
   const used = current?.used ?? 0;
@@ -199,9 +200,10 @@ function checkStarted(
     (layout === LAYOUT_EXTEND_ON_HIT ||
       (layout === LAYOUT_EXTEND_ON_DENIAL && used + cost > limit));
   if (extend) end = now + window;
-  const verdict: CheckResult<FixedWindowState> = windowVerdict(used, cost, limit, end - now);
+  const verdict: CheckResult<FixedWindowState> = windowVerdict(used, cost, limit, end - now, force);
   if (verdict.allowed || extend) {
-    verdict.next = { end, used: verdict.allowed ? used + cost : used };
+    // A charge past the limit fills the window (lua/fixed-window.lua: Debt).
+    verdict.next = { end, used: verdict.allowed ? Math.min(used + cost, limit) : used };
     verdict.ttl = end - now;
   }
   return verdict;
@@ -211,7 +213,17 @@ function checkStarted(
  * A window's verdict (both anchors) from its count before this request and the time left in
  * it; the caller adds what an admission stores.
  */
-function windowVerdict(used: number, cost: number, limit: number, windowLeft: number): Verdict {
+function windowVerdict(
+  used: number,
+  cost: number,
+  limit: number,
+  windowLeft: number,
+  force = false,
+): Verdict {
+  if (used + cost > limit && force) {
+    // A charge past the limit fills the window (lua/fixed-window.lua's Debt).
+    return { allowed: true, remaining: 0, resetAfter: windowLeft, retryAfter: 0, delay: 0 };
+  }
   if (used + cost <= limit) {
     const after = used + cost;
     return {
@@ -237,9 +249,9 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
   // Per window key (layout 0), the count is at <base>:<window index>, not at the base key;
   // extendWindow (layouts 3 and 4) writes on a denial, in a key of its own.
   sharesKey: ([, , layout]) => layout !== LAYOUT_PER_WINDOW_KEY && layout < LAYOUT_EXTEND_ON_DENIAL,
-  check(state, now, cost, params) {
+  check(state, now, cost, params, _slack, force = false) {
     const [limit, window, layout] = params;
-    if (layout >= LAYOUT_FIRST_REQUEST) return checkStarted(state, now, cost, params);
+    if (layout >= LAYOUT_FIRST_REQUEST) return checkStarted(state, now, cost, params, force);
     const packed = layout === LAYOUT_PACKED;
     const index = Math.floor(now / window);
     let used = 0;
@@ -251,9 +263,17 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
       used = state.used;
     }
     const windowLeft = (index + 1) * window - now;
-    const verdict: CheckResult<FixedWindowState> = windowVerdict(used, cost, limit, windowLeft);
+    const verdict: CheckResult<FixedWindowState> = windowVerdict(
+      used,
+      cost,
+      limit,
+      windowLeft,
+      force,
+    );
     if (verdict.allowed) {
-      verdict.next = packed ? base + used + cost : { index, used: used + cost };
+      // A charge past the limit fills the window: the count stops at the limit.
+      const after = Math.min(used + cost, limit);
+      verdict.next = packed ? base + after : { index, used: after };
       verdict.ttl = windowLeft;
     }
     return verdict;

@@ -96,11 +96,12 @@ export type GcraParams = readonly [interval: number, burst: number];
 /** Twin of lua/gcra.lua. State: the theoretical arrival time (µs). */
 export const gcraAlgorithm: Algorithm<number, GcraParams> = {
   kind: 'gcra',
-  check(state, now, cost, [interval, burst]) {
+  check(state, now, cost, [interval, burst], _slack, force) {
     const tolerance = burst * interval;
     const tat = Math.max(state ?? 0, now);
     const newTat = tat + cost * interval;
-    if (cost <= burst && newTat - now <= tolerance) {
+    // A charge pushes TAT past the allowance: debt, repaid as time passes.
+    if ((cost <= burst && newTat - now <= tolerance) || force === true) {
       return {
         allowed: true,
         remaining: Math.floor((tolerance - (newTat - now)) / interval),
@@ -113,7 +114,7 @@ export const gcraAlgorithm: Algorithm<number, GcraParams> = {
     }
     return {
       allowed: false,
-      remaining: Math.floor((tolerance - (tat - now)) / interval),
+      remaining: Math.floor(Math.max(0, tolerance - (tat - now)) / interval),
       resetAfter: tat - now,
       retryAfter: cost > burst ? -1 : newTat - now - tolerance,
       delay: 0,
@@ -132,7 +133,7 @@ export const gcraAlgorithm: Algorithm<number, GcraParams> = {
     const tolerance = burst * interval;
     return {
       allowed,
-      remaining: Math.floor((tolerance - resetAfter) / interval),
+      remaining: Math.floor(Math.max(0, tolerance - resetAfter) / interval),
       resetAfter,
       retryAfter: allowed ? 0 : cost > burst ? -1 : resetAfter + cost * interval - tolerance,
       delay: 0,

@@ -99,7 +99,7 @@ export type SlidingWindowParams = readonly [limit: number, size: number, buckets
 /** Twin of lua/sliding-window.lua. */
 export const slidingWindowAlgorithm: Algorithm<SlidingWindowState, SlidingWindowParams> = {
   kind: 'sliding-window',
-  check(state, now, cost, [limit, size, buckets]) {
+  check(state, now, cost, [limit, size, buckets], _slack, force) {
     let current = Math.floor(now / size);
     // counts[i] is sub-window current − i (0-based; missing is 0); only i < buckets counts.
     const counts: number[] = new Array(buckets).fill(0);
@@ -117,7 +117,8 @@ export const slidingWindowAlgorithm: Algorithm<SlidingWindowState, SlidingWindow
     // The count in position i leaves the window when sub-window current − i + buckets starts.
     const leaves = (i: number): number => (current - i + buckets) * size - now;
     const newest = counts.findIndex((c) => c > 0);
-    if (used + cost <= limit) {
+    // A charge counts past the limit: debt, repaid as its sub-windows slide out.
+    if (used + cost <= limit || force === true) {
       const after = used + cost;
       const last = cost > 0 ? 0 : newest;
       const result = {
@@ -138,8 +139,10 @@ export const slidingWindowAlgorithm: Algorithm<SlidingWindowState, SlidingWindow
       };
     }
     const resetAfter = newest >= 0 ? leaves(newest) : 0;
+    // In debt (used > limit) nothing is left.
+    const remaining = used < limit ? limit - used : 0;
     if (cost > limit) {
-      return { allowed: false, remaining: limit - used, resetAfter, retryAfter: -1, delay: 0 };
+      return { allowed: false, remaining, resetAfter, retryAfter: -1, delay: 0 };
     }
     // Oldest first, free counts until used + cost − freed <= limit.
     const need = used + cost - limit;
@@ -152,7 +155,7 @@ export const slidingWindowAlgorithm: Algorithm<SlidingWindowState, SlidingWindow
         break;
       }
     }
-    return { allowed: false, remaining: limit - used, resetAfter, retryAfter, delay: 0 };
+    return { allowed: false, remaining, resetAfter, retryAfter, delay: 0 };
   },
   refund(state, now, cost, [, size, buckets]) {
     // The current sub-window's count only: the stored newest one, when it is current.

@@ -91,7 +91,7 @@ export type TokenBucketParams = readonly [unit: number, rate: number, burst: num
 /** Twin of lua/token-bucket.lua. */
 export const tokenBucketAlgorithm: Algorithm<TokenBucketState, TokenBucketParams> = {
   kind: 'token-bucket',
-  check(state, now, cost, [unit, rate, burst]) {
+  check(state, now, cost, [unit, rate, burst], _slack, force) {
     const capacity = burst * unit;
     let units = capacity;
     let since = now;
@@ -100,7 +100,8 @@ export const tokenBucketAlgorithm: Algorithm<TokenBucketState, TokenBucketParams
       since = Math.max(state.since, now);
     }
     const need = cost * unit;
-    if (cost <= burst && units >= need) {
+    // A charge takes the tokens even when they are not there: debt, tokens below 0.
+    if ((cost <= burst && units >= need) || force === true) {
       const left = units - need;
       const resetAfter = Math.ceil((capacity - left) / rate);
       return {
@@ -115,7 +116,8 @@ export const tokenBucketAlgorithm: Algorithm<TokenBucketState, TokenBucketParams
     }
     return {
       allowed: false,
-      remaining: Math.floor(units / unit),
+      // In debt no whole token is left.
+      remaining: units > 0 ? Math.floor(units / unit) : 0,
       resetAfter: Math.ceil((capacity - units) / rate),
       retryAfter: cost > burst ? -1 : Math.ceil((need - units) / rate),
       delay: 0,

@@ -172,5 +172,14 @@ export {
 } from './problem.js';
 export { type RawBackedRequest, rawProxyTrust, trustsEveryHop } from './raw-proxy-trust.js';
 export { type RateLimitControl, rateLimitControl } from './reset-key.js';
+export {
+  type ActualCost,
+  type CostConfig,
+  checkSettleOption,
+  parseCostOption,
+  type SettleConfig,
+  type SettledCost,
+  settleAfterResponse,
+} from './settle.js';
 export { parseShadowOption, shadowCheck, shadowDecision, shadowHooks } from './shadow.js';
 export type { HttpCheck, HttpRequestView } from './types.js';

@@ -9,7 +9,7 @@ import type { ServerResponse } from 'node:http';
 import type { Clock } from '../clock.js';
 import type { ConcurrencyLimiter } from '../concurrency-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
-import { configError, isCost, optionNames } from '../options.js';
+import { configError, optionNames } from '../options.js';
 import { createRateLimiter, type RateLimiter } from '../rate-limiter.js';
 import {
   DEFAULT_PREFIX,
@@ -36,6 +36,12 @@ import {
 import { KEY_OPTION_NAMES, type KeyConfig, type KeyOptions, parseKeyOptions } from './keys.js';
 import { ownOptions } from './own-options.js';
 import { type PoliciesFunction, PolicySets, validateSetOptions } from './policy-sets.js';
+import {
+  checkSettleOption,
+  parseCostOption,
+  type SettleConfig,
+  type SettledCost,
+} from './settle.js';
 import { parseShadowOption, shadowHooks } from './shadow.js';
 
 /**
@@ -63,8 +69,12 @@ export type HttpRateLimitOptions<Req, OnLimited = unknown, Res = ServerResponse>
     headers?: boolean | RateLimitHeaderOptions;
     /** Requests for which this answers true are not counted and get no headers. */
     skip?: (req: Req) => boolean | Promise<boolean>;
-    /** Units a request takes: a non-negative integer, or a function of the request. @default 1 */
-    cost?: number | ((req: Req) => number | Promise<number>);
+    /**
+     * Units a request takes: a non-negative integer, a function of the request, or
+     * `{ estimate, actual }` to settle at the actual cost after the response (http/settle.ts).
+     * @default 1
+     */
+    cost?: number | ((req: Req) => number | Promise<number>) | SettledCost<Req, Res>;
     /** Replaces the default 429 problem response. */
     onLimited?: OnLimited;
     /**
@@ -117,6 +127,8 @@ export interface HttpRateLimitConfig<Req, OnLimited = unknown, Res = ServerRespo
   readonly headers: RateLimitHeaderConfig;
   readonly skip: ((req: Req) => boolean | Promise<boolean>) | undefined;
   readonly cost: number | ((req: Req) => number | Promise<number>);
+  /** `cost.actual`: settle each admitted request at its actual cost. */
+  readonly settle: SettleConfig<Req, Res> | undefined;
   readonly onLimited: OnLimited | undefined;
   /** The limiter's budget (see budget.ts), for the double-count diagnostic. */
   readonly budget: string | undefined;
@@ -145,7 +157,7 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = Server
   }
   const rate = rateLimitingOf(o, limiterOptions, shadow, where);
   const { limiter, setOptions } = rate;
-  const perRequest = requestFunctionsOf<Req, OnLimited>(o, where);
+  const perRequest = requestFunctionsOf<Req, OnLimited, Res>(o, where);
   // A concurrency-only middleware's `prefix` names its slots' keys.
   const prefix =
     limiter?.prefix ??
@@ -159,6 +171,7 @@ export function parseHttpRateLimitOptions<Req, OnLimited = unknown, Res = Server
     prefix,
   );
   refuseUnusedLimiterOptions(rate, limiterOptions, where);
+  checkSettleOption(perRequest.settle, limiter, o.count ?? 'all', where);
   const keys = parseKeyOptions<Req>(o, where);
   if (limiter !== undefined) noteBudget(keys.diagnostics, limiter, where);
   if (concurrency !== undefined) noteLeaseBudget(keys.diagnostics, concurrency, where);
@@ -302,32 +315,22 @@ function givenLimiter(
   return o.limiter as RateLimiter;
 }
 
-/** `skip`, `cost` and `onLimited`: the functions (or numbers) asked per request. */
-function requestFunctionsOf<Req, OnLimited>(
+/** `skip`, `cost` (and its `settle`) and `onLimited`: what is asked per request. */
+function requestFunctionsOf<Req, OnLimited, Res>(
   o: Record<string, unknown>,
   where: string,
-): Pick<HttpRateLimitConfig<Req, OnLimited>, 'skip' | 'cost' | 'onLimited'> {
+): Pick<HttpRateLimitConfig<Req, OnLimited, Res>, 'skip' | 'cost' | 'settle' | 'onLimited'> {
   if (o.skip !== undefined && typeof o.skip !== 'function') {
     throw configError(`${where}.skip`, o.skip, 'a function (req) => boolean');
   }
   if (o.onLimited !== undefined && typeof o.onLimited !== 'function') {
     throw configError(`${where}.onLimited`, o.onLimited, 'a function');
   }
-  let cost: number | ((req: Req) => number | Promise<number>) = 1;
-  if (typeof o.cost === 'function') cost = o.cost as (req: Req) => number;
-  else if (o.cost !== undefined) {
-    if (!isCost(o.cost)) {
-      throw configError(
-        `${where}.cost`,
-        o.cost,
-        'a non-negative integer or a function (req) => number',
-      );
-    }
-    cost = o.cost;
-  }
+  const { cost, settle } = parseCostOption<Req, Res>(o.cost, where);
   return {
     skip: o.skip as HttpRateLimitConfig<Req>['skip'],
     cost,
+    settle,
     onLimited: o.onLimited as OnLimited | undefined,
   };
 }

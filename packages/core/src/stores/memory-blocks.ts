@@ -166,3 +166,33 @@ export function extendDenied(
   entry.state = r.next;
   entry.expiresAt = now + r.ttl!;
 }
+
+/**
+ * Takes `cost` from every policy whatever it holds (the twins' forced check, as Lua's mode 7:
+ * docs/algorithms.md#debt), in place. A key not in the table is added when `room()` says it
+ * fits; a full table keeps what it has (the charge is not refused, and is lost for that key).
+ */
+export function chargeStates(
+  plan: { readonly algorithms: readonly Algorithm[]; readonly params: readonly Params[] },
+  keys: readonly string[],
+  cost: number,
+  now: number,
+  entries: Map<string, { state: unknown; expiresAt: number }>,
+  room: () => boolean,
+): void {
+  if (cost === 0) return; // a read: nothing to write, as Lua's mode 7
+  for (let i = 0; i < plan.algorithms.length; i++) {
+    const key = keys[i]!;
+    const entry = entries.get(key);
+    const state = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
+    const algorithm = plan.algorithms[i]!;
+    const r = algorithm.check(state, now, cost, plan.params[i]!, Number.MAX_SAFE_INTEGER, true);
+    if (!r.allowed || r.next === undefined) continue;
+    if (entry !== undefined) {
+      entry.state = r.next;
+      entry.expiresAt = now + r.ttl!;
+    } else if (room()) {
+      entries.set(key, { state: r.next, expiresAt: now + r.ttl! });
+    }
+  }
+}

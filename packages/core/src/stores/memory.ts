@@ -8,7 +8,13 @@ import type { StoreDecision, StoreResult } from '../decision.js';
 import { configError, positiveInteger, readOptions } from '../options.js';
 import type { Lockout, Policy } from '../policy.js';
 
-import { BlockTable, extendDenied, longestLockout, refundStates } from './memory-blocks.js';
+import {
+  BlockTable,
+  chargeStates,
+  extendDenied,
+  longestLockout,
+  refundStates,
+} from './memory-blocks.js';
 import { memoryLeases } from './memory-leases.js';
 import {
   DEFAULT_MAX_KEYS,
@@ -109,6 +115,12 @@ export class MemoryStore implements Store {
         if (cost > 0)
           refundStates(plan, keys, cost, readMicros(this.clock), this.entries, this.drop);
         return decideNow(keys, 0, true);
+      },
+      charge: async (keys, cost) => {
+        const now = readMicros(this.clock);
+        chargeStates(plan, keys, cost, now, this.entries, () => this.makeRoom(1, now));
+        this.startSweeper();
+        return decideNow(keys, 1, true);
       },
       block: async (keys, micros) => {
         this.blocks.blockByHand(keys[n]!, micros, readMicros(this.clock));

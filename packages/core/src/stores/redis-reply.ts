@@ -12,6 +12,7 @@ export const MODE_RESERVE = '3';
 export const MODE_BLOCK = '4';
 export const MODE_UNBLOCK = '5';
 export const MODE_REFUND = '6';
+export const MODE_CHARGE = '7';
 const FIELDS_PER_POLICY = 5;
 
 /**

@@ -16,7 +16,7 @@ import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js
 import { redisLeases } from './redis-leases.js';
 import { checkMemoryPolicy } from './redis-memory.js';
 import { REDIS_STORE_OPTION_NAMES, type RedisStoreOptions, readBatch } from './redis-options.js';
-import { MODE_BLOCK, MODE_REFUND, MODE_RESET, MODE_UNBLOCK } from './redis-reply.js';
+import { MODE_BLOCK, MODE_CHARGE, MODE_REFUND, MODE_RESET, MODE_UNBLOCK } from './redis-reply.js';
 import { deleteLimiterKeys } from './reset-all.js';
 import { algorithmKinds, combinedScriptFor, type GeneratedScript, scriptFor } from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
@@ -111,6 +111,7 @@ export class RedisStore implements Store {
         await calls.call(keys, MODE_RESET, 0, calls.handlers.asReset);
       },
       refund: (keys, cost) => calls.call(keys, MODE_REFUND, cost, calls.handlers.asRead),
+      charge: (keys, cost) => calls.call(keys, MODE_CHARGE, cost, calls.handlers.peekOne),
       block: async (keys, micros) => {
         await calls.call(keys, MODE_BLOCK, micros, calls.handlers.asReset);
       },

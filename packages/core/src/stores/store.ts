@@ -107,6 +107,12 @@ export interface PreparedPolicies {
    * answers a read (cost 0) of the key as it then stands, in the same atomic step.
    */
   refund(keys: readonly string[], cost: number): Promise<StoreDecision>;
+  /**
+   * Charges `cost` units to every policy even past its limit (debt, per algorithm:
+   * docs/algorithms.md#debt), whatever blocks the key, and answers a peek of cost 1 of the key
+   * as it then stands, in the same atomic step (`penalize`, a settle's overrun).
+   */
+  charge?(keys: readonly string[], cost: number): Promise<StoreDecision>;
   /** Blocks the key by hand for `micros` µs, or for ever when 0. */
   block(keys: readonly string[], micros: number): Promise<void>;
   /** Lifts a block (by hand or lockout) and forgets the lockouts in a row. */

@@ -8,6 +8,7 @@ import type { Decision } from '../decision.js';
 import type { Duration } from '../duration.js';
 import type { Policy } from '../policy.js';
 import { RateLimiter } from '../rate-limiter.js';
+import type { Reservation } from '../reservation.js';
 import type { Store } from '../stores/store.js';
 
 /** A day boundary: every window length used in the table is aligned to it. */
@@ -42,7 +43,23 @@ export interface Step {
    * `refund` gives back `cost` and answers the decision as it then stands; `block` blocks the
    * key for `duration`; `unblock` lifts it. @default 'consume'
    */
-  op?: 'consume' | 'peek' | 'reset' | 'refund' | 'block' | 'unblock';
+  op?:
+    | 'consume'
+    | 'peek'
+    | 'reset'
+    | 'refund'
+    | 'block'
+    | 'unblock'
+    /** `limiter.reserve(key, { cost })`, kept as `reservation` for a later settle or cancel. */
+    | 'reserve'
+    /** `settle(cost)` of the reservation named `reservation`. */
+    | 'settle'
+    /** `cancel()` of the reservation named `reservation`. */
+    | 'cancel'
+    /** `limiter.penalize(key, { cost })`. */
+    | 'penalize';
+  /** For `reserve`, `settle` and `cancel`: which reservation. @default 'r' */
+  reservation?: string;
   /** For `block`. */
   duration?: Duration | 'forever';
   /** @default 'user' */
@@ -117,6 +134,27 @@ export interface RunOptions {
 
 let run = 0;
 
+/** A reserve, settle, cancel or penalize step (settle's `cost` is the actual cost). */
+function reservationStep(
+  limiter: RateLimiter,
+  reservations: Map<string, Reservation>,
+  key: string,
+  step: Step,
+): Promise<Decision> {
+  const name = step.reservation ?? 'r';
+  const cost = step.cost ?? 1;
+  if (step.op === 'penalize') return limiter.penalize(key, { cost });
+  if (step.op === 'reserve') {
+    return limiter.reserve(key, { cost }).then((r) => {
+      reservations.set(name, r);
+      return r;
+    });
+  }
+  const r = reservations.get(name);
+  if (r === undefined) throw new Error(`no reservation ${name} to ${step.op}`);
+  return step.op === 'settle' ? r.settle(cost) : r.cancel();
+}
+
 /** Runs one scenario against a store `factory` builds; answers the steps that differed. */
 export async function runScenario(
   scenario: Scenario,
@@ -130,6 +168,7 @@ export async function runScenario(
     prefix: options.prefix ?? `conf${process.pid}x${run++}`,
   });
   const calls: Array<{ where: string; expect: Expectation; decision: Promise<Decision> }> = [];
+  const reservations = new Map<string, Reservation>();
   for (const [index, step] of scenario.steps.entries()) {
     time.now = T0 + step.at;
     const key = step.key ?? 'user';
@@ -137,14 +176,18 @@ export async function runScenario(
     for (let i = 0; i < (step.times ?? 1); i++) {
       const where = `step ${index} (at ${step.at}ms${step.times ? `, call ${i + 1}` : ''})`;
       if (step.op !== undefined && step.op !== 'consume' && step.op !== 'peek') {
-        // reset, refund, block and unblock reach the store after an await: calls made in their
-        // tick could overtake them, so they wait for the calls before them, and later ones wait.
+        // reset, refund, block, unblock and the reservation steps reach the store after an
+        // await: calls made in their tick could overtake them, so they wait for the calls
+        // before them, and later ones wait.
         await Promise.all(calls.map((c) => c.decision));
         if (step.op === 'reset') await limiter.reset(key);
         else if (step.op === 'block') await limiter.block(key, step.duration ?? 'forever');
         else if (step.op === 'unblock') await limiter.unblock(key);
         else {
-          const decision = await limiter.refund(key, cost);
+          const decision =
+            step.op === 'refund'
+              ? await limiter.refund(key, cost)
+              : await reservationStep(limiter, reservations, key, step);
           calls.push({ where, expect: step.expect ?? {}, decision: Promise.resolve(decision) });
         }
         continue;

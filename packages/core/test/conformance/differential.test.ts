@@ -3,7 +3,8 @@
  * the Lua scripts on real Redis and to the TypeScript twins in memory: every decision must be
  * identical, field for field. Twice: one call at a time with batching off, and every call of
  * the trace issued at once so that redisStore batches them (small random batch bounds), which
- * must decide them in order exactly as single calls would.
+ * must decide them in order exactly as single calls would. Traces reserve, settle (0 to 4×
+ * the largest estimate), cancel and penalize too, so debt meets every other step.
  */
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
@@ -18,6 +19,7 @@ import {
   memoryStore,
   type Policy,
   RateLimiter,
+  type Reservation,
   redisStore,
   slidingLog,
   slidingWindow,
@@ -48,7 +50,19 @@ interface TraceStep {
   advance: number;
   key: number;
   cost: number;
-  op: 'consume' | 'peek' | 'reset' | 'refund' | 'block' | 'unblock';
+  op:
+    | 'consume'
+    | 'peek'
+    | 'reset'
+    | 'refund'
+    | 'block'
+    | 'unblock'
+    | 'reserve'
+    | 'settle'
+    | 'cancel'
+    | 'penalize';
+  /** For `settle`: the actual cost (0 to 4 times the largest estimate). */
+  actual: number;
   /** For `block`: ms, or for ever. */
   duration: number | 'forever';
 }
@@ -72,7 +86,12 @@ const step: fc.Arbitrary<TraceStep> = fc.record({
     { weight: 3, arbitrary: fc.constant('refund' as const) },
     { weight: 1, arbitrary: fc.constant('block' as const) },
     { weight: 1, arbitrary: fc.constant('unblock' as const) },
+    { weight: 3, arbitrary: fc.constant('reserve' as const) },
+    { weight: 3, arbitrary: fc.constant('settle' as const) },
+    { weight: 1, arbitrary: fc.constant('cancel' as const) },
+    { weight: 2, arbitrary: fc.constant('penalize' as const) },
   ),
+  actual: fc.integer({ min: 0, max: 36 }),
   duration: fc.oneof(fc.integer({ min: 1, max: 3000 }), fc.constant('forever' as const)),
 });
 
@@ -120,9 +139,35 @@ function policySet(arbitraries: fc.Arbitrary<Policy>[], max: number): fc.Arbitra
 
 let run = 0;
 
-/** One step's call; a reset answers undefined. */
-function call(l: RateLimiter, s: TraceStep): Promise<Decision | undefined> {
+/** What a call answered: a decision, undefined (reset, block, unblock), or an error's code. */
+type Answer = Decision | { error: string } | undefined;
+
+/**
+ * One step's call; a reset answers undefined. `reservations` holds the limiter's latest
+ * reservation per key, which settle and cancel act on (nothing to act on: undefined).
+ */
+function call(
+  l: RateLimiter,
+  s: TraceStep,
+  reservations: Map<string, Reservation>,
+): Promise<Answer> {
   const key = `k${s.key}`;
+  if (s.op === 'reserve' || s.op === 'penalize') {
+    // A limiter with a policy that cannot carry debt refuses, on both stores alike.
+    const answer =
+      s.op === 'penalize'
+        ? l.penalize(key, { cost: s.cost })
+        : l.reserve(key, { cost: s.cost }).then((r) => {
+            reservations.set(key, r);
+            return r;
+          });
+    return answer.catch((error: { code?: string }) => ({ error: String(error.code) }));
+  }
+  if (s.op === 'settle' || s.op === 'cancel') {
+    const r = reservations.get(key);
+    if (r === undefined) return Promise.resolve(undefined);
+    return s.op === 'settle' ? r.settle(s.actual) : r.cancel();
+  }
   if (s.op === 'reset') return l.reset(key).then(() => undefined);
   if (s.op === 'block') return l.block(key, s.duration).then(() => undefined);
   if (s.op === 'unblock') return l.unblock(key).then(() => undefined);
@@ -150,25 +195,27 @@ async function runTrace(
     policies,
     prefix,
   });
-  const fromMemory: Array<Decision | undefined> = [];
-  let fromLua: Array<Decision | undefined> = [];
+  const fromMemory: Answer[] = [];
+  let fromLua: Answer[] = [];
+  const memoryReservations = new Map<string, Reservation>();
+  const luaReservations = new Map<string, Reservation>();
   for (const s of trace) {
     time.now += s.advance / 1000;
-    fromMemory.push(await call(memory, s));
-    if (batch === false) fromLua.push(await call(lua, s));
+    fromMemory.push(await call(memory, s, memoryReservations));
+    if (batch === false) fromLua.push(await call(lua, s, luaReservations));
   }
   if (batch !== false) {
     time.now = start;
-    const pending: Array<Promise<Decision | undefined>> = [];
+    const pending: Array<Promise<Answer>> = [];
     for (const s of trace) {
       time.now += s.advance / 1000;
       // RateLimiter.reset (and refund, block, unblock) reach the store after an await, so calls
       // made in its tick could overtake it: it waits for the calls before it, and they for it.
       if (s.op !== 'consume' && s.op !== 'peek') {
         await Promise.all(pending);
-        pending.push(Promise.resolve(await call(lua, s)));
+        pending.push(Promise.resolve(await call(lua, s, luaReservations)));
       } else {
-        pending.push(call(lua, s));
+        pending.push(call(lua, s, luaReservations));
       }
     }
     fromLua = await Promise.all(pending);

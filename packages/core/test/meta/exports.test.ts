@@ -67,6 +67,7 @@ const TYPES = [
   'RateLimiterHooks',
   'RateLimiterOptions',
   'RedisStoreOptions',
+  'Reservation',
   'SlidingLogOptions',
   'SlidingWindowOptions',
   'SmoothBurstyOptions',

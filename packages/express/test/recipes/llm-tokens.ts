@@ -1,4 +1,4 @@
-import { RateLimiter, type Store, tokenBucket } from '@floodgate/core';
+import { fixedWindow, type Store, tokenBucket } from '@floodgate/core';
 import { rateLimit } from '@floodgate/express';
 import express, { type Express, type Request, type RequestHandler } from 'express';
 
@@ -16,14 +16,31 @@ export function createLlmApp(
   authenticate: RequestHandler,
 ): Express {
   const app = express();
-  // Each user may spend 20 000 tokens a minute, and up to 40 000 at once after a quiet spell.
-  const tokens = new RateLimiter({
-    store,
-    prefix: 'llm',
-    policies: tokenBucket({ name: 'tokens', limit: 20_000, window: '1m', burst: 40_000 }),
-  });
-  // Set by `authenticate` (which runs first): the budget belongs to the user, not the IP.
+  // Set by `authenticate` (which runs first): the budgets belong to the user, not the IP.
   const userKey = (req: Request) => `user:${(req as Request & { user: { id: string } }).user.id}`;
+  // 60 requests a minute, whatever their size.
+  const requests = rateLimit({
+    store,
+    prefix: 'llm-rpm',
+    key: userKey,
+    policies: fixedWindow({ name: 'requests', limit: 60, window: '1m' }),
+  });
+  // 20 000 tokens a minute, and up to 40 000 at once after a quiet spell. The estimate is charged
+  // before the model runs, so concurrent requests cannot overspend; once the response has gone,
+  // the request is settled at what the model really used: the difference comes back, or the
+  // overrun is charged even past the limit (debt: the user's next requests wait until it is
+  // repaid). A failed request (no usage) gives the whole estimate back; a client that goes away
+  // before its answer keeps the estimate charged (never free).
+  const tokens = rateLimit({
+    store,
+    prefix: 'llm-tpm',
+    key: userKey,
+    policies: tokenBucket({ name: 'tokens', limit: 20_000, window: '1m', burst: 40_000 }),
+    cost: {
+      estimate: estimateTokens,
+      actual: (_req, res) => (res.locals.tokensUsed as number | undefined) ?? 0,
+    },
+  });
 
   app.post(
     '/v1/complete',
@@ -36,29 +53,12 @@ export function createLlmApp(
           .json({ error: `prompt: a string of at most ${MAX_PROMPT_CHARS} characters` });
       } else next();
     },
-    rateLimit({
-      limiter: tokens,
-      key: userKey,
-      // Charged up front with an estimate, so concurrent requests cannot overspend…
-      cost: estimateTokens,
-      // …and given back in full when the request fails (a 4xx/5xx answer). Not 'succeeded': it
-      // would also refund a client that goes away mid-completion, after the model spent tokens
-      // (a function is never asked about an aborted request: that one counts).
-      count: (_req, res) => res.statusCode < 400,
-    }),
+    requests,
+    tokens,
     async (req, res, next) => {
       try {
-        const estimate = estimateTokens(req);
         const answer = await model.complete(req.body.prompt, maxTokensOf(req));
-        // Settle the estimate against what the model really used.
-        const key = userKey(req);
-        if (answer.tokens < estimate) {
-          await tokens.refund(key, { cost: estimate - answer.tokens });
-        } else if (answer.tokens > estimate) {
-          // Charged if the budget has it; if not, the user is out of tokens anyway and the next
-          // request waits for the refill.
-          await tokens.consume(key, { cost: answer.tokens - estimate });
-        }
+        res.locals.tokensUsed = answer.tokens;
         res.json({ text: answer.text, tokens: answer.tokens });
       } catch (error) {
         next(error);

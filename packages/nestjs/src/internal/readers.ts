@@ -6,12 +6,15 @@
 import { fixedWindow, type Policy, RateLimitConfigError } from '@floodgate/core';
 import {
   type AccessConfig,
+  checkSettleOption,
   configError,
   isCost,
   optionNames,
   parseAccessOptions,
+  parseCostOption,
   readAs,
   readOptions,
+  type SettleConfig,
 } from '@floodgate/core/http';
 import type { ExecutionContext } from '@nestjs/common';
 import type {
@@ -43,6 +46,8 @@ export interface ParsedLimit {
 export interface ParsedRateLimit {
   readonly limits: readonly ParsedLimit[];
   readonly cost: RateLimitCost;
+  /** `cost: { estimate, actual }`: settle each request at its actual cost after the response. */
+  readonly settle: SettleConfig<ExecutionContext, unknown> | undefined;
   readonly override: boolean;
 }
 
@@ -104,11 +109,14 @@ export function parseRateLimitOptions(options: unknown, where: string): ParsedRa
   const field = `@RateLimit(${where})`;
   if (!Array.isArray(options)) {
     const o = readOptions(options, field, LIMIT_OPTION_NAMES);
-    return {
-      limits: [readLimit(o, field)],
-      cost: readCost(o.cost, field),
-      override: readOverride(o, field),
-    };
+    return settleChecked(
+      {
+        limits: [readLimit(o, field)],
+        ...readCost(o.cost, o.count, field),
+        override: readOverride(o, field),
+      },
+      field,
+    );
   }
   if (options.length === 0) {
     throw new RateLimitConfigError(
@@ -133,11 +141,20 @@ export function parseRateLimitOptions(options: unknown, where: string): ParsedRa
       );
     }
   });
-  return {
-    limits: all.map((o, i) => readLimit(o, `${field}[${i}]`)),
-    cost: readCost(all[0]!.cost, `${field}[0]`),
-    override: readOverride(all[0]!, `${field}[0]`),
-  };
+  return settleChecked(
+    {
+      limits: all.map((o, i) => readLimit(o, `${field}[${i}]`)),
+      ...readCost(all[0]!.cost, all[0]!.count, `${field}[0]`),
+      override: readOverride(all[0]!, `${field}[0]`),
+    },
+    field,
+  );
+}
+
+/** `cost.actual` needs policies that carry debt (a policies function is checked when it runs). */
+function settleChecked(parsed: ParsedRateLimit, field: string): ParsedRateLimit {
+  for (const limit of parsed.limits) checkSettleOption(parsed.settle, limit, 'all', field);
+  return parsed;
 }
 
 function readLimit(o: Record<string, unknown>, field: string): ParsedLimit {
@@ -185,7 +202,16 @@ function readLimit(o: Record<string, unknown>, field: string): ParsedLimit {
   };
 }
 
-function readCost(value: unknown, field: string): RateLimitCost {
+function readCost(
+  value: unknown,
+  count: unknown,
+  field: string,
+): Pick<ParsedRateLimit, 'cost' | 'settle'> {
+  if (value !== null && typeof value === 'object') {
+    const { cost, settle } = parseCostOption<ExecutionContext, unknown>(value, field);
+    checkSettleOption(settle, undefined, count ?? 'all', field);
+    return { cost: cost as RateLimitCost, settle };
+  }
   const cost = value === undefined ? 1 : value;
   if (typeof cost !== 'function' && !isCost(cost)) {
     throw configError(
@@ -194,7 +220,7 @@ function readCost(value: unknown, field: string): RateLimitCost {
       'a non-negative integer or a function (context) => number',
     );
   }
-  return cost as RateLimitCost;
+  return { cost: cost as RateLimitCost, settle: undefined };
 }
 
 function readOverride(o: Record<string, unknown>, field: string): boolean {

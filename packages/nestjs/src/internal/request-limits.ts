@@ -22,6 +22,8 @@ import {
   mergeDecisions,
   refundUncounted,
   resolveKey,
+  type SettleConfig,
+  settleAfterResponse as settleHttp,
   shadowDecision,
   storeClock,
   storeDecided,
@@ -307,6 +309,28 @@ export class RequestLimits {
         response as unknown,
         this.source.countWarning,
       );
+    }
+  }
+
+  /**
+   * `cost: { estimate, actual }`: once the HTTP response has finished, settles each charge at the
+   * actual cost (`actual(context, response)` or a response header or trailer), as the Express,
+   * Koa and Fastify adapters do; never delays the response. GraphQL and WebSocket calls keep
+   * their estimate.
+   */
+  settleAtActualCost(
+    context: ExecutionContext,
+    charged: readonly KeyedCharge[],
+    cost: number,
+    settle: SettleConfig<ExecutionContext, unknown>,
+  ): void {
+    if (context.getType<string>() !== 'http') return;
+    const response = context.switchToHttp().getResponse<{ raw?: ServerResponse }>();
+    const raw = (response.raw ?? response) as ServerResponse;
+    for (const { key, limiter, decision } of charged) {
+      if (decision === undefined) continue;
+      const check = { key, cost, decision, rate: decision, limiter };
+      settleHttp({ settle }, check, raw, context, response as unknown);
     }
   }
 

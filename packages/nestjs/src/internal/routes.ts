@@ -4,7 +4,7 @@
  * RateLimitGuard classes a handler names in `@UseGuards`/`@UseInterceptors`.
  */
 import type { Policy } from '@floodgate/core';
-import type { AccessConfig, KeyConfig } from '@floodgate/core/http';
+import type { AccessConfig, KeyConfig, SettleConfig } from '@floodgate/core/http';
 import { type ExecutionContext, RequestMethod, type Type, VERSION_NEUTRAL } from '@nestjs/common';
 import {
   GUARDS_METADATA,
@@ -45,6 +45,8 @@ export interface RouteCharge {
 
 /** How one handler is limited. */
 export interface RouteLimit {
+  /** `cost: { estimate, actual }` of the handler's `@RateLimit`: settled after the response. */
+  readonly settle?: SettleConfig<ExecutionContext, unknown> | undefined;
   /** `Controller.handler`, for messages. */
   readonly where: string;
   /**

@@ -1,5 +1,6 @@
 /** The whole conformance table: every algorithm's scenarios, then several policies and protection. */
 import type { Scenario } from '../table.js';
+import { debtScenarios } from './debt.js';
 import { fixedWindowScenarios } from './fixed-window.js';
 import { gcraScenarios } from './gcra.js';
 import { leakyBucketScenarios } from './leaky-bucket.js';
@@ -24,11 +25,15 @@ export const ALGORITHM_SCENARIOS: Readonly<Record<string, readonly Scenario[]>> 
   'smooth-warming-up': smoothWarmingUpScenarios,
 };
 
-/** Every scenario a store must pass: the algorithms', several policies', refunds and blocks. */
+/**
+ * Every scenario a store must pass: the algorithms', several policies', refunds and blocks, and
+ * reservations settled into debt.
+ */
 export const CONFORMANCE_SCENARIOS: readonly Scenario[] = [
   ...Object.values(ALGORITHM_SCENARIOS).flat(),
   ...multiPolicyScenarios,
   ...refundScenarios,
   ...lockoutScenarios,
   ...mixedProtectionScenarios,
+  ...debtScenarios,
 ];

@@ -1,0 +1,199 @@
+/**
+ * Reserve, settle above and below, cancel, penalize and debt repayment, for every algorithm that
+ * carries debt and for a mixed limiter (docs/algorithms.md#debt).
+ */
+import {
+  fixedWindow,
+  gcra,
+  type Policy,
+  slidingWindow,
+  smoothBursty,
+  smoothWarmingUp,
+  tokenBucket,
+} from '../../index.js';
+import type { Scenario, Step } from '../table.js';
+
+/**
+ * The steps every refilling algorithm (one unit back per 100 ms, capacity 10) answers alike:
+ * a settle above the estimate goes 12 units into debt, repaid 700 ms later; settle and cancel
+ * act once; a settle below refunds; a denied reservation settles nothing; penalize charges past
+ * the limit and through a block.
+ */
+const REFILLING: Step[] = [
+  { at: 0, op: 'reserve', cost: 4, expect: { allowed: true, remaining: 6 } },
+  // 4 + 12 = 16 units: 6 beyond the capacity. A cost-1 request waits for 7 to come back.
+  {
+    at: 0,
+    op: 'settle',
+    cost: 16,
+    expect: { allowed: false, remaining: 0, retryAfter: 700, resetAfter: 1600 },
+  },
+  { at: 0, expect: { allowed: false, remaining: 0, retryAfter: 700 } },
+  // A second settle (or cancel) does nothing: the debt is the same.
+  { at: 0, op: 'settle', cost: 100, expect: { allowed: false, retryAfter: 700 } },
+  { at: 0, op: 'cancel', expect: { allowed: false, retryAfter: 700 } },
+  { at: 699.999, expect: { allowed: false, retryAfter: 0.001 } },
+  { at: 700, expect: { allowed: true, remaining: 0 } },
+  // Full again at 5 s: reserve 8, settle 3: 5 come back.
+  { at: 5000, op: 'reserve', reservation: 'b', cost: 8, expect: { allowed: true, remaining: 2 } },
+  { at: 5000, op: 'settle', reservation: 'b', cost: 3, expect: { allowed: true, remaining: 7 } },
+  { at: 5000, op: 'cancel', reservation: 'b', expect: { allowed: true, remaining: 7 } },
+  { at: 5000, expect: { allowed: true, remaining: 6 } },
+  // Cancel gives the whole reservation back.
+  { at: 10_000, op: 'reserve', reservation: 'c', cost: 5, expect: { remaining: 5 } },
+  { at: 10_000, op: 'cancel', reservation: 'c', expect: { allowed: true, remaining: 10 } },
+  // A denied reservation charges nothing, and settling it does nothing.
+  { at: 10_000, op: 'reserve', reservation: 'd', cost: 11, expect: { allowed: false } },
+  { at: 10_000, op: 'settle', reservation: 'd', cost: 5, expect: { allowed: false } },
+  { at: 10_000, expect: { allowed: true, remaining: 9 } },
+  // Penalize: 25 units on a full key (1 s idle), 15 beyond; a block does not stop it.
+  { at: 20_000, op: 'block', duration: '1s' },
+  { at: 20_000, op: 'penalize', cost: 25, expect: { allowed: false, reason: 'blocked' } },
+  { at: 21_000, expect: { allowed: false, remaining: 0, retryAfter: 600 } },
+  { at: 21_600, expect: { allowed: true, remaining: 0 } },
+];
+
+/** REFILLING for `policy`. */
+function refilling(name: string, policy: () => Policy): Scenario {
+  return {
+    name: `debt ${name}: settle, cancel, penalize, repaid by refill`,
+    policies: () => [policy()],
+    steps: REFILLING,
+  };
+}
+
+export const debtScenarios: Scenario[] = [
+  refilling('tokenBucket', () => tokenBucket({ limit: 10, window: '1s' })),
+  refilling('gcra', () => gcra({ limit: 10, window: '1s' })),
+  {
+    name: 'debt slidingWindow: counted past the limit, repaid as its sub-window slides out; a settle below refunds only in the charge sub-window',
+    policies: () => [slidingWindow({ limit: 10, window: '1s' })],
+    steps: [
+      { at: 0, op: 'reserve', cost: 4, expect: { allowed: true, remaining: 6 } },
+      { at: 0, op: 'settle', cost: 16, expect: { allowed: false, remaining: 0, retryAfter: 1000 } },
+      { at: 999, expect: { allowed: false, remaining: 0, retryAfter: 1 } },
+      { at: 1000, expect: { allowed: true, remaining: 9 } },
+      { at: 5000, op: 'reserve', reservation: 'b', cost: 8, expect: { remaining: 2 } },
+      {
+        at: 5050,
+        op: 'settle',
+        reservation: 'b',
+        cost: 3,
+        expect: { allowed: true, remaining: 7 },
+      },
+      { at: 6000, op: 'reserve', reservation: 'c', cost: 5, expect: { remaining: 5 } },
+      // The next sub-window: nothing to refund any more, the 5 stay counted.
+      { at: 6100, op: 'settle', reservation: 'c', cost: 0, expect: { remaining: 5 } },
+      // 5 + 12 = 17 counted: a cost-1 request waits for the newer sub-window to leave.
+      {
+        at: 6100,
+        op: 'penalize',
+        cost: 12,
+        expect: { allowed: false, remaining: 0, retryAfter: 1000 },
+      },
+      { at: 7000, expect: { allowed: false, retryAfter: 100 } },
+      { at: 7100, expect: { allowed: true, remaining: 9 } },
+    ],
+  },
+  {
+    name: 'debt fixedWindow: an overrun fills the window until it ends; a settle below refunds only in the charge window',
+    policies: () => [fixedWindow({ limit: 10, window: '1s' })],
+    steps: [
+      { at: 0, op: 'reserve', cost: 4, expect: { allowed: true, remaining: 6 } },
+      {
+        at: 100,
+        op: 'settle',
+        cost: 16,
+        expect: { allowed: false, remaining: 0, retryAfter: 900, resetAfter: 900 },
+      },
+      { at: 100, op: 'cancel', expect: { allowed: false, retryAfter: 900 } },
+      { at: 999, expect: { allowed: false, remaining: 0, retryAfter: 1 } },
+      { at: 1000, expect: { allowed: true, remaining: 9 } },
+      { at: 2500, op: 'reserve', reservation: 'b', cost: 5, expect: { remaining: 5 } },
+      { at: 3050, cost: 4, expect: { remaining: 6 } },
+      // The window of the charge has ended: nothing comes back, least of all to the new one.
+      {
+        at: 3100,
+        op: 'settle',
+        reservation: 'b',
+        cost: 1,
+        expect: { remaining: 6, resetAfter: 900 },
+      },
+      { at: 3100, op: 'penalize', cost: 3, expect: { allowed: true, remaining: 2 } },
+    ],
+  },
+  {
+    name: "debt fixedWindow anchor 'first-request': a penalty starts and fills a window",
+    policies: () => [fixedWindow({ limit: 10, window: '1s', anchor: 'first-request' })],
+    steps: [
+      {
+        at: 0,
+        op: 'penalize',
+        cost: 15,
+        expect: { allowed: false, remaining: 0, retryAfter: 1000 },
+      },
+      { at: 500, op: 'reserve', cost: 1, expect: { allowed: false, retryAfter: 500 } },
+      { at: 1000, op: 'reserve', cost: 4, expect: { allowed: true, remaining: 6 } },
+      { at: 1200, op: 'settle', cost: 2, expect: { allowed: true, remaining: 8, resetAfter: 800 } },
+    ],
+  },
+  {
+    name: 'debt fixedWindow, a limit kept per window key: an overrun fills the window',
+    policies: () => [fixedWindow({ limit: 2_000_000, window: '1s' })],
+    steps: [
+      { at: 0, op: 'reserve', cost: 1_000_000, expect: { allowed: true, remaining: 1_000_000 } },
+      { at: 250, op: 'settle', cost: 2_500_000, expect: { allowed: false, retryAfter: 750 } },
+      { at: 1000, expect: { allowed: true, remaining: 1_999_999 } },
+    ],
+  },
+  {
+    name: 'debt smoothBursty: a settle above the estimate pushes the next-free time ahead',
+    policies: () => [smoothBursty({ limit: 10, window: '1s' })],
+    steps: [
+      { at: 0, op: 'reserve', cost: 4, expect: { allowed: true, remaining: 0 } },
+      { at: 0, op: 'settle', cost: 6, expect: { allowed: false, retryAfter: 600 } },
+      { at: 599, expect: { allowed: false, retryAfter: 1 } },
+      { at: 600, expect: { allowed: true } },
+      { at: 600, op: 'penalize', cost: 10, expect: { allowed: false, retryAfter: 1100 } },
+      { at: 1700, expect: { allowed: true } },
+    ],
+  },
+  {
+    name: 'debt smoothWarmingUp: a penalty pushes the next-free time ahead',
+    policies: () => [smoothWarmingUp({ limit: 10, window: '1s', warmup: '1s' })],
+    steps: [
+      { at: 0, op: 'penalize', cost: 3, expect: { allowed: false } },
+      { at: 0, op: 'reserve', cost: 1, expect: { allowed: false } },
+    ],
+  },
+  {
+    name: 'debt with two policies: reserve is all-or-nothing, settle charges each policy',
+    policies: () => [
+      tokenBucket({ limit: 10, window: '1s', name: 'tb' }),
+      fixedWindow({ limit: 5, window: '1m', name: 'fw' }),
+    ],
+    steps: [
+      {
+        at: 0,
+        op: 'reserve',
+        cost: 4,
+        expect: { allowed: true, policies: [{ remaining: 6 }, { remaining: 1 }] },
+      },
+      {
+        at: 0,
+        op: 'settle',
+        cost: 7,
+        expect: {
+          allowed: false,
+          policy: 'fw',
+          retryAfter: 60_000,
+          policies: [{ remaining: 3 }, { remaining: 0 }],
+        },
+      },
+      // Denied by fw: tb is not charged either.
+      { at: 0, op: 'reserve', reservation: 'b', cost: 1, expect: { allowed: false, policy: 'fw' } },
+      { at: 0, op: 'peek', expect: { policies: [{ remaining: 3 }, { remaining: 0 }] } },
+      { at: 60_000, expect: { allowed: true, policies: [{ remaining: 9 }, { remaining: 4 }] } },
+    ],
+  },
+];
