@@ -1,10 +1,12 @@
 /**
  * The tiny client interface the Redis store needs — run a script by SHA1, or by text — and the
- * shims that adapt ioredis (Redis, Cluster) and node-redis (client, cluster) to it. Clusters
- * route both calls by the first key, so the EVAL fallback reaches the node that said NOSCRIPT.
+ * shims that adapt ioredis and iovalkey (Redis, Cluster), node-redis (client, cluster) and
+ * valkey-glide (redis-client-glide.ts) to it. Clusters route both calls by the first key, so
+ * the EVAL fallback reaches the node that said NOSCRIPT.
  */
 import { describeValue, RateLimitConfigError } from '../errors.js';
 import { type NodeRedisClusterLike, slotRefresher } from './cluster-refresh.js';
+import { type GlideClientLike, glideKind, glideShim, isGlide } from './redis-client-glide.js';
 import { NOT_RUN_REPLY, type SendTicket } from './send-ticket.js';
 
 export interface ScriptClient {
@@ -57,7 +59,7 @@ export interface NodeRedisClient {
 }
 
 /** The Redis clients `redisStore({ client })` supports. */
-export type RedisClient = IoredisClient | NodeRedisClient;
+export type RedisClient = IoredisClient | NodeRedisClient | GlideClientLike;
 
 /** The part of an ioredis `Command` (a public export of ioredis) the shim relies on. */
 interface IoredisCommand {
@@ -77,6 +79,9 @@ interface IoredisLike extends IoredisClient {
 }
 interface NodeRedisLike extends NodeRedisClient {
   sendCommand: Fn;
+  /** node-redis 6's `keyPrefix` (its typed commands prefix keys; `sendCommand` does not). */
+  _keyPrefix?: unknown;
+  options?: { keyPrefix?: unknown };
   masters?: unknown;
   /** Only a node-redis `createSentinel()` client has it. */
   getSentinelNode?: unknown;
@@ -106,6 +111,7 @@ export function clientKind(value: unknown): string | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   if (isIoredis(value)) return value.isCluster ? 'ioredis Cluster' : 'ioredis Redis';
   if (isNodeRedis(value)) return nodeRedisKind(value);
+  if (isGlide(value)) return glideKind(value);
   return undefined;
 }
 
@@ -114,17 +120,40 @@ export function toScriptClient(client: unknown, field = 'redisStore.client'): Sc
   if (client !== null && typeof client === 'object') {
     if (isIoredis(client)) {
       const Command = ioredisCommandClass(client);
-      if (Command) return ioredisShim(client, Command);
+      if (Command)
+        return ioredisShim(client, checkedPrefix(client.options?.keyPrefix, field), Command);
     } else if (isNodeRedis(client)) {
-      return nodeRedisShim(client);
+      const prefix = client._keyPrefix ?? client.options?.keyPrefix;
+      return nodeRedisShim(client, checkedPrefix(prefix, field));
+    } else if (isGlide(client)) {
+      return glideShim(client);
     }
   }
   throw new RateLimitConfigError(
     'FLOODGATE_UNKNOWN_CLIENT',
     field,
     client,
-    `${field} must be an ioredis Redis or Cluster (v5), or a node-redis client, cluster (v4+) or sentinel (v5), got ${describeValue(client)}`,
+    `${field} must be an ioredis or iovalkey Redis or Cluster (v5+), a node-redis client, cluster (v4+) or sentinel (v5+), or a valkey-glide client or cluster client, got ${describeValue(client)}`,
   );
+}
+
+/**
+ * A client's key prefix (ioredis `keyPrefix`, node-redis 6 `keyPrefix`), which the shims put
+ * before every key as the client would. Every key of a call shares one hash tag, which the
+ * store also uses to batch calls per cluster slot; a prefix with `{` or `}` would move or split
+ * that tag, so it is refused.
+ */
+function checkedPrefix(prefix: unknown, field: string): string {
+  if (prefix === undefined || prefix === null || prefix === '') return '';
+  if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+    throw new RateLimitConfigError(
+      'FLOODGATE_INVALID_OPTION',
+      `${field}.keyPrefix`,
+      prefix,
+      `${field}.keyPrefix must be a string without "{" or "}" (every key of a rate-limit call must keep its own hash tag, {floodgate:…}), got ${describeValue(prefix)}: leave the braces out, or use the limiter's \`prefix\` option`,
+    );
+  }
+  return prefix;
 }
 
 /**
@@ -138,8 +167,11 @@ export function toScriptClient(client: unknown, field = 'redisStore.client'): Sc
  * groups EVALSHA by the SHA1 and breaks multi-slot batches, is bypassed; it slows Lua-based
  * limiters anyway: docs/benchmarks.md).
  */
-function ioredisShim(client: IoredisLike, Command: IoredisCommandClass): ScriptClient {
-  const keyPrefix = client.options?.keyPrefix;
+function ioredisShim(
+  client: IoredisLike,
+  keyPrefix: string,
+  Command: IoredisCommandClass,
+): ScriptClient {
   class SendOnceCommand extends Command {
     private firstSocket: { readonly destroyed?: boolean } | undefined;
     constructor(
@@ -214,12 +246,20 @@ function nodeRedisKind(client: NodeRedisLike): string {
  * later write: that command is refused before it is sent, and the failure policy answers it.
  * A cluster refreshes its slot map only on a MOVED reply; see cluster-refresh.ts.
  */
-function nodeRedisShim(client: NodeRedisLike): ScriptClient {
+function nodeRedisShim(client: NodeRedisLike, keyPrefix: string): ScriptClient {
   const kind = nodeRedisKind(client);
   const cluster = kind === 'node-redis cluster';
   const sentinel = kind === 'node-redis sentinel';
   const refresh = cluster ? slotRefresher(client as NodeRedisClusterLike) : undefined;
-  const send = (args: string[], keys: readonly string[], ticket: SendTicket | undefined) => {
+  const send = (
+    command: 'EVALSHA' | 'EVAL',
+    body: string,
+    given: readonly string[],
+    scriptArgs: readonly string[],
+    ticket: SendTicket | undefined,
+  ) => {
+    const keys = keyPrefix ? given.map((key) => keyPrefix + key) : given;
+    const args = [command, body, String(keys.length), ...keys, ...scriptArgs];
     if (sentinel) return client.sendCommand(false, args, writeOnce(ticket));
     // v5 reads `abortSignal`, v4 `signal`.
     const options = ticket ? { abortSignal: ticket.signal, signal: ticket.signal } : undefined;
@@ -231,10 +271,8 @@ function nodeRedisShim(client: NodeRedisLike): ScriptClient {
   return {
     description: kind,
     cluster,
-    evalsha: (sha1, keys, args, ticket) =>
-      send(['EVALSHA', sha1, String(keys.length), ...keys, ...args], keys, ticket),
-    eval: (script, keys, args, ticket) =>
-      send(['EVAL', script, String(keys.length), ...keys, ...args], keys, ticket),
+    evalsha: (sha1, keys, args, ticket) => send('EVALSHA', sha1, keys, args, ticket),
+    eval: (script, keys, args, ticket) => send('EVAL', script, keys, args, ticket),
     command: (key, args) => {
       // The master's settings are the ones that matter (with replicaPoolSize > 0 a read-only
       // command would go to a replica).

@@ -8,8 +8,10 @@ import type { RedisClient } from './redis-client.js';
 
 export interface RedisStoreOptions {
   /**
-   * An ioredis `Redis` (also with `sentinels`) or `Cluster`, or a node-redis client, cluster
-   * (v4+) or sentinel (`createSentinel`, v5).
+   * An ioredis (v5, v6) or iovalkey `Redis` (also with `sentinels`) or `Cluster`, a node-redis
+   * client, cluster (v4+) or sentinel (`createSentinel`, v5+), or a valkey-glide `GlideClient`
+   * or `GlideClusterClient`; RESP2 or RESP3 (docs/compatibility.md). A `keyPrefix` set on the
+   * client goes before every key, and must not hold `{` or `}`.
    */
   client: RedisClient;
   /**

@@ -14,6 +14,7 @@ import { configError, readOptions } from '../options.js';
 import { lockoutArg, type Policy } from '../policy.js';
 import { Batcher, type Handlers as BatchHandlers, type BatchLimits } from './redis-batch.js';
 import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
+import { isNoScript } from './redis-errors.js';
 import { redisLeases } from './redis-leases.js';
 import { checkMemoryPolicy, isOutOfMemory } from './redis-memory.js';
 import { REDIS_STORE_OPTION_NAMES, type RedisStoreOptions, readBatch } from './redis-options.js';
@@ -44,7 +45,8 @@ export const INJECTED_CLOCK_TTL_SLACK_MS = 5_000;
 /**
  * A store in Redis: each decision is one EVALSHA of the Lua engine, atomic next to the data,
  * timed by Redis `TIME` (one clock for every app server). Takes an ioredis `Redis` (also with
- * `sentinels`) or `Cluster`, or a node-redis client, cluster (v4+) or sentinel (v5).
+ * `sentinels`) or `Cluster`, a node-redis client, cluster (v4+) or sentinel (v5), iovalkey or
+ * valkey-glide (docs/compatibility.md).
  *
  * @example
  * ```ts
@@ -263,7 +265,7 @@ export class RedisStore implements Store {
     try {
       const failed = (error: unknown) => wrap(error, keys) as Promise<StoreDecision>;
       pending = client.evalsha(script.sha1, keys, args, ticket).then(decode, (error: unknown) => {
-        if (!String((error as Error)?.message).startsWith('NOSCRIPT')) return failed(error);
+        if (!isNoScript(error)) return failed(error);
         return client.eval(script.source, keys, args, ticket).then(decode, failed);
       });
     } catch (error) {
@@ -288,7 +290,7 @@ export class RedisStore implements Store {
     const client = this.client;
     try {
       return client.evalsha(script.sha1, keys, args, ticket).catch((error: unknown) => {
-        if (!String((error as Error)?.message).startsWith('NOSCRIPT')) throw error;
+        if (!isNoScript(error)) throw error;
         onResend?.();
         return client.eval(script.source, keys, args, ticket);
       });
