@@ -81,7 +81,6 @@ interface NodeRedisLike extends NodeRedisClient {
   sendCommand: Fn;
   /** node-redis 6's `keyPrefix` (its typed commands prefix keys; `sendCommand` does not). */
   _keyPrefix?: unknown;
-  options?: { keyPrefix?: unknown };
   masters?: unknown;
   /** Only a node-redis `createSentinel()` client has it. */
   getSentinelNode?: unknown;
@@ -123,8 +122,7 @@ export function toScriptClient(client: unknown, field = 'redisStore.client'): Sc
       if (Command)
         return ioredisShim(client, checkedPrefix(client.options?.keyPrefix, field), Command);
     } else if (isNodeRedis(client)) {
-      const prefix = client._keyPrefix ?? client.options?.keyPrefix;
-      return nodeRedisShim(client, checkedPrefix(prefix, field));
+      return nodeRedisShim(client, checkedPrefix(client._keyPrefix, field));
     } else if (isGlide(client)) {
       return glideShim(client);
     }

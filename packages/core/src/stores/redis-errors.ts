@@ -29,8 +29,10 @@ export function redisErrorCode(error: unknown): string | undefined {
     const named = KIND_CODES[kind[1]!] ?? KIND_CODES[`${kind[1]}Error`];
     if (named !== undefined) return named;
   }
-  const code = /^([A-Z][A-Z0-9_-]*)(?::? |:?$)/.exec(message);
-  return code?.[1];
+  const code = /^([A-Z][A-Z0-9_-]*)(?::? |:?$)/.exec(message)?.[1];
+  // Redis before 7 wraps an error raised inside a script: `ERR Error running script … -OOM …`.
+  if (code === 'ERR') return /^ERR Error running script.*?: -([A-Z]+) /.exec(message)?.[1] ?? code;
+  return code;
 }
 
 /** EVALSHA of a script the node does not hold (a restart, SCRIPT FLUSH, a failover). */

@@ -141,7 +141,8 @@ function nodeRedisRow(version: string, module: object, protocol: Protocol): Matr
     client: 'redis',
     version,
     protocol,
-    keyPrefix: true,
+    // node-redis has a `keyPrefix` from v6 on.
+    keyPrefix: module === redis6,
     async connect(target, options = {}) {
       if (target.topology === 'standalone') {
         const client = lib.createClient({
