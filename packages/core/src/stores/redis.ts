@@ -5,7 +5,7 @@
  * script's batch variant (redis-batch.ts); `batch: false` sends one EVALSHA per decision.
  */
 import { ALGORITHMS } from '../algorithms/index.js';
-import { type Clock, readClockOption, readMicros } from '../clock.js';
+import { type Clock, readMicros } from '../clock.js';
 import type { StoreDecision } from '../decision.js';
 import { RateLimitConfigError, RateLimitStoreError } from '../errors.js';
 import { ENGINE_SCRIPT, type GeneratedScript } from '../generated/scripts.js';
@@ -30,6 +30,7 @@ import {
   NO_DECISION,
   unpackers,
 } from './redis-reply.js';
+import { afterClockRead, type ClockCheck, storeClock } from './redis-time.js';
 import { batchScriptFor, combinedScriptFor, scriptFor } from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
 import type { PreparedPolicies, PrepareOptions, Store, StoreLeases } from './store.js';
@@ -45,8 +46,7 @@ export const INJECTED_CLOCK_TTL_SLACK_MS = 5_000;
 /**
  * A store in Redis: each decision is one EVALSHA of the Lua engine, atomic next to the data,
  * timed by Redis `TIME` (one clock for every app server). Takes an ioredis `Redis` (also with
- * `sentinels`) or `Cluster`, a node-redis client, cluster (v4+) or sentinel (v5), iovalkey or
- * valkey-glide (docs/compatibility.md).
+ * `sentinels`) or `Cluster`, a node-redis client, cluster or sentinel (docs/compatibility.md).
  *
  * @example
  * ```ts
@@ -75,6 +75,8 @@ export class RedisStore implements Store {
   /** How decisions are batched, or undefined with `batch: false`. */
   readonly batch: BatchLimits | undefined;
   private readonly batcher: Batcher | undefined;
+  /** Reads the store's clock before decisions (none with an injected `clock`): redis-time.ts. */
+  private readonly clockCheck: ClockCheck | undefined;
 
   constructor(options: RedisStoreOptions) {
     const passed = clientKind(options);
@@ -90,7 +92,7 @@ export class RedisStore implements Store {
     const o = readOptions(options, 'redisStore', REDIS_STORE_OPTION_NAMES);
     this.client = toScriptClient(o.client);
     this.connection = o.client as object;
-    this.clock = readClockOption(o.clock, 'redisStore.clock');
+    ({ clock: this.clock, check: this.clockCheck } = storeClock(this.client, o));
     this.ttlSlack = this.clock ? String(INJECTED_CLOCK_TTL_SLACK_MS) : '0';
     // The shims send commands themselves (never through ioredis auto-pipelining), so batching
     // works the same on every client; a cluster batches per slot, and only when asked to.
@@ -263,11 +265,14 @@ export class RedisStore implements Store {
     const ticket = new SendTicket();
     let pending: TicketedPromise<StoreDecision>;
     try {
+      const clockRead = this.clockCheck?.ready(keys[0] ?? '');
       const failed = (error: unknown) => wrap(error, keys) as Promise<StoreDecision>;
-      pending = client.evalsha(script.sha1, keys, args, ticket).then(decode, (error: unknown) => {
-        if (!isNoScript(error)) return failed(error);
-        return client.eval(script.source, keys, args, ticket).then(decode, failed);
-      });
+      const evalOnNoScript = (error: unknown) =>
+        isNoScript(error)
+          ? client.eval(script.source, keys, args, ticket).then(decode, failed)
+          : failed(error);
+      const reply = client.evalsha(script.sha1, keys, args, ticket).then(decode, evalOnNoScript);
+      pending = afterClockRead(clockRead, reply);
     } catch (error) {
       // A client that throws instead of rejecting (e.g. a closed node-redis client).
       pending = wrap(error, keys) as Promise<StoreDecision>;
@@ -288,12 +293,14 @@ export class RedisStore implements Store {
     onResend?: () => void,
   ): Promise<unknown> {
     const client = this.client;
+    const clockRead = this.clockCheck?.ready(keys[0] ?? '');
     try {
-      return client.evalsha(script.sha1, keys, args, ticket).catch((error: unknown) => {
+      const reply = client.evalsha(script.sha1, keys, args, ticket).catch((error: unknown) => {
         if (!isNoScript(error)) throw error;
         onResend?.();
         return client.eval(script.source, keys, args, ticket);
       });
+      return afterClockRead(clockRead, reply);
     } catch (error) {
       return Promise.reject(error);
     }
