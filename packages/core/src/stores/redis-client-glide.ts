@@ -35,11 +35,11 @@ export function glideKind(client: GlideClientLike): string {
 }
 
 /**
- * glide reconnects on its own and never re-sends a command whose connection dropped (it fails
- * it), so a decision runs at most once. It has no way to withdraw a queued command: an
- * abandoned ticket is checked just before the command is handed to the client, which is all the
- * send-once rule can do here. Map replies (CONFIG GET under RESP3) arrive as `[{ key, value }]`
- * and are flattened to the RESP2 shape the store reads.
+ * glide reconnects on its own; in the suite's CLIENT KILL and restart tests it never ran a
+ * decision twice nor after the failure policy answered it. It has no way to withdraw a command
+ * it holds: an abandoned ticket is checked just before the command is handed to the client,
+ * which is all the send-once rule can do here. Map replies (CONFIG GET under RESP3) arrive as
+ * `[{ key, value }]` and are flattened to the RESP2 shape the store reads.
  */
 export function glideShim(client: GlideClientLike): ScriptClient {
   const kind = glideKind(client);

@@ -129,8 +129,17 @@ interface NodeRedisConnection {
 }
 /** v5 and v6 `destroy()` at once; v4 has only `disconnect()`. */
 async function closeNodeRedis(client: NodeRedisConnection): Promise<void> {
-  if (client.destroy) client.destroy();
-  else await client.disconnect();
+  if (client.destroy) {
+    client.destroy();
+    return;
+  }
+  try {
+    await client.disconnect();
+  } catch (error) {
+    // node-redis 4's disconnect() can throw a TypeError from flushing its queue when a command
+    // in it was aborted (an abandoned decision's AbortSignal): the connection is closed anyway.
+    if (!(error instanceof TypeError)) throw error;
+  }
 }
 
 function nodeRedisRow(version: string, module: object, protocol: Protocol): MatrixRow {
