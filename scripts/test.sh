@@ -25,4 +25,8 @@ node -e '
   const failed = r.numFailedTests + r.numRuntimeErrorTestSuites;
   console.log(`tests: ${r.numPassedTests} passed, ${failed} failed` + (r.numPendingTests ? `, ${r.numPendingTests} skipped` : ""));
 ' || true
+if [[ "$status" == 0 ]]; then
+  echo "== docs/compatibility.md matches the client matrix's results"
+  node scripts/compatibility.mjs --check || status=$?
+fi
 exit "$status"

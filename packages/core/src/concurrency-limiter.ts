@@ -219,7 +219,8 @@ export class ConcurrencyLimiter {
         return { ...this.toDecision(answer, fallback, storageKey, id), reason: 'fallback' };
       }
     }
-    const allowed = this.guard.config.onStoreError !== 'closed';
+    // A store whose clock is broken (misconfigured) is never answered by admitting.
+    const allowed = this.guard.config.onStoreError !== 'closed' && !outcome.error?.misconfigured;
     const wait = allowed ? 0 : outcome.retryAfter;
     return this.decisionOf(
       {

@@ -89,9 +89,22 @@ export class RateLimitStoreError extends Error {
    * so this failure never opens the circuit breaker (docs/reliability.md, "Redis memory").
    */
   readonly outOfMemory: boolean;
-  constructor(message: string, options?: { cause?: unknown; outOfMemory?: boolean }) {
+  /**
+   * The store answers but cannot be trusted to decide (its `TIME` is 0 or went backwards): the
+   * failure policy never admits on it, `'open'` denies too (a fallback still decides).
+   */
+  readonly misconfigured: boolean;
+  constructor(
+    message: string,
+    options?: { cause?: unknown; outOfMemory?: boolean; misconfigured?: boolean },
+  ) {
     super(withHelp(message, 'FLOODGATE_STORE_ERROR'), { cause: options?.cause });
     this.outOfMemory = options?.outOfMemory === true;
+    // A store error wrapping a misconfigured one (a batch's, a lease's) is misconfigured too.
+    const cause = options?.cause;
+    this.misconfigured =
+      options?.misconfigured === true ||
+      (cause instanceof RateLimitStoreError && cause.misconfigured);
   }
 }
 

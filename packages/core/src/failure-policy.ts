@@ -105,10 +105,11 @@ export class FailureAnswer {
       );
       if (d.ok) return { ...d.value, reason: 'fallback' };
     }
-    // A fallback that failed or did not answer in time leaves the default answer: open.
+    // A fallback that failed or did not answer in time leaves the default answer: open; a
+    // store that cannot be trusted to decide (its clock is broken) is never answered by admitting.
     return failureDecision(
       this.policies,
-      this.onStoreError !== 'closed',
+      this.onStoreError !== 'closed' && outcome.error?.misconfigured !== true,
       outcome.failure,
       outcome.retryAfter,
     );

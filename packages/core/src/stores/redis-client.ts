@@ -1,44 +1,17 @@
 /**
  * The tiny client interface the Redis store needs — run a script by SHA1, or by text — and the
- * shims that adapt ioredis (Redis, Cluster) and node-redis (client, cluster) to it. Clusters
- * route both calls by the first key, so the EVAL fallback reaches the node that said NOSCRIPT.
+ * shims that adapt ioredis and iovalkey (Redis, Cluster), node-redis (client, cluster) and
+ * valkey-glide (redis-client-glide.ts) to it. Clusters route both calls by the first key, so
+ * the EVAL fallback reaches the node that said NOSCRIPT.
  */
 import { describeValue, RateLimitConfigError } from '../errors.js';
 import { type NodeRedisClusterLike, slotRefresher } from './cluster-refresh.js';
 import { type FirstReady, ioredisFirstReady, nodeRedisFirstReady } from './first-ready.js';
+import { type GlideClientLike, glideKind, glideShim, isGlide } from './redis-client-glide.js';
+import type { ScriptClient } from './script-client.js';
 import { NOT_RUN_REPLY, type SendTicket } from './send-ticket.js';
 
-export interface ScriptClient {
-  /** e.g. `ioredis Redis`, `node-redis cluster`. */
-  readonly description: string;
-  /** A cluster client: every call's keys must share a slot (batches are made per slot). */
-  readonly cluster?: boolean;
-  /**
-   * EVALSHA. With a `ticket`, the command runs at most once, and not at all once the ticket is
-   * abandoned (see send-ticket.ts): a re-sent or abandoned command answers `NOT_RUN_REPLY`.
-   */
-  evalsha(
-    sha1: string,
-    keys: readonly string[],
-    args: readonly string[],
-    ticket?: SendTicket,
-  ): Promise<unknown>;
-  /** Any other command (e.g. CONFIG GET), sent to the node that holds `key` on a cluster. */
-  command(key: string, args: readonly string[]): Promise<unknown>;
-  /**
-   * The keys matching a glob `pattern`, by SCAN with COUNT `count` on every master (a cluster's
-   * included), one page of keys at a time, as the limiter names them (without an ioredis
-   * `keyPrefix`). Delete them with `command(key, ['UNLINK', key])`.
-   */
-  scan?(pattern: string, count: number): AsyncGenerator<string[]>;
-  /** EVAL (which also caches the script), with the same ticket rules as `evalsha`. */
-  eval(
-    script: string,
-    keys: readonly string[],
-    args: readonly string[],
-    ticket?: SendTicket,
-  ): Promise<unknown>;
-}
+export type { ScriptClient };
 
 // biome-ignore lint/suspicious/noExplicitAny: the clients' own signatures are wider than any one call
 type Fn = (...args: any[]) => Promise<unknown>;
@@ -64,7 +37,7 @@ export interface NodeRedisClient {
 }
 
 /** The Redis clients `redisStore({ client })` supports. */
-export type RedisClient = IoredisClient | NodeRedisClient;
+export type RedisClient = IoredisClient | NodeRedisClient | GlideClientLike;
 
 /** The part of an ioredis `Command` (a public export of ioredis) the shim relies on. */
 interface IoredisCommand {
@@ -88,6 +61,8 @@ interface NodeRedisLike extends NodeRedisClient {
   sendCommand: Fn;
   /** false before `connect()` and after `quit()`/`close()` (a node-redis client, not a cluster). */
   isOpen?: boolean;
+  /** node-redis 6's `keyPrefix` (its typed commands prefix keys; `sendCommand` does not). */
+  _keyPrefix?: unknown;
   masters?: unknown;
   /** A cluster's client for one of its `masters`. */
   nodeClient?: (node: unknown) => { sendCommand: Fn } | Promise<{ sendCommand: Fn }>;
@@ -119,6 +94,7 @@ export function clientKind(value: unknown): string | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   if (isIoredis(value)) return value.isCluster ? 'ioredis Cluster' : 'ioredis Redis';
   if (isNodeRedis(value)) return nodeRedisKind(value);
+  if (isGlide(value)) return glideKind(value);
   return undefined;
 }
 
@@ -128,16 +104,19 @@ export function toScriptClient(client: unknown, field = 'redisStore.client'): Sc
     if (isIoredis(client)) {
       refuseStringNumbers(client, field);
       const Command = ioredisCommandClass(client);
-      if (Command) return ioredisShim(client, Command);
+      if (Command)
+        return ioredisShim(client, checkedPrefix(client.options?.keyPrefix, field), Command);
     } else if (isNodeRedis(client)) {
-      return nodeRedisShim(client);
+      return nodeRedisShim(client, checkedPrefix(client._keyPrefix, field));
+    } else if (isGlide(client)) {
+      return glideShim(client);
     }
   }
   throw new RateLimitConfigError(
     'FLOODGATE_UNKNOWN_CLIENT',
     field,
     client,
-    `${field} must be an ioredis Redis or Cluster (v5 or later), or a node-redis client, cluster (v4+) or sentinel (v5), got ${describeValue(client)}`,
+    `${field} must be an ioredis or iovalkey Redis or Cluster (v5+), a node-redis client, cluster (v4+) or sentinel (v5+), or a valkey-glide client or cluster client, got ${describeValue(client)}`,
   );
 }
 
@@ -160,6 +139,25 @@ function refuseStringNumbers(client: IoredisLike, field: string): void {
 }
 
 /**
+ * A client's key prefix (ioredis `keyPrefix`, node-redis 6 `keyPrefix`), which the shims put
+ * before every key as the client would. Every key of a call shares one hash tag, which the
+ * store also uses to batch calls per cluster slot; a prefix with `{` or `}` would move or split
+ * that tag, so it is refused.
+ */
+function checkedPrefix(prefix: unknown, field: string): string {
+  if (prefix === undefined || prefix === null || prefix === '') return '';
+  if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+    throw new RateLimitConfigError(
+      'FLOODGATE_INVALID_OPTION',
+      `${field}.keyPrefix`,
+      prefix,
+      `${field}.keyPrefix must be a string without "{" or "}" (every key of a rate-limit call must keep its own hash tag, {floodgate:…}), got ${describeValue(prefix)}: leave the braces out, or use the limiter's \`prefix\` option`,
+    );
+  }
+  return prefix;
+}
+
+/**
  * ioredis re-sends a command by writing the same `Command` object again (after a reconnect, or
  * to another cluster node when its connection closed). The shim's commands know whether they
  * may run: the first write runs; a later write runs only when the first attempt was answered
@@ -170,8 +168,11 @@ function refuseStringNumbers(client: IoredisLike, field: string): void {
  * groups EVALSHA by the SHA1 and breaks multi-slot batches, is bypassed; it slows Lua-based
  * limiters anyway: docs/benchmarks.md).
  */
-function ioredisShim(client: IoredisLike, Command: IoredisCommandClass): ScriptClient {
-  const keyPrefix = client.options?.keyPrefix;
+function ioredisShim(
+  client: IoredisLike,
+  keyPrefix: string,
+  Command: IoredisCommandClass,
+): ScriptClient {
   class SendOnceCommand extends Command {
     private firstSocket: { readonly destroyed?: boolean } | undefined;
     constructor(
@@ -279,14 +280,23 @@ function nodeRedisKind(client: NodeRedisLike): string {
  * later write: that command is refused before it is sent, and the failure policy answers it.
  * A cluster refreshes its slot map only on a MOVED reply; see cluster-refresh.ts.
  */
-function nodeRedisShim(client: NodeRedisLike): ScriptClient {
+function nodeRedisShim(client: NodeRedisLike, keyPrefix: string): ScriptClient {
   const kind = nodeRedisKind(client);
   const cluster = kind === 'node-redis cluster';
   const sentinel = kind === 'node-redis sentinel';
   const refresh = cluster ? slotRefresher(client as NodeRedisClusterLike) : undefined;
   const gate: FirstReady | undefined = cluster ? undefined : nodeRedisFirstReady(client);
-  const send = (args: string[], keys: readonly string[], ticket: SendTicket | undefined) =>
-    gate ? gate.run(() => sendNow(args, keys, ticket), ticket) : sendNow(args, keys, ticket);
+  const send = (
+    command: 'EVALSHA' | 'EVAL',
+    body: string,
+    given: readonly string[],
+    scriptArgs: readonly string[],
+    ticket: SendTicket | undefined,
+  ) => {
+    const keys = keyPrefix ? given.map((key) => keyPrefix + key) : given;
+    const args = [command, body, String(keys.length), ...keys, ...scriptArgs];
+    return gate ? gate.run(() => sendNow(args, keys, ticket), ticket) : sendNow(args, keys, ticket);
+  };
   const sendNow = (args: string[], keys: readonly string[], ticket: SendTicket | undefined) => {
     if (sentinel) return client.sendCommand(false, args, writeOnce(ticket));
     // v5 reads `abortSignal`, v4 `signal`.
@@ -299,10 +309,8 @@ function nodeRedisShim(client: NodeRedisLike): ScriptClient {
   return {
     description: kind,
     cluster,
-    evalsha: (sha1, keys, args, ticket) =>
-      send(['EVALSHA', sha1, String(keys.length), ...keys, ...args], keys, ticket),
-    eval: (script, keys, args, ticket) =>
-      send(['EVAL', script, String(keys.length), ...keys, ...args], keys, ticket),
+    evalsha: (sha1, keys, args, ticket) => send('EVALSHA', sha1, keys, args, ticket),
+    eval: (script, keys, args, ticket) => send('EVAL', script, keys, args, ticket),
     command: (key, args) => {
       // The master's settings are the ones that matter (with replicaPoolSize > 0 a read-only
       // command would go to a replica).

@@ -7,6 +7,7 @@
  */
 import { emitWarning } from '../errors.js';
 import type { ScriptClient } from './redis-client.js';
+import { redisErrorCode } from './redis-errors.js';
 
 /**
  * Reads `maxmemory` and `maxmemory-policy` (on a cluster, from the node holding `key`) and warns
@@ -23,8 +24,10 @@ export function checkMemoryPolicy(client: ScriptClient, key: string): Promise<bo
       }
       return false;
     },
+    // Any error reply (ERR, NOPERM, a proxy's unknown command) is final; no reply is retried.
     (error: unknown) =>
-      !/^(ERR|NOPERM|WRONGPASS|unknown command)/i.test(String((error as Error)?.message)),
+      redisErrorCode(error) === undefined &&
+      !/unknown command/i.test(String((error as Error)?.message)),
   );
 }
 
@@ -52,5 +55,5 @@ function warnEvicting(policy: string): void {
 
 /** Redis refused a write: `maxmemory` reached and nothing may be evicted. */
 export function isOutOfMemory(error: unknown): boolean {
-  return String((error as Error)?.message ?? error).includes('OOM command not allowed');
+  return redisErrorCode(typeof error === 'string' ? { message: error } : error) === 'OOM';
 }

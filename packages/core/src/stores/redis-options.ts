@@ -2,14 +2,23 @@
  * The options of `redisStore`, and the readers of the ones that need more than a type check.
  */
 import type { Clock } from '../clock.js';
+import { type Duration, parseDuration } from '../duration.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BatchLimits, DEFAULT_BATCH_LIMITS } from './redis-batch.js';
 import type { RedisClient } from './redis-client.js';
 
+/** Which clock times decisions: the store's `TIME` (read inside the scripts), or the app server's. */
+export type TimeSource = 'redis' | 'client';
+
+/** @default 1 s: how far the app server's clock may be from the store's with `time: 'client'`. */
+export const DEFAULT_MAX_CLOCK_SKEW_MS = 1_000;
+
 export interface RedisStoreOptions {
   /**
-   * An ioredis `Redis` (also with `sentinels`) or `Cluster`, or a node-redis client, cluster
-   * (v4+) or sentinel (`createSentinel`, v5).
+   * An ioredis (v5, v6) or iovalkey `Redis` (also with `sentinels`) or `Cluster`, a node-redis
+   * client, cluster (v4+) or sentinel (`createSentinel`, v5+), or a valkey-glide `GlideClient`
+   * or `GlideClusterClient`; RESP2 or RESP3 (docs/compatibility.md). A `keyPrefix` set on the
+   * client goes before every key, and must not hold `{` or `}`.
    */
   client: RedisClient;
   /**
@@ -30,6 +39,21 @@ export interface RedisStoreOptions {
    * @default true (128 decisions, 64 KiB); false on a cluster client
    */
   batch?: boolean | { maxDecisions?: number; maxBytes?: number };
+  /**
+   * Which clock times decisions. `'redis'`: the store's `TIME`, read inside each script (one
+   * clock for every app server); the store checks it before its first decision and every
+   * minute, and refuses to decide (a store error the failure policy never answers by admitting)
+   * while it answers 0, a time before 2020, or goes backwards. `'client'`: this server's
+   * `Date.now()`, for servers whose scripts cannot read the time (Dragonfly answers 0); the
+   * store refuses while this clock is more than `maxClockSkew` away from the store's `TIME`.
+   * @default 'redis'
+   */
+  time?: TimeSource;
+  /**
+   * With `time: 'client'`: how far this server's clock may be from the store's `TIME`.
+   * @default '1s'
+   */
+  maxClockSkew?: Duration;
 }
 
 /** Every option name of RedisStoreOptions, checked against the type. */
@@ -37,7 +61,35 @@ export const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>({
   client: true,
   clock: true,
   batch: true,
+  time: true,
+  maxClockSkew: true,
 });
+
+/** Reads `time` and `maxClockSkew` (which only `time: 'client'` uses; neither with `clock`). */
+export function readTime(
+  time: unknown,
+  maxClockSkew: unknown,
+  clock: unknown,
+): { source: TimeSource; maxSkewMs: number } {
+  if (time !== undefined && time !== 'redis' && time !== 'client') {
+    throw configError('redisStore.time', time, "'redis' or 'client'");
+  }
+  if (time === 'client' && clock !== undefined) {
+    throw configError(
+      'redisStore.time',
+      time,
+      "'redis' (or no time option) with an injected clock",
+    );
+  }
+  if (maxClockSkew !== undefined && time !== 'client') {
+    throw configError('redisStore.maxClockSkew', maxClockSkew, "no value unless time is 'client'");
+  }
+  const maxSkewMs =
+    maxClockSkew === undefined
+      ? DEFAULT_MAX_CLOCK_SKEW_MS
+      : parseDuration(maxClockSkew, 'redisStore.maxClockSkew') / 1000;
+  return { source: time ?? 'redis', maxSkewMs };
+}
 
 /** Every option name of `batch` as an object, checked against the type. */
 const BATCH_OPTION_NAMES = optionNames<Exclude<RedisStoreOptions['batch'], boolean | undefined>>({

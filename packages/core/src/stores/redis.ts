@@ -4,7 +4,7 @@
  * Decisions made while an earlier round trip is in flight go out together as one EVALSHA of the
  * script's batch variant (redis-batch.ts); `batch: false` sends one EVALSHA per decision.
  */
-import { type Clock, readClockOption } from '../clock.js';
+import type { Clock } from '../clock.js';
 import type { StoreDecision } from '../decision.js';
 import { RateLimitConfigError } from '../errors.js';
 import { sharesOneKey } from '../keys.js';
@@ -13,10 +13,12 @@ import { type Policy } from '../policy.js';
 import { Batcher, type BatchLimits } from './redis-batch.js';
 import { type Handlers, PolicyCalls, size } from './redis-calls.js';
 import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
+import { isNoScript } from './redis-errors.js';
 import { redisLeases } from './redis-leases.js';
 import { checkMemoryPolicy } from './redis-memory.js';
 import { REDIS_STORE_OPTION_NAMES, type RedisStoreOptions, readBatch } from './redis-options.js';
 import { MODE_BLOCK, MODE_CHARGE, MODE_REFUND, MODE_RESET, MODE_UNBLOCK } from './redis-reply.js';
+import { afterClockRead, type ClockCheck, storeClock } from './redis-time.js';
 import { deleteLimiterKeys } from './reset-all.js';
 import { algorithmKinds, combinedScriptFor, type GeneratedScript, scriptFor } from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
@@ -33,7 +35,7 @@ export const INJECTED_CLOCK_TTL_SLACK_MS = 5_000;
 /**
  * A store in Redis: each decision is one EVALSHA of the Lua engine, atomic next to the data,
  * timed by Redis `TIME` (one clock for every app server). Takes an ioredis `Redis` (also with
- * `sentinels`) or `Cluster`, or a node-redis client, cluster (v4+) or sentinel (v5).
+ * `sentinels`) or `Cluster`, a node-redis client, cluster or sentinel (docs/compatibility.md).
  *
  * @example
  * ```ts
@@ -62,6 +64,8 @@ export class RedisStore implements Store {
   /** How decisions are batched, or undefined with `batch: false`. */
   readonly batch: BatchLimits | undefined;
   private readonly batcher: Batcher | undefined;
+  /** Reads the store's clock before decisions (none with an injected `clock`): redis-time.ts. */
+  private readonly clockCheck: ClockCheck | undefined;
 
   constructor(options: RedisStoreOptions) {
     const passed = clientKind(options);
@@ -77,7 +81,7 @@ export class RedisStore implements Store {
     const o = readOptions(options, 'redisStore', REDIS_STORE_OPTION_NAMES);
     this.client = toScriptClient(o.client);
     this.connection = o.client as object;
-    this.clock = readClockOption(o.clock, 'redisStore.clock');
+    ({ clock: this.clock, check: this.clockCheck } = storeClock(this.client, o));
     this.ttlSlack = this.clock ? String(INJECTED_CLOCK_TTL_SLACK_MS) : '0';
     // The shims send commands themselves (never through ioredis auto-pipelining), so batching
     // works the same on every client; a cluster batches per slot, and only when asked to.
@@ -170,11 +174,14 @@ export class RedisStore implements Store {
     const ticket = new SendTicket();
     let pending: TicketedPromise<StoreDecision>;
     try {
+      const clockRead = this.clockCheck?.ready(keys[0] ?? '');
       const failed = (error: unknown) => wrap(error, keys) as Promise<StoreDecision>;
-      pending = client.evalsha(script.sha1, keys, args, ticket).then(decode, (error: unknown) => {
-        if (!String((error as Error)?.message).startsWith('NOSCRIPT')) return failed(error);
-        return client.eval(script.source, keys, args, ticket).then(decode, failed);
-      });
+      const evalOnNoScript = (error: unknown) =>
+        isNoScript(error)
+          ? client.eval(script.source, keys, args, ticket).then(decode, failed)
+          : failed(error);
+      const reply = client.evalsha(script.sha1, keys, args, ticket).then(decode, evalOnNoScript);
+      pending = afterClockRead(clockRead, reply);
     } catch (error) {
       // A client that throws instead of rejecting (e.g. a closed node-redis client).
       pending = wrap(error, keys) as Promise<StoreDecision>;
@@ -195,12 +202,14 @@ export class RedisStore implements Store {
     onResend?: () => void,
   ): Promise<unknown> {
     const client = this.client;
+    const clockRead = this.clockCheck?.ready(keys[0] ?? '');
     try {
-      return client.evalsha(script.sha1, keys, args, ticket).catch((error: unknown) => {
-        if (!String((error as Error)?.message).startsWith('NOSCRIPT')) throw error;
+      const reply = client.evalsha(script.sha1, keys, args, ticket).catch((error: unknown) => {
+        if (!isNoScript(error)) throw error;
         onResend?.();
         return client.eval(script.source, keys, args, ticket);
       });
+      return afterClockRead(clockRead, reply);
     } catch (error) {
       return Promise.reject(error);
     }

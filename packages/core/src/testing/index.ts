@@ -28,7 +28,11 @@ export {
   runDifferential,
   type TraceStep,
 } from './differential.js';
-export { ALGORITHM_SCENARIOS, CONFORMANCE_SCENARIOS } from './scenarios/index.js';
+export {
+  ALGORITHM_SCENARIOS,
+  CONFORMANCE_SCENARIOS,
+  DEBT_SCENARIOS,
+} from './scenarios/index.js';
 export {
   describeConformance,
   type Expectation,

@@ -5,6 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { useOwnRedisServer } from '../../../../../test/harness/redis';
+import { CLOCK_PROBE_SCRIPT } from '../../../src/stores/redis-time';
 import { fixedScripts } from '../../../src/stores/scripts';
 
 /** One script command as it was handed to the connection. */
@@ -51,9 +52,11 @@ export function ownRedis() {
     };
     wrapper.sendCommand = (command, stream) => {
       const name = command.name.toLowerCase();
-      if ((name === 'evalsha' || name === 'eval') && !seen.has(command)) {
+      const [script, keys] = command.args as [string, number];
+      // The store's read of Redis TIME (stores/redis-time.ts) is no decision: not recorded.
+      const clockRead = String(script) === CLOCK_PROBE_SCRIPT;
+      if ((name === 'evalsha' || name === 'eval') && !clockRead && !seen.has(command)) {
         seen.add(command);
-        const [script, keys] = command.args as [string, number];
         sent.push({ command: name, script: nameOf(String(script)), keys: Number(keys), inFlight });
         inFlight++;
         command.promise.then(answered, answered);
