@@ -6,6 +6,7 @@
  */
 import { fixedWindow, memoryStore, type Policy } from '@floodgate/core';
 import { rateLimit } from '@floodgate/fastify';
+import { warningsDuring } from '@floodgate/http-test-kit';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 
 const perMinute = (limit: number): Policy =>
@@ -13,19 +14,6 @@ const perMinute = (limit: number): Policy =>
 
 // Each test builds a new app after requests: not the per-request mistake that code reports.
 const quietRebuilds = { FLOODGATE_LIMITER_PER_REQUEST: false };
-
-/** FLOODGATE_ warning codes given while `run` ran, in order. */
-async function warningsDuring(run: () => Promise<void>): Promise<string[]> {
-  const spy = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
-  try {
-    await run();
-    return spy.mock.calls
-      .map((call) => (call[1] as { code?: string } | undefined)?.code ?? '')
-      .filter((code) => code.startsWith('FLOODGATE_'));
-  } finally {
-    spy.mockRestore();
-  }
-}
 
 /**
  * An app with the plugin; `forged` requests come straight from a client at 198.51.100.9 with a

@@ -6,6 +6,7 @@
  */
 import { fixedWindow, memoryStore, RateLimiter, redisStore, type Store } from '@floodgate/core';
 import { rateLimit, rateLimitHook } from '@floodgate/fastify';
+import { warningsDuring } from '@floodgate/http-test-kit';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { connectIoredis, flushRedis } from '../../../test/harness/redis';
@@ -42,19 +43,6 @@ describe.each([
     for (let i = 0; i < n; i++) seen.push((await app!.inject({ method, url })).statusCode);
     return seen;
   };
-
-  /** FLOODGATE_ warning codes given while `run` ran. */
-  async function warningsDuring(run: () => Promise<void>): Promise<string[]> {
-    const spy = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
-    try {
-      await run();
-      return spy.mock.calls
-        .map((call) => (call[1] as { code?: string } | undefined)?.code ?? '')
-        .filter((code) => code.startsWith('FLOODGATE_'));
-    } finally {
-      spy.mockRestore();
-    }
-  }
 
   it('routes with equal config.rateLimit policies each have their own budget, silently', async () => {
     app = Fastify();

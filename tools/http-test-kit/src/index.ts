@@ -32,3 +32,4 @@ export {
   useTestRedisConnection,
   withoutFastify,
 } from './tables';
+export { warningsDuring } from './warnings';

@@ -18,6 +18,7 @@ import {
   type TestAppOptions,
   useTestApp,
   useTestRedisConnection,
+  warningsDuring,
   withoutFastify,
 } from '@floodgate/http-test-kit';
 import type { Redis } from 'ioredis';
@@ -30,19 +31,6 @@ const frameworks = withoutFastify(FRAMEWORKS);
 const redis = useTestRedisConnection();
 
 const clock = () => 1_700_000_010_000;
-
-/** FLOODGATE_ warning codes given while `run` ran, in order. */
-async function warningsDuring(run: () => Promise<void>): Promise<string[]> {
-  const spy = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
-  try {
-    await run();
-    return spy.mock.calls
-      .map((call) => (call[1] as { code?: string } | undefined)?.code ?? '')
-      .filter((code) => code.startsWith('FLOODGATE_'));
-  } finally {
-    spy.mockRestore();
-  }
-}
 
 const perMinute = (limit: number, name?: string): Policy =>
   fixedWindow({ limit, window: '1m', ...(name === undefined ? {} : { name }) });

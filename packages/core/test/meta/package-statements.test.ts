@@ -28,8 +28,8 @@ describe('package statements', () => {
     } catch (error) {
       message = (error as Error).message;
     }
-    expect(message).toMatch(/ioredis Redis or Cluster/);
+    expect(message).toMatch(/ioredis or iovalkey Redis or Cluster/);
     expect(message).not.toMatch(/Cluster \(v5\)/);
-    expect(message).toMatch(/ioredis Redis or Cluster \(v5 or later\)/);
+    expect(message).toMatch(/Redis or Cluster \(v5\+\)/);
   });
 });

@@ -19,6 +19,7 @@ import {
   type TestAppOptions,
   useTestApp,
   useTestRedisConnection,
+  warningsDuring,
   withoutFastify,
 } from '@floodgate/http-test-kit';
 import request from 'supertest';
@@ -44,19 +45,6 @@ async function eventually<T>(probe: () => Promise<T>, expected: T): Promise<T> {
 }
 
 const randomKey = () => `k-${Math.random().toString(36).slice(2)}${Date.now()}`;
-
-/** Process warnings with a FLOODGATE_ code given while `run` ran. */
-async function warningsDuring(run: () => Promise<void>): Promise<string[]> {
-  const spy = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
-  try {
-    await run();
-    return spy.mock.calls
-      .map((call) => (call[1] as { code?: string } | undefined)?.code ?? '')
-      .filter((code) => code.startsWith('FLOODGATE_'));
-  } finally {
-    spy.mockRestore();
-  }
-}
 
 describe.each(frameworks)('%s', (_framework, serve) => {
   const { start, close } = useTestApp(serve);
