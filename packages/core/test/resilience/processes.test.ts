@@ -3,17 +3,11 @@
  * its own skewed clock and many decisions in flight, race on one key of the harness Redis. The
  * number admitted must equal the limit exactly, whatever the clocks say (Redis TIME decides).
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { Redis } from 'ioredis';
-import {
-  connectIoredis,
-  flushRedis,
-  keysWithTtl,
-  testRedisUrl,
-  workerDb,
-} from '../../../../test/harness/redis.js';
+import { connectIoredis, flushRedis, keysWithTtl } from '../../../../test/harness/redis.js';
 import {
   fixedWindow,
   gcra,
@@ -23,6 +17,7 @@ import {
   tokenBucket,
 } from '../../src/index';
 import { buildCoreForChildren } from './build-core.js';
+import { ask, forkChildren, stopChildren } from './children.js';
 
 jest.setTimeout(45_000);
 
@@ -42,51 +37,19 @@ let core: string;
 let children: ChildProcess[] = [];
 let redis: Redis;
 
-function ask(child: ChildProcess, message: object): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (reply: Reply & { ready?: boolean }) => {
-      if (reply.ready) return;
-      child.off('message', onMessage);
-      resolve(reply);
-    };
-    child.on('message', onMessage);
-    child.once('exit', (code) => reject(new Error(`child exited (${code})`)));
-    child.send(message);
-  });
-}
-
 beforeAll(async () => {
   redis = connectIoredis();
   await flushRedis(redis);
   core = buildCoreForChildren();
-  children = OFFSETS.map((offset) =>
-    fork(join(__dirname, 'fixtures/decide-child.cjs'), [], {
-      env: {
-        ...process.env,
-        FLOODGATE_CORE: core,
-        CLOCK_OFFSET_MS: String(offset),
-        REDIS_URL: testRedisUrl(),
-        REDIS_DB: String(workerDb()),
-      },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    }),
-  );
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((resolve, reject) => {
-          child.once('message', () => resolve());
-          child.once('exit', (code) => reject(new Error(`child exited early (${code})`)));
-        }),
-    ),
+  children = await forkChildren(
+    'decide-child.cjs',
+    core,
+    OFFSETS.map((offset) => ({ CLOCK_OFFSET_MS: String(offset) })),
   );
 });
 
 afterAll(async () => {
-  for (const child of children) {
-    if (child.connected) child.disconnect();
-    if (child.exitCode === null) child.kill('SIGKILL');
-  }
+  stopChildren(children);
   redis?.disconnect();
   if (core) rmSync(dirname(core), { recursive: true, force: true });
 });
@@ -98,7 +61,9 @@ test.each(KINDS.flatMap((kind) => [true, false].map((batch) => [kind, batch] as 
   async (kind, batch) => {
     const prefix = `procs${process.pid}${kind}${batch}`;
     const replies = await Promise.all(
-      children.map((child) => ask(child, { kind, prefix, requests: REQUESTS_PER_PROCESS, batch })),
+      children.map((child) =>
+        ask<Reply>(child, { kind, prefix, requests: REQUESTS_PER_PROCESS, batch }),
+      ),
     );
     // The skew really is in place: each child's Date.now is off by its offset.
     const realNow = Date.now();
@@ -132,7 +97,7 @@ test.each(
     const prefix = `refunds${process.pid}${kind}${batch}`;
     const replies = await Promise.all(
       children.map((child) =>
-        ask(child, { kind, prefix, requests: REQUESTS_PER_PROCESS, batch, refundEvery: 2 }),
+        ask<Reply>(child, { kind, prefix, requests: REQUESTS_PER_PROCESS, batch, refundEvery: 2 }),
       ),
     );
     expect(replies.flatMap((r) => r.reasons)).toEqual([]);

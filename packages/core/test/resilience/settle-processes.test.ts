@@ -8,18 +8,14 @@
  * or charge applied twice. A memory store cannot be shared between processes: the same shape
  * runs in one process there, 4 limiters on one store.
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import type { Redis } from 'ioredis';
-import {
-  connectIoredis,
-  flushRedis,
-  testRedisUrl,
-  workerDb,
-} from '../../../../test/harness/redis.js';
+import { connectIoredis, flushRedis } from '../../../../test/harness/redis.js';
 import { memoryStore, RateLimiter, redisStore, slidingWindow, tokenBucket } from '../../src/index';
 import { buildCoreForChildren } from './build-core.js';
+import { ask, forkChildren, stopChildren } from './children.js';
 
 jest.setTimeout(60_000);
 
@@ -42,50 +38,19 @@ let core: string;
 let children: ChildProcess[] = [];
 let redis: Redis;
 
-function ask(child: ChildProcess, message: object): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (reply: Reply & { ready?: boolean }) => {
-      if (reply.ready) return;
-      child.off('message', onMessage);
-      resolve(reply);
-    };
-    child.on('message', onMessage);
-    child.once('exit', (code) => reject(new Error(`child exited (${code})`)));
-    child.send(message);
-  });
-}
-
 beforeAll(async () => {
   redis = connectIoredis();
   await flushRedis(redis);
   core = buildCoreForChildren();
-  children = Array.from({ length: PROCESSES }, () =>
-    fork(join(__dirname, 'fixtures/settle-child.cjs'), [], {
-      env: {
-        ...process.env,
-        FLOODGATE_CORE: core,
-        REDIS_URL: testRedisUrl(),
-        REDIS_DB: String(workerDb()),
-      },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    }),
-  );
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((resolve, reject) => {
-          child.once('message', () => resolve());
-          child.once('exit', (code) => reject(new Error(`child exited early (${code})`)));
-        }),
-    ),
+  children = await forkChildren(
+    'settle-child.cjs',
+    core,
+    Array.from({ length: PROCESSES }, () => ({})),
   );
 });
 
 afterAll(async () => {
-  for (const child of children) {
-    if (child.connected) child.disconnect();
-    if (child.exitCode === null) child.kill('SIGKILL');
-  }
+  stopChildren(children);
   redis?.disconnect();
   if (core) rmSync(dirname(core), { recursive: true, force: true });
 });
@@ -103,7 +68,7 @@ test(`${PROCESSES} processes, ${REQUESTS_PER_WINDOW} requests at once per window
     const at = T0 + w * 60_000 + 1;
     const replies = await Promise.all(
       children.map((child, i) =>
-        ask(child, {
+        ask<Reply>(child, {
           prefix,
           at,
           requests: REQUESTS_PER_WINDOW / PROCESSES,
