@@ -4,25 +4,9 @@
  * rejection, which crashes a process run with Node's default settings.
  */
 import { type Decision, fixedWindow, memoryStore, RateLimiter } from '@floodgate/core';
+import { observeRejections } from '@floodgate/http-test-kit';
 import { floodgateMetrics } from '@floodgate/opentelemetry';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-
-/** Runs `work`, then lets pending rejections surface; returns warnings and unhandled rejections. */
-async function observe(work: () => Promise<void>) {
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
-  process.on('unhandledRejection', onUnhandled);
-  const spy = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
-  try {
-    await work();
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    const codes = spy.mock.calls.map((c) => (c[1] as { code?: string } | undefined)?.code);
-    return { codes, unhandled };
-  } finally {
-    spy.mockRestore();
-    process.off('unhandledRejection', onUnhandled);
-  }
-}
 
 describe('floodgateMetrics with the user’s own hooks', () => {
   it.each([
@@ -49,7 +33,7 @@ describe('floodgateMetrics with the user’s own hooks', () => {
       policies: fixedWindow({ limit: 1, window: '1m' }),
       hooks,
     });
-    const { codes, unhandled } = await observe(async () => {
+    const { codes, unhandled } = await observeRejections(async () => {
       await limiter.consume('a');
       await limiter.consume('a');
     });
@@ -94,7 +78,7 @@ describe('floodgateMetrics with the user’s own hooks', () => {
       circuitBreaker: { failureThreshold: 1, cooldown: '1m' },
       hooks,
     });
-    const { unhandled } = await observe(async () => {
+    const { unhandled } = await observeRejections(async () => {
       await limiter.consume('a');
     });
     expect([...calls].sort()).toEqual(['onCircuitChange:open', 'onStoreError']);

@@ -32,4 +32,4 @@ export {
   useTestRedisConnection,
   withoutFastify,
 } from './tables';
-export { warningsDuring } from './warnings';
+export { observeRejections, warningsDuring } from './warnings';

@@ -11,23 +11,7 @@ import {
   type RateLimiterHooks,
 } from '@floodgate/core';
 import { shadowHooks } from '@floodgate/core/http';
-
-/** Runs `work`, then lets pending rejections surface; returns warnings and unhandled rejections. */
-async function observe(work: () => Promise<void>) {
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
-  process.on('unhandledRejection', onUnhandled);
-  const spy = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
-  try {
-    await work();
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    const codes = spy.mock.calls.map((c) => (c[1] as { code?: string } | undefined)?.code);
-    return { codes, unhandled };
-  } finally {
-    spy.mockRestore();
-    process.off('unhandledRejection', onUnhandled);
-  }
-}
+import { observeRejections } from '@floodgate/http-test-kit';
 
 describe('shadow hooks', () => {
   it('an async onDecision that rejects is reported once, not left unhandled', async () => {
@@ -43,7 +27,7 @@ describe('shadow hooks', () => {
       policies: fixedWindow({ limit: 1, window: '1m' }),
       hooks,
     });
-    const { codes, unhandled } = await observe(async () => {
+    const { codes, unhandled } = await observeRejections(async () => {
       await limiter.consume('a');
       await limiter.consume('a');
     });
@@ -66,7 +50,7 @@ describe('shadow hooks', () => {
       policies: fixedWindow({ limit: 5, window: '1m' }),
       hooks,
     });
-    const { codes } = await observe(async () => {
+    const { codes } = await observeRejections(async () => {
       expect((await limiter.consume('a')).allowed).toBe(true);
       expect((await limiter.consume('a')).remaining).toBe(3);
     });
