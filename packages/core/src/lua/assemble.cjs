@@ -312,6 +312,21 @@ class Assembler {
     });
   }
 
+  /**
+   * The store's clock probe (lua/probes/clock.lua): the file alone, without the prelude (it reads
+   * no ARGV and decides nothing).
+   */
+  clockProbe() {
+    return this.once('clock-probe', () =>
+      finish(
+        'clock-probe',
+        [],
+        [part('lua/probes/clock.lua', this.read('probes/clock.lua'))],
+        false,
+      ),
+    );
+  }
+
   /** The lease scripts' names (lua/leases/<name>.lua). */
   leases() {
     return this.files.list('leases').map((f) => f.slice(0, -'.lua'.length));
@@ -404,7 +419,8 @@ function finish(name, algorithms, parts, combined) {
 
 /**
  * Every script `pnpm generate` writes and pins: per algorithm its single and batch scripts, the
- * combined ones where its state can share the key, `engine` (all algorithms) and the leases.
+ * combined ones where its state can share the key, `engine` (all algorithms), the leases and the
+ * clock probe.
  */
 function fixedScripts(assembler) {
   const out = [];
@@ -416,6 +432,7 @@ function fixedScripts(assembler) {
       out.push(assembler.script([k], { batch, combined: true }));
   }
   for (const l of assembler.leases()) out.push(assembler.lease(l));
+  out.push(assembler.clockProbe());
   return out;
 }
 

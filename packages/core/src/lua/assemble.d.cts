@@ -38,6 +38,8 @@ export interface Assembler {
   ): AssembledScript;
   lease(name: string): AssembledScript;
   leases(): readonly string[];
+  /** The store's clock probe (lua/probes/clock.lua), sent alone: TIME as a script sees it. */
+  clockProbe(): AssembledScript;
   sourceLine(source: string, line: number): SourceLine;
 }
 

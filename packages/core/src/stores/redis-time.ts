@@ -10,9 +10,7 @@ import { type Clock, readClockOption } from '../clock.js';
 import { RateLimitStoreError } from '../errors.js';
 import type { ScriptClient } from './redis-client.js';
 import { readTime, type TimeSource } from './redis-options.js';
-
-/** Time as a script sees it; the key only routes the call (a cluster), it is never read. */
-export const CLOCK_PROBE_SCRIPT = "local t = redis.call('TIME') return {t[1], t[2]}";
+import { clockProbeScript } from './scripts.js';
 
 /** No server decides before 2020-01-01: an earlier `TIME` (0 included) is a broken one. */
 export const EARLIEST_PLAUSIBLE_MS = Date.UTC(2020, 0, 1);
@@ -95,7 +93,8 @@ export class ClockCheck {
     try {
       reply =
         this.source === 'redis'
-          ? await this.client.eval(CLOCK_PROBE_SCRIPT, [key], [])
+          ? // Time as a script sees it (lua/probes/clock.lua); the key only routes the call.
+            await this.client.eval(clockProbeScript().source, [key], [])
           : await this.client.command(key, ['TIME']);
     } catch {
       // No answer says nothing about the clock: the decision goes out and meets the same error.

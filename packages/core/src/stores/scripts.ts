@@ -95,6 +95,11 @@ export function leaseScript(name: string): GeneratedScript {
   return scripts().lease(name);
 }
 
+/** The clock check's probe (lua/probes/clock.lua): TIME as the store's scripts see it. */
+export function clockProbeScript(): GeneratedScript {
+  return scripts().clockProbe();
+}
+
 /**
  * Where line `line` of a script this store sends comes from (the `<line>` of a Redis error's
  * `user_script:<line>`): its lua/ source file and line.

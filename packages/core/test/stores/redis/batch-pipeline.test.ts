@@ -11,7 +11,7 @@ import {
   SEND_NOW_AT,
   SPLIT_AT,
 } from '../../../src/stores/redis-batch-channel';
-import { CLOCK_PROBE_SCRIPT } from '../../../src/stores/redis-time';
+import { clockProbeScript } from '../../../src/stores/scripts';
 import { nextTurn, ownRedis } from './batch-recording';
 
 const { recording, pause, testRedis } = ownRedis();
@@ -239,7 +239,7 @@ test('NOSCRIPT: nothing new is sent while a re-sent batch is unanswered', async 
       held.reject = (error) => void released.then(() => reject(error));
     }
     // The store's read of Redis TIME (stores/redis-time.ts) is an EVAL too: not counted.
-    const clockRead = command.args[0] === CLOCK_PROBE_SCRIPT;
+    const clockRead = command.args[0] === clockProbeScript().source;
     if (name === 'eval' && !clockRead && ++evals === 1) {
       const resolve = held.resolve.bind(held);
       held.resolve = (value) => void released.then(() => resolve(value));

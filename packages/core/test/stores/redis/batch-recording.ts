@@ -5,8 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { useOwnRedisServer } from '../../../../../test/harness/redis';
-import { CLOCK_PROBE_SCRIPT } from '../../../src/stores/redis-time';
-import { fixedScripts } from '../../../src/stores/scripts';
+import { clockProbeScript, fixedScripts } from '../../../src/stores/scripts';
 
 /** One script command as it was handed to the connection. */
 export interface Sent {
@@ -54,7 +53,7 @@ export function ownRedis() {
       const name = command.name.toLowerCase();
       const [script, keys] = command.args as [string, number];
       // The store's read of Redis TIME (stores/redis-time.ts) is no decision: not recorded.
-      const clockRead = String(script) === CLOCK_PROBE_SCRIPT;
+      const clockRead = String(script) === clockProbeScript().source;
       if ((name === 'evalsha' || name === 'eval') && !clockRead && !seen.has(command)) {
         seen.add(command);
         sent.push({ command: name, script: nameOf(String(script)), keys: Number(keys), inFlight });

@@ -5,6 +5,7 @@
  * client and rewrites what TIME answers, inside scripts and as a command.
  */
 
+import { createHash } from 'node:crypto';
 import { configErrorOf } from '@floodgate/http-test-kit';
 import { createClient } from 'redis';
 import { useOwnRedisServer } from '../../../../../test/harness/redis.js';
@@ -18,6 +19,7 @@ import {
 } from '../../../src/index.js';
 import type { RedisClient } from '../../../src/stores/redis-client.js';
 import { CLOCK_CHECK_INTERVAL_MS } from '../../../src/stores/redis-time.js';
+import { readPinnedScripts } from '../../lua/pinned.js';
 
 const own = useOwnRedisServer();
 
@@ -100,6 +102,28 @@ function advanceChecks(ms: number): void {
 }
 
 describe("time: 'redis' (the default)", () => {
+  test('the probe is lua/probes/clock.lua as the assembler builds it, under its pinned SHA1', async () => {
+    const evals: string[] = [];
+    const recording: RedisClient = {
+      evalSha: () => Promise.reject(new Error('not used')),
+      eval: () => Promise.reject(new Error('not used')),
+      sendCommand: (args: string[]) => {
+        if (args[0] === 'EVAL') evals.push(args[1]!);
+        return real.sendCommand(args);
+      },
+    } as unknown as RedisClient;
+    const { limiter, errors } = limiterOn(recording, 'closed');
+    expect(await limiter.consume('k')).toMatchObject({ allowed: true, remaining: 2 });
+    expect(errors).toEqual([]);
+    const probe = evals.find(
+      (source) => source.includes("redis.call('TIME')") && !source.includes('read_call'),
+    );
+    expect(probe?.split('\n')[0]).toBe('-- >>> lua/probes/clock.lua');
+    const pinned = readPinnedScripts().find((script) => script.name === 'clock-probe');
+    expect(pinned).toBeDefined();
+    expect(createHash('sha1').update(probe!).digest('hex')).toBe(pinned!.sha1);
+  });
+
   test.each(['open', 'closed'] as const)(
     'TIME answering 0 inside scripts: refused with a clear error, never admitted (%s)',
     async (policy) => {
