@@ -19,31 +19,38 @@ const packageDir = process.cwd();
 const manifest = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8'));
 
 rmSync(join(packageDir, 'dist'), { recursive: true, force: true });
-const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], {
-  cwd: packageDir,
-  stdio: 'inherit',
-});
+// `--bundle` (core): one CommonJS bundle per entry, minified, with shared chunks (bundle-package.mjs).
+const bundled = process.argv.includes('--bundle');
+if (bundled) await (await import('./bundle-package.mjs')).bundlePackage(packageDir, manifest);
+else compile();
 
-// CommonJS sources written as .cjs (with their .d.cts types) are not tsc's to emit: copied as
-// they are, beside the files that require them.
-const src = join(packageDir, 'src');
-for (const file of readdirSync(src, { recursive: true })) {
-  const path = String(file);
-  if (path.endsWith('.cjs') || path.endsWith('.d.cts'))
-    cpSync(join(src, path), join(packageDir, 'dist', path));
-}
+function compile() {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], {
+    cwd: packageDir,
+    stdio: 'inherit',
+  });
 
-// The shipped JavaScript without comments (the sources and the declarations keep theirs): a
-// third of the compiled files' bytes, which nobody reads in node_modules.
-const ts = createRequire(import.meta.url)('typescript');
-const printer = ts.createPrinter({ removeComments: true });
-const dist = join(packageDir, 'dist');
-for (const file of readdirSync(dist, { recursive: true })) {
-  const path = join(dist, String(file));
-  if (!/\.c?js$/.test(path)) continue;
-  const source = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest);
-  writeFileSync(path, printer.printFile(source));
+  // CommonJS sources written as .cjs (with their .d.cts types) are not tsc's to emit: copied as
+  // they are, beside the files that require them.
+  const src = join(packageDir, 'src');
+  for (const file of readdirSync(src, { recursive: true })) {
+    const path = String(file);
+    if (path.endsWith('.cjs') || path.endsWith('.d.cts'))
+      cpSync(join(src, path), join(packageDir, 'dist', path));
+  }
+
+  // The shipped JavaScript without comments (the sources and the declarations keep theirs): a
+  // third of the compiled files' bytes, which nobody reads in node_modules.
+  const ts = createRequire(import.meta.url)('typescript');
+  const printer = ts.createPrinter({ removeComments: true });
+  const dist = join(packageDir, 'dist');
+  for (const file of readdirSync(dist, { recursive: true })) {
+    const path = join(dist, String(file));
+    if (!/\.c?js$/.test(path)) continue;
+    const source = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest);
+    writeFileSync(path, printer.printFile(source));
+  }
 }
 
 const requireFromPackage = createRequire(join(packageDir, 'package.json'));
@@ -75,4 +82,6 @@ for (const [subpath, target] of Object.entries(manifest.exports ?? {})) {
   );
   wrappers++;
 }
-console.log(`${manifest.name}: CommonJS build + ${wrappers} ESM wrapper(s)`);
+console.log(
+  `${manifest.name}: CommonJS ${bundled ? 'bundles (minified)' : 'build'} + ${wrappers} ESM wrapper(s)`,
+);

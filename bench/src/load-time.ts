@@ -18,10 +18,18 @@ const resolved = (name: string) => JSON.stringify(require.resolve(name));
 /** Each subject: the code a fresh process times (ms from before its first require to after). */
 const subjects: Record<string, string> = {
   '@floodgate/core (require)': `require(${resolved('@floodgate/core')});`,
+  // Through the public API (the build has no file per module): a limiter on a Redis store whose
+  // client never answers, and one consume, which assembles its script and its batch script.
   '@floodgate/core (require, then its fixedWindow script and batch script assembled)': `
-    require(${resolved('@floodgate/core')});
-    const s = require(${JSON.stringify(join(dirname(require.resolve('@floodgate/core')), 'stores/scripts.js'))});
-    s.batchScriptFor(s.scriptFor(['fixed-window']));`,
+    const core = require(${resolved('@floodgate/core')});
+    const never = () => new Promise(() => {});
+    const client = { evalSha: never, eval: never, sendCommand: never };
+    const limiter = new core.RateLimiter({
+      store: core.redisStore({ client }),
+      policies: core.fixedWindow({ limit: 5, window: '1m' }),
+    });
+    void limiter.consume('k');
+    await new Promise((resolve) => process.nextTick(resolve));`,
   'express-rate-limit + rate-limit-redis (require)': `require(${resolved('express-rate-limit')}); require(${resolved('rate-limit-redis')});`,
 };
 
@@ -31,7 +39,7 @@ if (before)
   subjects[`@floodgate/core (require) from ${before}`] = `require(${JSON.stringify(before)});`;
 
 function timeOnce(code: string): number {
-  const script = `const t = performance.now(); ${code}; process.stdout.write(String(performance.now() - t)); process.exit(0);`;
+  const script = `const t = performance.now(); (async () => { ${code}; })().then(() => { process.stdout.write(String(performance.now() - t)); process.exit(0); });`;
   return Number(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }));
 }
 

@@ -44,6 +44,22 @@ test('every public package is packed', () => {
   );
 });
 
+test('@floodgate/core weighs at most 300 KB unpacked (one minified CommonJS build, Lua without comments)', () => {
+  const listing = execFileSync('tar', ['-tvzf', install.tarballs['@floodgate/core']!], {
+    encoding: 'utf8',
+  });
+  // `tar -tv`: permissions, owner, size, date, time, name.
+  const unpacked = listing
+    .trim()
+    .split('\n')
+    .reduce((sum, line) => sum + Number(line.trim().split(/\s+/)[2]), 0);
+  expect(unpacked).toBeGreaterThan(50_000);
+  expect(unpacked).toBeLessThanOrEqual(300 * 1024);
+  // No file per module: the entries, their shared chunks and the Lua assembler's files.
+  const js = tarballFiles('@floodgate/core').filter((f) => /\.(c|m)?js$/.test(f));
+  expect(js.length).toBeLessThan(20);
+});
+
 describe.each([
   '@floodgate/core',
   '@floodgate/express',

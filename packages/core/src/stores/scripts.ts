@@ -27,12 +27,16 @@ export type { SourceLine };
 let assembler: Assembler | undefined;
 
 /**
- * The first of these folders that holds lua/'s files: the package's dist/lua/sources, or the
- * repository's lua/ when the sources run from src/. A bundler that inlined the package leaves
+ * The first of these folders that holds lua/'s files: the package's dist/lua/sources (from the
+ * bundle in dist/chunks/ or dist/), or the repository's lua/ when the sources run from src/. A bundler that inlined the package leaves
  * neither beside the code: said at startup, not as a store error on every decision.
  */
 export function findLuaSources(
-  candidates = [join(__dirname, '../lua/sources'), join(__dirname, '../../../../lua')],
+  candidates = [
+    join(__dirname, '../lua/sources'),
+    join(__dirname, 'lua/sources'),
+    join(__dirname, '../../../../lua'),
+  ],
 ): string {
   const found = candidates.find((dir) => existsSync(join(dir, 'include/prelude.lua')));
   if (found === undefined) {

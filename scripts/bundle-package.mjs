@@ -1,0 +1,130 @@
+// The compact build of a package (`build-package.mjs --bundle`), for @floodgate/core, whose
+// file-per-module build weighed 738 KB unpacked (docs/benchmarks.md "Package weight"):
+//
+// - tsc compiles src/ as ES modules with their declarations into a temporary folder;
+// - rollup bundles each entry of `exports` into dist/<entry>.js as CommonJS (still the one real
+//   build: the ESM wrappers of build-package.mjs re-export it), the modules that several entries
+//   share in dist/chunks/, so `@floodgate/core`, `/http` and `/testing` share one instance of
+//   each; swc minifies them, keeping class names (error names);
+// - rollup-plugin-dts does the same for the declarations (shared types stay one declaration, so
+//   a RateLimiter from /http is the RateLimiter of the main entry), printed without comments:
+//   the documentation is the README and docs/, and the comments were two thirds of the types;
+// - the CommonJS sources (`src/**/*.cjs`, the Lua assembler) are minified the same way, beside
+//   their declarations (`.d.cts`).
+import { execFileSync } from 'node:child_process';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+
+const require = createRequire(import.meta.url);
+const { rollup } = require('rollup');
+const { dts } = require('rollup-plugin-dts');
+const swc = require('@swc/core');
+const ts = require('typescript');
+
+/**
+ * Class names kept (`error.name`, `constructor.name`, `instanceof` messages read as in the
+ * sources); functions' and module-level names are shortened (each file is a CommonJS module,
+ * its top level its own): keeping them costs ~24 KB.
+ */
+const MINIFY = {
+  compress: { ecma: 2020, passes: 2 },
+  mangle: { keep_classnames: true, toplevel: true },
+  toplevel: true,
+  module: false,
+  ecma: 2020,
+};
+
+/** Builds `packageDir/dist` from `manifest.exports`; answers the number of files written. */
+export async function bundlePackage(packageDir, manifest) {
+  const dist = join(packageDir, 'dist');
+  const compiled = mkdtempSync(join(tmpdir(), 'floodgate-bundle-'));
+  try {
+    execFileSync(
+      process.execPath,
+      [
+        require.resolve('typescript/bin/tsc'),
+        ...['-p', 'tsconfig.build.json', '--outDir', compiled],
+        ...['--module', 'ES2022', '--moduleResolution', 'Bundler'],
+        ...['--sourceMap', 'false', '--declarationMap', 'false'],
+      ],
+      { cwd: packageDir, stdio: 'inherit' },
+    );
+    const entries = entryPoints(manifest);
+    // Relative imports of .cjs files stay requires of the copies beside the bundles.
+    const external = (id) => !/^[./]/.test(id) || id.endsWith('.cjs');
+    const js = await rollup({
+      input: Object.fromEntries(entries.map((e) => [e, join(compiled, `${e}.js`)])),
+      external,
+      onwarn: quiet,
+    });
+    await js.write({
+      dir: dist,
+      format: 'cjs',
+      exports: 'named',
+      entryFileNames: '[name].js',
+      chunkFileNames: 'chunks/[name].js',
+      generatedCode: 'es2015',
+      minifyInternalExports: false,
+      plugins: [{ name: 'minify', renderChunk: (code) => minify(code) }],
+    });
+    const types = await rollup({
+      input: Object.fromEntries(entries.map((e) => [e, join(compiled, `${e}.d.ts`)])),
+      external,
+      plugins: [dts()],
+      onwarn: quiet,
+    });
+    await types.write({
+      dir: dist,
+      format: 'es',
+      entryFileNames: '[name].d.ts',
+      chunkFileNames: 'chunks/[name].ts',
+      minifyInternalExports: false,
+      plugins: [{ name: 'no-comments', renderChunk: (code) => withoutComments(code) }],
+    });
+  } finally {
+    rmSync(compiled, { recursive: true, force: true });
+  }
+  const src = join(packageDir, 'src');
+  for (const file of readdirSync(src, { recursive: true }).map(String)) {
+    if (file.endsWith('.d.cts')) cpSync(join(src, file), join(dist, file));
+    else if (file.endsWith('.cjs')) {
+      const { code } = await minify(readFileSync(join(src, file), 'utf8'));
+      mkdirSync(dirname(join(dist, file)), { recursive: true });
+      writeFileSync(join(dist, file), code);
+    }
+  }
+}
+
+/** The entry files of `exports` (`.` → index, `./http` → http/index), from their require path. */
+function entryPoints(manifest) {
+  return Object.values(manifest.exports ?? {})
+    .map((target) => target?.require?.default)
+    .filter((path) => typeof path === 'string' && path.endsWith('.js'))
+    .map((path) => path.replace(/^\.\/dist\//, '').replace(/\.js$/, ''));
+}
+
+async function minify(code) {
+  const out = await swc.minify(code, MINIFY);
+  return { code: out.code, map: null };
+}
+
+function withoutComments(code) {
+  const printer = ts.createPrinter({ removeComments: true });
+  const file = ts.createSourceFile('x.d.ts', code, ts.ScriptTarget.Latest);
+  return { code: printer.printFile(file), map: null };
+}
+
+// Cycles among modules are allowed inside the package (dependency-rules.mjs checks the layers).
+function quiet(warning, warn) {
+  if (warning.code !== 'CIRCULAR_DEPENDENCY') warn(warning);
+}
