@@ -94,6 +94,11 @@ export class RateLimitStoreError extends Error {
    * failure policy never admits on it, `'open'` denies too (a fallback still decides).
    */
   readonly misconfigured: boolean;
+  /**
+   * The app closed the Redis client (`quit()`, `disconnect()`, …) before the store sent this
+   * call: not an outage. Await every decision before closing the client.
+   */
+  readonly clientClosed: boolean;
   constructor(
     message: string,
     options?: { cause?: unknown; outOfMemory?: boolean; misconfigured?: boolean },
@@ -105,7 +110,22 @@ export class RateLimitStoreError extends Error {
     this.misconfigured =
       options?.misconfigured === true ||
       (cause instanceof RateLimitStoreError && cause.misconfigured);
+    this.clientClosed = isClientClosed(cause);
   }
+}
+
+/** The `code` of a closed client's refusal, as the store reports it (stores/client-closed.ts). */
+export const CLIENT_CLOSED = 'FLOODGATE_CLIENT_CLOSED';
+
+/** Whether `error` or one of its causes is a closed client's refusal. */
+function isClientClosed(error: unknown): boolean {
+  let e = error;
+  for (let depth = 0; e instanceof Error && depth < 8; depth++) {
+    if ((e as { code?: unknown }).code === CLIENT_CLOSED) return true;
+    if (e instanceof RateLimitStoreError && e.clientClosed) return true;
+    e = e.cause;
+  }
+  return false;
 }
 
 /** Describes a received value for an error message, briefly and without throwing. */

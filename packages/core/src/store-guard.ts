@@ -210,7 +210,7 @@ export class StoreGuard {
           : 'the fallback store or limiter decides';
     emitWarning(
       'FLOODGATE_STORE_UNAVAILABLE',
-      `${this.label}: the store did not answer (${outcome.ok ? '' : outcome.failure}${failureDetail(outcome.ok ? undefined : outcome.error)}); ${answer} until it answers again (reported once per outage)`,
+      `${this.label}: ${!outcome.ok && outcome.error?.clientClosed ? "the store's Redis client was closed" : 'the store did not answer'} (${outcome.ok ? '' : outcome.failure}${failureDetail(outcome.ok ? undefined : outcome.error)}); ${answer} until it answers again (reported once per outage)`,
     );
     return outcome;
   }

@@ -5,6 +5,7 @@
  * the EVAL fallback reaches the node that said NOSCRIPT.
  */
 import { describeValue, RateLimitConfigError } from '../errors.js';
+import { clientClosedError, ioredisClosed, nodeRedisBeenReady } from './client-closed.js';
 import { type NodeRedisClusterLike, slotRefresher } from './cluster-refresh.js';
 import { type FirstReady, ioredisFirstReady, nodeRedisFirstReady } from './first-ready.js';
 import { type GlideClientLike, glideKind, glideShim, isGlide } from './redis-client-glide.js';
@@ -192,10 +193,15 @@ function ioredisShim(
     }
   }
   const gate = ioredisFirstReady(client);
+  const description = client.isCluster ? 'ioredis Cluster' : 'ioredis Redis';
+  const closed = ioredisClosed(client as { status?: unknown }, description);
   const send = (command: IoredisCommand, ticket: SendTicket | undefined) =>
-    gate ? gate.run(() => client.sendCommand(command), ticket) : client.sendCommand(command);
+    (gate
+      ? gate.run(() => client.sendCommand(command), ticket)
+      : client.sendCommand(command)
+    ).catch(closed);
   return {
-    description: client.isCluster ? 'ioredis Cluster' : 'ioredis Redis',
+    description,
     cluster: client.isCluster === true,
     evalsha: (sha1, keys, args, ticket) =>
       send(new SendOnceCommand('evalsha', [sha1, keys.length, ...keys, ...args], ticket), ticket),
@@ -286,6 +292,7 @@ function nodeRedisShim(client: NodeRedisLike, keyPrefix: string): ScriptClient {
   const sentinel = kind === 'node-redis sentinel';
   const refresh = cluster ? slotRefresher(client as NodeRedisClusterLike) : undefined;
   const gate: FirstReady | undefined = cluster ? undefined : nodeRedisFirstReady(client);
+  const refused = notOpen(client, kind, nodeRedisBeenReady(client as object));
   const send = (
     command: 'EVALSHA' | 'EVAL',
     body: string,
@@ -301,7 +308,7 @@ function nodeRedisShim(client: NodeRedisLike, keyPrefix: string): ScriptClient {
     if (sentinel) return client.sendCommand(false, args, writeOnce(ticket));
     // v5 reads `abortSignal`, v4 `signal`.
     const options = ticket ? { abortSignal: ticket.signal, signal: ticket.signal } : undefined;
-    if (!cluster) return client.sendCommand(args, options).catch(notOpen(client));
+    if (!cluster) return client.sendCommand(args, options).catch(refused);
     const reply = client.sendCommand(keys[0], false, args, options);
     reply.catch((error: unknown) => refresh?.(keys[0]!, error));
     return reply;
@@ -338,11 +345,17 @@ function nodeRedisShim(client: NodeRedisLike, keyPrefix: string): ScriptClient {
 
 /**
  * A node-redis client that is not open refuses every command with "The client is closed"; the
- * error then says what to do (it is a setup mistake, not an outage).
+ * error then says what to do: one never ready was never connected (a setup mistake, not an
+ * outage); one that has been ready was closed by the app (client-closed.ts).
  */
-function notOpen(client: NodeRedisLike): (error: unknown) => never {
+function notOpen(
+  client: NodeRedisLike,
+  description: string,
+  beenReady: () => boolean,
+): (error: unknown) => never {
   return (error) => {
     if (client.isOpen !== false) throw error;
+    if (beenReady()) throw clientClosedError(description, error);
     throw new Error(
       `the node-redis client is not connected: call \`await client.connect()\` before the first decision (or it was closed by quit()/close()): ${(error as Error)?.message ?? error}`,
       { cause: error },
