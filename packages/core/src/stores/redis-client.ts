@@ -201,7 +201,21 @@ function ioredisShim(
       send(new SendOnceCommand('evalsha', [sha1, keys.length, ...keys, ...args], ticket), ticket),
     eval: (script, keys, args, ticket) =>
       send(new SendOnceCommand('eval', [script, keys.length, ...keys, ...args], ticket), ticket),
+    fcall: (name, keys, args, ticket, readOnly) =>
+      send(
+        new SendOnceCommand(
+          readOnly ? 'fcall_ro' : 'fcall',
+          [name, keys.length, ...keys, ...args],
+          ticket,
+        ),
+        ticket,
+      ),
     command: (_key, args) => (gate ? gate.run(() => client.call(...args)) : client.call(...args)),
+    everyPrimary: (args) => {
+      if (!client.isCluster || !client.nodes)
+        return gate ? gate.run(() => client.call(...args)) : client.call(...args);
+      return Promise.all(client.nodes('master').map((node) => node.call(...args)));
+    },
     scan: (pattern, count) => {
       // SCAN's MATCH is not prefixed by ioredis, and its replies carry the prefix.
       const prefix = keyPrefix ?? '';
@@ -287,7 +301,7 @@ function nodeRedisShim(client: NodeRedisLike, keyPrefix: string): ScriptClient {
   const refresh = cluster ? slotRefresher(client as NodeRedisClusterLike) : undefined;
   const gate: FirstReady | undefined = cluster ? undefined : nodeRedisFirstReady(client);
   const send = (
-    command: 'EVALSHA' | 'EVAL',
+    command: 'EVALSHA' | 'EVAL' | 'FCALL' | 'FCALL_RO',
     body: string,
     given: readonly string[],
     scriptArgs: readonly string[],
@@ -311,6 +325,18 @@ function nodeRedisShim(client: NodeRedisLike, keyPrefix: string): ScriptClient {
     cluster,
     evalsha: (sha1, keys, args, ticket) => send('EVALSHA', sha1, keys, args, ticket),
     eval: (script, keys, args, ticket) => send('EVAL', script, keys, args, ticket),
+    fcall: (name, keys, args, ticket, readOnly) =>
+      send(readOnly ? 'FCALL_RO' : 'FCALL', name, keys, args, ticket),
+    everyPrimary: (args) => {
+      if (cluster) {
+        const masters = client.masters as readonly unknown[];
+        return Promise.all(
+          masters.map(async (master) => (await client.nodeClient!(master)).sendCommand([...args])),
+        );
+      }
+      if (sentinel) return client.sendCommand(false, [...args]);
+      return gate ? gate.run(() => client.sendCommand([...args])) : client.sendCommand([...args]);
+    },
     command: (key, args) => {
       // The master's settings are the ones that matter (with replicaPoolSize > 0 a read-only
       // command would go to a replica).
