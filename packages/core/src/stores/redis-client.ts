@@ -1,5 +1,6 @@
 /**
- * The tiny client interface the Redis store needs — run a script by SHA1, or by text — and the
+ * The tiny client interface the Redis store needs — run a script by SHA1, or by text, or a
+ * Redis function (FCALL, with FUNCTION LOAD on every primary) — and the
  * shims that adapt ioredis and iovalkey (Redis, Cluster), node-redis (client, cluster) and
  * valkey-glide (redis-client-glide.ts) to it. Clusters route both calls by the first key, so
  * the EVAL fallback reaches the node that said NOSCRIPT.
@@ -201,15 +202,8 @@ function ioredisShim(
       send(new SendOnceCommand('evalsha', [sha1, keys.length, ...keys, ...args], ticket), ticket),
     eval: (script, keys, args, ticket) =>
       send(new SendOnceCommand('eval', [script, keys.length, ...keys, ...args], ticket), ticket),
-    fcall: (name, keys, args, ticket, readOnly) =>
-      send(
-        new SendOnceCommand(
-          readOnly ? 'fcall_ro' : 'fcall',
-          [name, keys.length, ...keys, ...args],
-          ticket,
-        ),
-        ticket,
-      ),
+    fcall: (name, keys, args, ticket) =>
+      send(new SendOnceCommand('fcall', [name, keys.length, ...keys, ...args], ticket), ticket),
     command: (_key, args) => (gate ? gate.run(() => client.call(...args)) : client.call(...args)),
     everyPrimary: (args) => {
       if (!client.isCluster || !client.nodes)
@@ -301,7 +295,7 @@ function nodeRedisShim(client: NodeRedisLike, keyPrefix: string): ScriptClient {
   const refresh = cluster ? slotRefresher(client as NodeRedisClusterLike) : undefined;
   const gate: FirstReady | undefined = cluster ? undefined : nodeRedisFirstReady(client);
   const send = (
-    command: 'EVALSHA' | 'EVAL' | 'FCALL' | 'FCALL_RO',
+    command: 'EVALSHA' | 'EVAL' | 'FCALL',
     body: string,
     given: readonly string[],
     scriptArgs: readonly string[],
@@ -325,8 +319,7 @@ function nodeRedisShim(client: NodeRedisLike, keyPrefix: string): ScriptClient {
     cluster,
     evalsha: (sha1, keys, args, ticket) => send('EVALSHA', sha1, keys, args, ticket),
     eval: (script, keys, args, ticket) => send('EVAL', script, keys, args, ticket),
-    fcall: (name, keys, args, ticket, readOnly) =>
-      send(readOnly ? 'FCALL_RO' : 'FCALL', name, keys, args, ticket),
+    fcall: (name, keys, args, ticket) => send('FCALL', name, keys, args, ticket),
     everyPrimary: (args) => {
       if (cluster) {
         const masters = client.masters as readonly unknown[];

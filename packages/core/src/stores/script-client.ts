@@ -32,16 +32,12 @@ export interface ScriptClient {
     args: readonly string[],
     ticket?: SendTicket,
   ): Promise<unknown>;
-  /**
-   * FCALL of a Redis function (FCALL_RO with `readOnly`), with the same ticket rules as
-   * `evalsha`; routed on a cluster by the first key.
-   */
+  /** FCALL of a Redis function, with the same ticket rules as `evalsha`. */
   fcall?(
     name: string,
     keys: readonly string[],
     args: readonly string[],
     ticket?: SendTicket,
-    readOnly?: boolean,
   ): Promise<unknown>;
   /**
    * A command sent to every primary the client knows (a cluster's masters; the one server
