@@ -49,7 +49,7 @@ export function glideShim(client: GlideClientLike): ScriptClient {
     return client.customCommand([...args], { route: { type: 'primarySlotKey', key } });
   };
   const script = (
-    command: 'EVALSHA' | 'EVAL',
+    command: 'EVALSHA' | 'EVAL' | 'FCALL',
     body: string,
     keys: readonly string[],
     args: readonly string[],
@@ -63,7 +63,10 @@ export function glideShim(client: GlideClientLike): ScriptClient {
     cluster,
     evalsha: (sha1, keys, args, ticket) => script('EVALSHA', sha1, keys, args, ticket),
     eval: (source, keys, args, ticket) => script('EVAL', source, keys, args, ticket),
+    fcall: (name, keys, args, ticket) => script('FCALL', name, keys, args, ticket),
     command: (key, args) => send(key, args).then(flattenRecord),
+    everyPrimary: (args) =>
+      cluster ? client.customCommand([...args], { route: 'allPrimaries' }) : send(undefined, args),
   };
 }
 

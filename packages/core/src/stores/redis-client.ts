@@ -1,5 +1,6 @@
 /**
- * The tiny client interface the Redis store needs — run a script by SHA1, or by text — and the
+ * The tiny client interface the Redis store needs — run a script by SHA1, or by text, or a
+ * Redis function (FCALL, with FUNCTION LOAD on every primary) — and the
  * shims that adapt ioredis and iovalkey (Redis, Cluster), node-redis (client, cluster) and
  * valkey-glide (redis-client-glide.ts) to it. Clusters route both calls by the first key, so
  * the EVAL fallback reaches the node that said NOSCRIPT.
@@ -207,7 +208,14 @@ function ioredisShim(
       send(new SendOnceCommand('evalsha', [sha1, keys.length, ...keys, ...args], ticket), ticket),
     eval: (script, keys, args, ticket) =>
       send(new SendOnceCommand('eval', [script, keys.length, ...keys, ...args], ticket), ticket),
+    fcall: (name, keys, args, ticket) =>
+      send(new SendOnceCommand('fcall', [name, keys.length, ...keys, ...args], ticket), ticket),
     command: (_key, args) => (gate ? gate.run(() => client.call(...args)) : client.call(...args)),
+    everyPrimary: (args) => {
+      if (!client.isCluster || !client.nodes)
+        return gate ? gate.run(() => client.call(...args)) : client.call(...args);
+      return Promise.all(client.nodes('master').map((node) => node.call(...args)));
+    },
     scan: (pattern, count) => {
       // SCAN's MATCH is not prefixed by ioredis, and its replies carry the prefix.
       const prefix = keyPrefix ?? '';
@@ -294,7 +302,7 @@ function nodeRedisShim(client: NodeRedisLike, keyPrefix: string): ScriptClient {
   const gate: FirstReady | undefined = cluster ? undefined : nodeRedisFirstReady(client);
   const refused = notOpen(client, kind, nodeRedisBeenReady(client as object));
   const send = (
-    command: 'EVALSHA' | 'EVAL',
+    command: 'EVALSHA' | 'EVAL' | 'FCALL',
     body: string,
     given: readonly string[],
     scriptArgs: readonly string[],
@@ -318,6 +326,17 @@ function nodeRedisShim(client: NodeRedisLike, keyPrefix: string): ScriptClient {
     cluster,
     evalsha: (sha1, keys, args, ticket) => send('EVALSHA', sha1, keys, args, ticket),
     eval: (script, keys, args, ticket) => send('EVAL', script, keys, args, ticket),
+    fcall: (name, keys, args, ticket) => send('FCALL', name, keys, args, ticket),
+    everyPrimary: (args) => {
+      if (cluster) {
+        const masters = client.masters as readonly unknown[];
+        return Promise.all(
+          masters.map(async (master) => (await client.nodeClient!(master)).sendCommand([...args])),
+        );
+      }
+      if (sentinel) return client.sendCommand(false, [...args]);
+      return gate ? gate.run(() => client.sendCommand([...args])) : client.sendCommand([...args]);
+    },
     command: (key, args) => {
       // The master's settings are the ones that matter (with replicaPoolSize > 0 a read-only
       // command would go to a replica).

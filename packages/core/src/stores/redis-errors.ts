@@ -35,7 +35,29 @@ export function redisErrorCode(error: unknown): string | undefined {
   return code;
 }
 
-/** EVALSHA of a script the node does not hold (a restart, SCRIPT FLUSH, a failover). */
+/**
+ * EVALSHA of a script the node does not hold (a restart, SCRIPT FLUSH, a failover), or FCALL of a
+ * function it does not hold (FunctionNotLoadedError).
+ */
 export function isNoScript(error: unknown): boolean {
-  return redisErrorCode(error) === 'NOSCRIPT';
+  return error instanceof FunctionNotLoadedError || redisErrorCode(error) === 'NOSCRIPT';
+}
+
+/**
+ * FCALL of a function the node does not hold (a restart without persistence, FUNCTION FLUSH, a
+ * node that joined later). Redis and Valkey answer it with the generic code `ERR`, so this one
+ * reply is told by its text, `Function not found`.
+ */
+export function isFunctionNotFound(error: unknown): boolean {
+  const message = (error as Error | undefined)?.message;
+  return typeof message === 'string' && /\bfunction not found\b/i.test(message);
+}
+
+/**
+ * What a store in `scripts: 'functions'` mode (redis-functions.ts) answers for an FCALL whose
+ * function the node does not hold: read as NOSCRIPT by `isNoScript`, so the store takes the
+ * same path as after an EVALSHA's NOSCRIPT (the library loaded, the call sent again, once).
+ */
+export class FunctionNotLoadedError extends Error {
+  override readonly name = 'FunctionNotLoadedError';
 }

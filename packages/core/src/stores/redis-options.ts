@@ -54,6 +54,28 @@ export interface RedisStoreOptions {
    * @default '1s'
    */
   maxClockSkew?: Duration;
+  /**
+   * How the store runs its scripts. `'evalsha'`: EVALSHA, and EVAL (which caches the script)
+   * when a node answers NOSCRIPT. `'functions'`: each script is a Redis Function (Redis 7.0+,
+   * Valkey), loaded with FUNCTION LOAD on every primary the first time it is needed there and
+   * called with FCALL, for servers or proxies that answer NOSCRIPT intermittently. Needs the
+   * FUNCTION and FCALL commands (ACL `+@scripting`); docs/reliability.md says when to choose it
+   * and how to remove the libraries.
+   * @default 'evalsha'
+   */
+  scripts?: ScriptMode;
+}
+
+/** How the Redis store runs its scripts: EVALSHA (the default) or Redis Functions (FCALL). */
+export type ScriptMode = 'evalsha' | 'functions';
+
+/** Reads `scripts`. */
+export function readScripts(value: unknown): ScriptMode {
+  if (value === undefined) return 'evalsha';
+  if (value !== 'evalsha' && value !== 'functions') {
+    throw configError('redisStore.scripts', value, "'evalsha' or 'functions'");
+  }
+  return value;
 }
 
 /** Every option name of RedisStoreOptions, checked against the type. */
@@ -63,6 +85,7 @@ export const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>({
   batch: true,
   time: true,
   maxClockSkew: true,
+  scripts: true,
 });
 
 /** Reads `time` and `maxClockSkew` (which only `time: 'client'` uses; neither with `clock`). */

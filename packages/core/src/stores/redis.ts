@@ -14,9 +14,15 @@ import { Batcher, type BatchLimits } from './redis-batch.js';
 import { type Handlers, PolicyCalls, size } from './redis-calls.js';
 import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
 import { isNoScript } from './redis-errors.js';
+import { functionsClient } from './redis-functions.js';
 import { redisLeases } from './redis-leases.js';
 import { checkMemoryPolicy } from './redis-memory.js';
-import { REDIS_STORE_OPTION_NAMES, type RedisStoreOptions, readBatch } from './redis-options.js';
+import {
+  REDIS_STORE_OPTION_NAMES,
+  type RedisStoreOptions,
+  readBatch,
+  readScripts,
+} from './redis-options.js';
 import { MODE_BLOCK, MODE_CHARGE, MODE_REFUND, MODE_RESET, MODE_UNBLOCK } from './redis-reply.js';
 import { afterClockRead, type ClockCheck, storeClock } from './redis-time.js';
 import { deleteLimiterKeys } from './reset-all.js';
@@ -79,9 +85,11 @@ export class RedisStore implements Store {
       );
     }
     const o = readOptions(options, 'redisStore', REDIS_STORE_OPTION_NAMES);
-    this.client = toScriptClient(o.client);
+    const client = toScriptClient(o.client);
+    this.client = readScripts(o.scripts) === 'functions' ? functionsClient(client) : client;
     this.connection = o.client as object;
-    ({ clock: this.clock, check: this.clockCheck } = storeClock(this.client, o));
+    // The clock probe stays a small EVAL (no library of its own on the server).
+    ({ clock: this.clock, check: this.clockCheck } = storeClock(client, o));
     this.ttlSlack = this.clock ? String(INJECTED_CLOCK_TTL_SLACK_MS) : '0';
     // The shims send commands themselves (never through ioredis auto-pipelining), so batching
     // works the same on every client; a cluster batches per slot, and only when asked to.

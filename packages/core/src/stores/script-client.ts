@@ -32,4 +32,16 @@ export interface ScriptClient {
     args: readonly string[],
     ticket?: SendTicket,
   ): Promise<unknown>;
+  /** FCALL of a Redis function, with the same ticket rules as `evalsha`. */
+  fcall?(
+    name: string,
+    keys: readonly string[],
+    args: readonly string[],
+    ticket?: SendTicket,
+  ): Promise<unknown>;
+  /**
+   * A command sent to every primary the client knows (a cluster's masters; the one server
+   * otherwise), e.g. FUNCTION LOAD: resolves once every primary answered.
+   */
+  everyPrimary?(args: readonly string[]): Promise<unknown>;
 }

@@ -19,6 +19,7 @@ import {
   type SourceLine,
   stripComments,
 } from '../lua/assemble.cjs';
+import { LIBRARY_HEAD_LINES } from './redis-functions.js';
 
 /** A Redis script assembled from lua/: its exact text and the SHA1 that SCRIPT LOAD returns. */
 export type GeneratedScript = AssembledScript;
@@ -113,16 +114,22 @@ export function scriptSourceLine(script: GeneratedScript, line: number): SourceL
 }
 
 const USER_SCRIPT = /user_script:(\d+)/;
+// The same line of a script run as a Redis function (redis-functions.ts): its library puts
+// LIBRARY_HEAD_LINES lines before the script's first.
+const USER_FUNCTION = /user_function:(\d+)/;
 // A message already traced (a batch call's error, wrapped again by the store's own).
 const TRACED = /\((?:lua|packages)\/[^()]*:\d+(?:, about)?\)$/;
 
 /**
  * A Redis error message about `script`, with the lua/ file and line that its `user_script:<line>`
- * names appended (`… (lua/gcra.lua:23)`); other messages as they are.
+ * (`user_function:<line>` when it ran as a function) names appended (`… (lua/gcra.lua:23)`); other messages as they are.
  */
 export function withSourceLine(script: GeneratedScript, message: string): string {
-  const found = USER_SCRIPT.exec(message);
+  const inScript = USER_SCRIPT.exec(message);
+  const inFunction = inScript ? null : USER_FUNCTION.exec(message);
+  const found = inScript ?? inFunction;
   if (!found || TRACED.test(message)) return message;
-  const at = scriptSourceLine(script, Number(found[1]));
+  const line = Number(found[1]) - (inFunction ? LIBRARY_HEAD_LINES : 0);
+  const at = scriptSourceLine(script, line);
   return `${message} (${at.file}:${at.line}${at.exact ? '' : ', about'})`;
 }

@@ -1,6 +1,6 @@
 /**
  * What every cell of the client matrix must pass, on a standalone server or a cluster: the
- * conformance table (one call at a time, and batched), leases, the failure policy on a real
+ * conformance table (one call at a time, and batched; by EVALSHA and as Redis Functions), leases, the failure policy on a real
  * Redis error reply, and the client's key prefix (kept in front of the hash tag, or refused).
  */
 import {
@@ -47,6 +47,39 @@ export function matrixTests(row: MatrixRow, target: () => Target, admin: () => A
     (clock) => redisStore({ client: connected.client, clock, batch: { maxDecisions: 4 } }),
     'at once',
   );
+
+  // scripts: 'functions': the same table through FCALL, each library loaded by the store.
+  describeConformance(`${name}, functions`, SCENARIOS, (clock) =>
+    redisStore({ client: connected.client, clock, batch: false, scripts: 'functions' }),
+  );
+  describeConformance(
+    `${name}, functions, batched`,
+    SCENARIOS,
+    (clock) =>
+      redisStore({
+        client: connected.client,
+        clock,
+        batch: { maxDecisions: 4 },
+        scripts: 'functions',
+      }),
+    'at once',
+  );
+
+  test('functions: libraries flushed on every primary mid-run are loaded again, each decision charged once', async () => {
+    const limiter = new RateLimiter({
+      store: redisStore({ client: connected.client, batch: !cluster(), scripts: 'functions' }),
+      policies: [fixedWindow({ limit: 25, window: '1h' })],
+      prefix: prefix('functions'),
+      onStoreError: 'closed',
+    });
+    const first = await Promise.all(Array.from({ length: 20 }, () => limiter.consume('k')));
+    await connected.flushScripts();
+    const then = await Promise.all(Array.from({ length: 20 }, () => limiter.consume('k')));
+    const decisions = [...first, ...then];
+    expect(decisions.filter((d) => d.reason !== undefined)).toEqual([]);
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(25);
+    expect(then.filter((d) => d.allowed)).toHaveLength(5);
+  });
 
   test('many concurrent decisions on one key, batched, on Redis TIME, admit exactly the limit', async () => {
     const limiter = new RateLimiter({

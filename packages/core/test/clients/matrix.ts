@@ -28,7 +28,10 @@ export type Target =
 
 export interface MatrixClient {
   readonly client: RedisClient;
-  /** Empties the script cache on every primary, so the NOSCRIPT path is exercised. */
+  /**
+   * Empties the script cache and the function libraries on every primary, so the NOSCRIPT path
+   * (and with `scripts: 'functions'`, the function-not-found path) is exercised.
+   */
   flushScripts(): Promise<void>;
   close(): Promise<void>;
 }
@@ -65,6 +68,7 @@ interface IoredisConnection {
   once(event: string, listener: (...args: unknown[]) => void): unknown;
   ping(): Promise<unknown>;
   script(...args: string[]): Promise<unknown>;
+  call(...args: string[]): Promise<unknown>;
   disconnect(): void;
 }
 function ioredisRow(
@@ -88,7 +92,10 @@ function ioredisRow(
         await redis.ping();
         return {
           client: redis as unknown as RedisClient,
-          flushScripts: async () => void (await redis.script('FLUSH')),
+          flushScripts: async () => {
+            await redis.script('FLUSH');
+            await redis.call('FUNCTION', 'FLUSH');
+          },
           close: async () => redis.disconnect(),
         };
       }
@@ -104,7 +111,12 @@ function ioredisRow(
       return {
         client: cluster as unknown as RedisClient,
         flushScripts: async () => {
-          await Promise.all(cluster.nodes('master').map((node) => node.script('FLUSH')));
+          await Promise.all(
+            cluster.nodes('master').map(async (node) => {
+              await node.script('FLUSH');
+              await node.call('FUNCTION', 'FLUSH');
+            }),
+          );
         },
         close: async () => cluster.disconnect(),
       };
@@ -163,7 +175,10 @@ function nodeRedisRow(version: string, module: object, protocol: Protocol): Matr
         await client.connect();
         return {
           client: client as unknown as RedisClient,
-          flushScripts: async () => void (await client.sendCommand(['SCRIPT', 'FLUSH'])),
+          flushScripts: async () => {
+            await client.sendCommand(['SCRIPT', 'FLUSH']);
+            await client.sendCommand(['FUNCTION', 'FLUSH']);
+          },
           close: () => closeNodeRedis(client),
         };
       }
@@ -181,6 +196,7 @@ function nodeRedisRow(version: string, module: object, protocol: Protocol): Matr
           for (const master of cluster.masters) {
             const node = await cluster.nodeClient(master);
             await node.sendCommand(['SCRIPT', 'FLUSH']);
+            await node.sendCommand(['FUNCTION', 'FLUSH']);
           }
         },
         close: () => closeNodeRedis(cluster),
@@ -207,7 +223,10 @@ function glideRow(version: string, protocol: Protocol): MatrixRow {
         });
         return {
           client: glide,
-          flushScripts: async () => void (await glide.customCommand(['SCRIPT', 'FLUSH'])),
+          flushScripts: async () => {
+            await glide.customCommand(['SCRIPT', 'FLUSH']);
+            await glide.customCommand(['FUNCTION', 'FLUSH']);
+          },
           close: async () => glide.close(),
         };
       }
@@ -217,8 +236,10 @@ function glideRow(version: string, protocol: Protocol): MatrixRow {
       });
       return {
         client: glide,
-        flushScripts: async () =>
-          void (await glide.customCommand(['SCRIPT', 'FLUSH'], { route: 'allPrimaries' })),
+        flushScripts: async () => {
+          await glide.customCommand(['SCRIPT', 'FLUSH'], { route: 'allPrimaries' });
+          await glide.customCommand(['FUNCTION', 'FLUSH'], { route: 'allPrimaries' });
+        },
         close: async () => glide.close(),
       };
     },

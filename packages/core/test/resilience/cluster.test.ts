@@ -1,10 +1,12 @@
 /**
  * A real local Redis Cluster (6 nodes, 3 masters + 3 replicas): the conformance table through
  * every cluster client, multi-policy limiters without CROSSSLOT, keys spread over slots, and a
- * failover (a master killed by PID) that decisions ride through under the failure policy.
+ * failover (a master killed by PID) that decisions ride through under the failure policy, with
+ * EVALSHA and with `scripts: 'functions'`.
  */
 import { Redis } from 'ioredis';
 import { type RedisClusterHandle, startRedisCluster } from '../../../../test/harness/cluster.js';
+import { withNode } from '../../../../test/harness/redis.js';
 import {
   ConcurrencyLimiter,
   type Decision,
@@ -228,20 +230,31 @@ async function decideThroughFailover(limiter: RateLimiter, key: string) {
  * sends: the store's shim provokes one (cluster-refresh.ts), so it finds the promoted replica
  * too, without the old master coming back. docs/reliability.md has more.
  */
-describe.each(['ioredis Cluster', 'node-redis cluster'] as const)('failover with %s', (kind) => {
+describe.each([
+  ['ioredis Cluster', 'evalsha'],
+  ['node-redis cluster', 'evalsha'],
+  ['ioredis Cluster', 'functions'],
+  ['node-redis cluster', 'functions'],
+] as const)('failover with %s (scripts: %s)', (kind, scripts) => {
   test('decisions continue from the fallback while a master is down, and are exact after', async () => {
     const connected = await connectCluster(kind, cluster.startupNodes);
     const failures: string[] = [];
+    const messages: string[] = [];
     const limiter = new RateLimiter({
-      store: redisStore({ client: connected.client }),
+      store: redisStore({ client: connected.client, scripts }),
       policies: [fixedWindow({ limit: 3, window: '1m' }), gcra({ limit: 3, window: '1m' })],
       prefix: `failover${process.pid}`,
       onStoreError: memoryStore(),
       timeout: 250,
       circuitBreaker: { failureThreshold: 3, cooldown: 250 },
-      hooks: { onStoreError: (event) => failures.push(event.failure) },
+      hooks: {
+        onStoreError: (event) => {
+          failures.push(event.failure);
+          messages.push(event.error.message);
+        },
+      },
     });
-    const key = `tenant-${kind}`;
+    const key = `tenant-${kind}-${scripts}`;
     try {
       expect((await limiter.consume(key)).reason).toBeUndefined();
       const { reasons, victim } = await decideThroughFailover(limiter, key);
@@ -270,6 +283,22 @@ describe.each(['ioredis Cluster', 'node-redis cluster'] as const)('failover with
         [false, undefined],
         [false, undefined],
       ]);
+
+      if (scripts === 'functions') {
+        // The promoted replica had the library by replication; a primary that never had it (a
+        // node added later, a restart without persistence) gets it loaded by the store.
+        await Promise.all(
+          (await cluster.masters()).map((node) =>
+            withNode(node.port, (c) => c.call('FUNCTION', 'FLUSH')),
+          ),
+        );
+        const again = await Promise.all(Array.from({ length: 5 }, () => limiter.consume(key)));
+        expect(again.map((d) => [d.allowed, d.reason])).toEqual(
+          Array.from({ length: 5 }, () => [false, undefined]),
+        );
+        // Whatever failed during the failover, nothing was a script or function not found.
+        expect(messages.filter((m) => /NOSCRIPT|function not found/i.test(m))).toEqual([]);
+      }
 
       // The old master comes back as a replica of the new one.
       await victim.server.restart();

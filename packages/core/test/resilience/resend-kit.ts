@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import type { RedisServerHandle } from '../../../../test/harness/redis-server.js';
 import { type Decision, fixedWindow, RateLimiter, redisStore } from '../../src/index.js';
 import type { RedisClient } from '../../src/stores/redis-client.js';
+import type { ScriptMode } from '../../src/stores/redis-options.js';
 
 /** A connected client of the kind under test, and how to close it. */
 export interface ResendClient {
@@ -18,9 +19,14 @@ const LIMIT = 1_000_000_000;
 // A frozen clock: every decision lands in one window, so `remaining` counts every charge.
 const FROZEN = 1_700_000_000_000;
 let prefixes = 0;
-const limiterOn = (client: RedisClient, batch: boolean, onStoreError: 'open' | 'closed' = 'open') =>
+const limiterOn = (
+  client: RedisClient,
+  batch: boolean,
+  scripts: ScriptMode,
+  onStoreError: 'open' | 'closed' = 'open',
+) =>
   new RateLimiter({
-    store: redisStore({ client, clock: () => FROZEN, batch }),
+    store: redisStore({ client, clock: () => FROZEN, batch, scripts }),
     policies: fixedWindow({ limit: LIMIT, window: '1h' }),
     prefix: `resend${process.pid}x${prefixes++}`,
     onStoreError,
@@ -47,17 +53,18 @@ async function charged(server: RedisServerHandle, prefix: string, key: string): 
 
 /**
  * Defines the two send-once tests for `connect` (a client on `server()`, as a user sets it up),
- * batched or one EVALSHA per decision: CLIENT KILL churn mid-flight, and a Redis killed and
- * restarted while the failure policy answers.
+ * batched or one EVALSHA per decision (or, with `scripts: 'functions'`, FCALL): CLIENT KILL
+ * churn mid-flight, and a Redis killed and restarted while the failure policy answers.
  */
 export function resendSafetyTests(
   server: () => RedisServerHandle,
   connect: () => Promise<ResendClient>,
   batch: boolean,
+  scripts: ScriptMode = 'evalsha',
 ): void {
   test('connections killed mid-flight never charge a decision twice', async () => {
     const { client, close } = await connect();
-    const limiter = limiterOn(client, batch);
+    const limiter = limiterOn(client, batch, scripts);
     const admin = new Redis(server().url);
     let killing = true;
     // CLIENT KILL every 7 ms drops the limiter's connection with commands in flight.
@@ -106,7 +113,7 @@ export function resendSafetyTests(
 
   test('decisions answered by the failure policy while Redis is down are not charged when it returns', async () => {
     const { client, close } = await connect();
-    const limiter = limiterOn(client, batch, 'closed');
+    const limiter = limiterOn(client, batch, scripts, 'closed');
     expect((await limiter.consume('k')).allowed).toBe(true);
     await server().kill();
     const answered = await Promise.all(Array.from({ length: 20 }, () => limiter.consume('k')));
