@@ -198,7 +198,12 @@ export class AdaptiveConcurrency {
     if (this.held >= ceiling) return this.denied(limit, criticality, 'overloaded');
     this.held += 1;
     const decision = this.decisionOf(true, limit, ceiling - this.held, 0, criticality, undefined);
-    return { ...decision, lease: this.lease(this.held) };
+    // The algorithms skip samples taken while under half the limit was in use (nothing learnt
+    // about capacity). A class that may fill only part of the limit is in use when near its own
+    // ceiling: without this, a large critical reserve kept every default request's sample out,
+    // and the limit drifted up while default requests were being shed.
+    const inUse = ceiling === limit ? this.held : Math.floor((this.held * limit) / ceiling);
+    return { ...decision, lease: this.lease(inUse) };
   }
 
   /**
@@ -251,6 +256,7 @@ export class AdaptiveConcurrency {
     return () => this.listeners.delete(listener);
   }
 
+  /** `inFlight`: requests in flight at admission, scaled to the limit for the request's class. */
   private lease(inFlight: number): AdaptiveLease {
     const started = readMicros(this.clock);
     let released = false;
