@@ -17,21 +17,35 @@ import {
 import { loadShedder } from '@floodgate/fastify';
 import Fastify, { type FastifyPluginAsync, type FastifyRequest } from 'fastify';
 
-/** A dependency with `slots` concurrent slots; excess calls wait in FIFO order. */
+/**
+ * A dependency with `slots` concurrent slots; excess calls wait in FIFO order. It keeps its true
+ * capacity whatever this process's event loop does: a call holds its slot for exactly
+ * `serviceMs` from the moment it got the slot, and a waiting call gets the slot at the moment
+ * the previous call was due to finish, not when this process's timer got round to it. (With
+ * plain timers, every millisecond a busy machine delays a timer was a millisecond the slot sat
+ * idle: the simulated dependency lost up to a third of its capacity on a loaded machine, and
+ * every protection was measured against a C the dependency no longer had.) Late timers still
+ * delay the responses, as they would a real server's.
+ */
 class Dependency {
   private busy = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly waiting: { arrivedAt: number; start: (at: number) => void }[] = [];
   constructor(
     private readonly slots: number,
     public serviceMs: number,
   ) {}
 
   async call(): Promise<void> {
-    if (this.busy >= this.slots) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.busy += 1;
-    await new Promise((resolve) => setTimeout(resolve, this.serviceMs));
+    const arrivedAt = performance.now();
+    let startedAt = arrivedAt;
+    if (this.busy >= this.slots) {
+      startedAt = await new Promise<number>((start) => this.waiting.push({ arrivedAt, start }));
+    } else this.busy += 1;
+    const dueAt = startedAt + this.serviceMs;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, dueAt - performance.now())));
     const next = this.waiting.shift();
-    if (next) next();
+    // The next call's service starts when this one was due to end, or when it arrived if later.
+    if (next) next.start(Math.max(dueAt, next.arrivedAt));
     else this.busy -= 1;
   }
 }
@@ -54,10 +68,10 @@ async function main(): Promise<void> {
 
   if (subject === 'floodgate') {
     // Gradient2 with Netflix's parameters except these: bounds for a service of C slots (start at
-    // C, between 1 and 4 × C; Netflix's 20 to 200 suit bigger services), rttTolerance 1.1 (shrink as soon as latency is 10 % over its long-term average, not
-    // 50 %), and the critical reserve sized to the critical demand at 3 × C (0.2 × 3 = 0.6 of
-    // capacity; no sheddable traffic here, so no default reserve). OVERLOAD_FLOODGATE (JSON)
-    // replaces them to try other settings.
+    // C, between 1 and 4 × C; Netflix's 20 to 200 suit bigger services), rttTolerance 1.1 (shrink
+    // as soon as latency is 10 % over its long-term average, not 50 %), and the critical reserve
+    // sized to the critical demand at 3 × C (0.2 × 3 = 0.6 of capacity; no sheddable traffic
+    // here, so no default reserve). OVERLOAD_FLOODGATE (JSON) replaces them to try other settings.
     const limiter = adaptiveConcurrency(
       JSON.parse(
         process.env.OVERLOAD_FLOODGATE ??

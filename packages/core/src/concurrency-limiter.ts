@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Decision, PolicyDecision } from './decision.js';
 import { type Duration, parseDuration } from './duration.js';
+import { RateLimitArgumentError } from './errors.js';
 import {
   type CallContext,
   type CircuitBreakerOptions,
@@ -69,8 +70,16 @@ export interface ConcurrencyDecision extends Decision {
   readonly lease?: Lease;
 }
 
-/** `acquire` takes no call options yet; any name given is a mistake and is reported. */
-export type ConcurrencyAcquireOptions = Record<string, never>;
+/** `acquire` call options; any other name is a mistake and is reported. */
+export interface ConcurrencyAcquireOptions {
+  /**
+   * Admit only while fewer than this many leases of the key are held (1 to the limiter's
+   * `limit`): a share of the slots, leaving the rest to callers that ask with a higher one
+   * (a reserve). The decision's `limit` and `remaining` are this share's.
+   * @default the limiter's `limit`
+   */
+  limit?: number;
+}
 
 /** Every option name of ConcurrencyLimiterOptions, checked against the type. */
 const CONCURRENCY_LIMITER_OPTION_NAMES = optionNames<ConcurrencyLimiterOptions>({
@@ -160,12 +169,13 @@ export class ConcurrencyLimiter {
    * writes nothing. When the store cannot answer, `onStoreError` does (`reason` says why).
    */
   async acquire(key: string, options?: ConcurrencyAcquireOptions): Promise<ConcurrencyDecision> {
-    readCost(options, []);
+    readCost(options as { cost?: number } | undefined, ['limit']);
+    const limit = this.callLimit(options?.limit);
     const storageKey = this.storageKey(key);
     const id = randomUUID();
     const context: CallContext = { key, cost: 1, peek: false };
     const take = (leases: StoreLeases) => () =>
-      leases.acquire(storageKey, this.limit, this.leaseTtlUs, id);
+      leases.acquire(storageKey, limit, this.leaseTtlUs, id);
     let decision: ConcurrencyDecision;
     if (this.leases.local) {
       // In process: no I/O to bound; a throw still gets the failure policy.
@@ -177,8 +187,8 @@ export class ConcurrencyLimiter {
       }
       decision =
         answer !== undefined
-          ? this.toDecision(answer, this.leases, storageKey, id)
-          : await this.withoutStore(storageKey, id, take, {
+          ? this.toDecision(answer, limit, this.leases, storageKey, id)
+          : await this.withoutStore(limit, storageKey, id, take, {
               ok: false,
               failure: 'store-error',
               retryAfter: 0,
@@ -186,8 +196,8 @@ export class ConcurrencyLimiter {
     } else {
       const outcome = await this.guard.call(take(this.leases), context);
       decision = outcome.ok
-        ? this.toDecision(outcome.value, this.leases, storageKey, id)
-        : await this.withoutStore(storageKey, id, take, outcome);
+        ? this.toDecision(outcome.value, limit, this.leases, storageKey, id)
+        : await this.withoutStore(limit, storageKey, id, take, outcome);
     }
     if (this.guard.config.hooks.onDecision) this.guard.notify('onDecision', decision, context);
     return decision;
@@ -207,6 +217,7 @@ export class ConcurrencyLimiter {
 
   /** The failure policy: the fallback store's leases, else open (no lease) or closed. */
   private async withoutStore(
+    limit: number,
     storageKey: string,
     id: string,
     take: (leases: StoreLeases) => () => Promise<LeaseAnswer>,
@@ -216,16 +227,17 @@ export class ConcurrencyLimiter {
     if (fallback !== undefined) {
       const answer = await this.guard.bounded(take(fallback)).catch(() => undefined);
       if (answer !== undefined) {
-        return { ...this.toDecision(answer, fallback, storageKey, id), reason: 'fallback' };
+        return { ...this.toDecision(answer, limit, fallback, storageKey, id), reason: 'fallback' };
       }
     }
     // A store whose clock is broken (misconfigured) is never answered by admitting.
     const allowed = this.guard.config.onStoreError !== 'closed' && !outcome.error?.misconfigured;
     const wait = allowed ? 0 : outcome.retryAfter;
     return this.decisionOf(
+      limit,
       {
         allowed,
-        remaining: allowed ? this.limit : 0,
+        remaining: allowed ? limit : 0,
         resetAfter: wait * 1000,
         retryAfter: wait * 1000,
       },
@@ -235,11 +247,12 @@ export class ConcurrencyLimiter {
 
   private toDecision(
     answer: LeaseAnswer,
+    limit: number,
     leases: StoreLeases,
     storageKey: string,
     id: string,
   ): ConcurrencyDecision {
-    const decision = this.decisionOf(answer, answer.full ? 'store-full' : undefined);
+    const decision = this.decisionOf(limit, answer, answer.full ? 'store-full' : undefined);
     if (!answer.allowed) return decision;
     const guard = this.guard;
     const ttl = this.leaseTtlUs;
@@ -251,12 +264,30 @@ export class ConcurrencyLimiter {
     return { ...decision, lease };
   }
 
-  private decisionOf(answer: LeaseAnswer, reason: Decision['reason']): Decision {
+  /** A call's `limit`: an integer from 1 to the limiter's own (which it defaults to). */
+  private callLimit(value: unknown): number {
+    if (value === undefined) return this.limit;
+    if (
+      typeof value !== 'number' ||
+      !Number.isSafeInteger(value) ||
+      value < 1 ||
+      value > this.limit
+    ) {
+      throw new RateLimitArgumentError(
+        'limit',
+        value,
+        `limit must be an integer from 1 to the limiter's limit (${this.limit}), got ${String(value)}`,
+      );
+    }
+    return value;
+  }
+
+  private decisionOf(limit: number, answer: LeaseAnswer, reason: Decision['reason']): Decision {
     const view: PolicyDecision = {
       name: this.name,
       allowed: answer.allowed,
-      limit: this.limit,
-      quota: this.limit,
+      limit,
+      quota: limit,
       remaining: answer.remaining,
       resetAfter: answer.resetAfter / 1000,
       retryAfter: answer.retryAfter / 1000,

@@ -27,6 +27,7 @@ export type { SmoothWarmingUpOptions } from './algorithms/smooth-warming-up.js';
 export type { TokenBucketOptions } from './algorithms/token-bucket.js';
 export type { Clock } from './clock.js';
 export {
+  type ConcurrencyAcquireOptions,
   type ConcurrencyDecision,
   ConcurrencyLimiter,
   type ConcurrencyLimiterOptions,
@@ -64,6 +65,7 @@ export {
 export type { AimdOptions } from './overload/aimd.js';
 export type { Criticality } from './overload/criticality.js';
 export type { EventLoopOptions } from './overload/event-loop.js';
+export type { FleetOptions, FleetReserve } from './overload/fleet.js';
 export type { Gradient2Options } from './overload/gradient2.js';
 export type { VegasOptions } from './overload/vegas.js';
 export type { BlockDuration, Policy } from './policy.js';

@@ -40,25 +40,29 @@ export type LoadShedderMiddleware = RequestHandler & { readonly limiter: Adaptiv
 export function loadShedder(options: LoadShedderOptions = {}): LoadShedderMiddleware {
   const config = parseLoadShedderOptions<Request>(options, 'loadShedder');
   const middleware: RequestHandler = function loadShedder(req, res, next) {
-    let decision: AdaptiveDecision | undefined;
+    let pending: ReturnType<typeof shedRequest>;
     try {
-      decision = shedRequest(config, req);
+      pending = shedRequest(config, req);
     } catch (error) {
       next(error);
       return;
     }
-    if (decision === undefined) {
+    if (pending === undefined) {
       next();
       return;
     }
-    req.overload = decision;
-    if (decision.lease === undefined) {
-      const answer = overloadedAnswer(decision);
-      res.status(answer.status).set(answer.headers).end(JSON.stringify(answer.problem));
-      return;
-    }
-    releaseWhenFinished(res, decision.lease);
-    next();
+    const answer = (decision: AdaptiveDecision) => {
+      req.overload = decision;
+      if (decision.lease === undefined) {
+        const shed = overloadedAnswer(decision);
+        res.status(shed.status).set(shed.headers).end(JSON.stringify(shed.problem));
+        return;
+      }
+      releaseWhenFinished(res, decision.lease);
+      next();
+    };
+    if (pending instanceof Promise) pending.then(answer, next);
+    else answer(pending);
   };
   return Object.assign(middleware, { limiter: config.limiter });
 }

@@ -33,21 +33,25 @@ export function loadShedderHook(options: LoadShedderOptions = {}) {
     reply: FastifyReply,
     done: (error?: Error) => void,
   ) {
-    let decision: AdaptiveDecision | undefined;
+    let pending: ReturnType<typeof shedRequest>;
     try {
-      decision = shedRequest(config, request);
+      pending = shedRequest(config, request);
     } catch (error) {
       return done(error as Error);
     }
-    if (decision === undefined) return done();
-    request.overload = decision;
-    if (decision.lease === undefined) {
-      const answer = overloadedAnswer(decision);
-      reply.code(answer.status).headers(answer.headers).send(JSON.stringify(answer.problem));
-      return;
-    }
-    releaseWhenFinished(reply.raw, decision.lease);
-    done();
+    if (pending === undefined) return done();
+    const answer = (decision: AdaptiveDecision) => {
+      request.overload = decision;
+      if (decision.lease === undefined) {
+        const shed = overloadedAnswer(decision);
+        reply.code(shed.status).headers(shed.headers).send(JSON.stringify(shed.problem));
+        return;
+      }
+      releaseWhenFinished(reply.raw, decision.lease);
+      done();
+    };
+    if (pending instanceof Promise) pending.then(answer, done);
+    else answer(pending);
   }
   return Object.assign(loadShedder, { limiter: config.limiter });
 }

@@ -38,7 +38,7 @@ export type LoadShedderMiddleware = Middleware & { readonly limiter: AdaptiveCon
 export function loadShedder(options: LoadShedderOptions = {}): LoadShedderMiddleware {
   const config = parseLoadShedderOptions<Context>(options, 'loadShedder');
   const middleware: Middleware = async function loadShedder(ctx, next) {
-    const decision = shedRequest(config, ctx);
+    const decision = await shedRequest(config, ctx);
     if (decision === undefined) return next();
     ctx.state.overload = decision;
     if (decision.lease === undefined) {

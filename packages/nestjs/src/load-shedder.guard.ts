@@ -49,21 +49,24 @@ export class LoadShedderGuard implements CanActivate {
     return this.config.limiter;
   }
 
-  canActivate(context: ExecutionContext): boolean {
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     if (context.getType() !== 'http') return true;
     const http = context.switchToHttp();
-    const decision = shedRequest(this.config, http.getRequest());
-    if (decision === undefined) return true;
+    const pending = shedRequest(this.config, http.getRequest());
+    if (pending === undefined) return true;
     const response = http.getResponse<PlatformResponse>();
-    if (decision.lease === undefined) {
-      const answer = overloadedAnswer(decision);
-      // Nest's exception filter replies with this body; Express's res.json and Fastify's send
-      // both keep a Content-Type that is already set.
-      for (const [name, value] of Object.entries(answer.headers)) response.header(name, value);
-      throw new ServiceOverloadedException(decision, answer.problem);
-    }
-    releaseWhenFinished(response.raw ?? (response as unknown as ServerResponse), decision.lease);
-    return true;
+    const answer = (decision: AdaptiveDecision): boolean => {
+      if (decision.lease === undefined) {
+        const shed = overloadedAnswer(decision);
+        // Nest's exception filter replies with this body; Express's res.json and Fastify's send
+        // both keep a Content-Type that is already set.
+        for (const [name, value] of Object.entries(shed.headers)) response.header(name, value);
+        throw new ServiceOverloadedException(decision, shed.problem);
+      }
+      releaseWhenFinished(response.raw ?? (response as unknown as ServerResponse), decision.lease);
+      return true;
+    };
+    return pending instanceof Promise ? pending.then(answer) : answer(pending);
   }
 }
 

@@ -8,7 +8,13 @@
  */
 import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type AdaptiveConcurrency, adaptiveConcurrency, type Criticality } from '@floodgate/core';
+import {
+  type AdaptiveConcurrency,
+  adaptiveConcurrency,
+  ConcurrencyLimiter,
+  type Criticality,
+  memoryStore,
+} from '@floodgate/core';
 import { OVERLOADED_TYPE, PROBLEM_CONTENT_TYPE } from '@floodgate/core/http';
 import request from 'supertest';
 
@@ -135,6 +141,42 @@ export function describeLoadShedder(name: string, serve: ServeShedder): void {
       req.destroy();
       await until(() => limiter.inFlight === 0);
       expect(limiter.limit).toBe(2);
+    });
+
+    it('keeps the fleet-wide reserve: a pool filled by another process sheds non-critical requests only', async () => {
+      // a pool of 2 shared with "another process", half of it reserved: one non-critical lease
+      const pool = new ConcurrencyLimiter({ store: memoryStore(), limit: 2, leaseTtl: '1m' });
+      const limiter = adaptiveConcurrency({
+        algorithm: 'aimd',
+        initialLimit: 4,
+        minLimit: 4,
+        maxLimit: 4,
+        criticalReserve: 0.5,
+        defaultReserve: 0,
+        fleet: { limiter: pool, key: 'api' },
+      });
+      running = await serve(limiter);
+      url = `http://127.0.0.1:${(running.server.address() as AddressInfo).port}`;
+      const elsewhere = await pool.acquire('api', { limit: 1 });
+      const shed = await request(url).get('/fast').set('x-criticality', 'default');
+      expect(shed.status).toBe(503);
+      expect(JSON.parse(shed.text)).toMatchObject({
+        type: OVERLOADED_TYPE,
+        criticality: 'default',
+      });
+      expect((await request(url).get('/fast').set('x-criticality', 'critical')).status).toBe(200);
+      await elsewhere.lease!.release();
+      expect((await request(url).get('/fast').set('x-criticality', 'default')).status).toBe(200);
+      // the response finished: this process's lease of the pool is free again
+      await until(() => limiter.inFlight === 0);
+      let free = false;
+      for (let i = 0; i < 50 && !free; i++) {
+        const probe = await pool.acquire('api', { limit: 1 });
+        free = probe.allowed;
+        await probe.lease?.release();
+        if (!free) await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(free).toBe(true);
     });
 
     it('sends a throwing criticality function to the error path (500), taking no slot', async () => {

@@ -85,16 +85,21 @@ export function parseLoadShedderOptions<Req>(
 }
 
 /**
- * Admits `req` under the limit or sheds it: undefined when `skip` let it pass. A criticality
- * function that throws or answers something else than a class throws (the adapter's error path).
+ * Admits `req` under the limit or sheds it: undefined when `skip` let it pass; a promise when
+ * the limit has a fleet-wide pool (its store is asked), else the decision at once. A
+ * criticality function that throws or answers something else than a class throws (the
+ * adapter's error path).
  */
 export function shedRequest<Req>(
   config: LoadShedderConfig<Req>,
   req: Req,
-): AdaptiveDecision | undefined {
+): AdaptiveDecision | Promise<AdaptiveDecision> | undefined {
   if (config.skip?.(req) === true) return undefined;
   const criticality = readCriticality(config.criticality(req));
-  return config.limiter.tryAcquire({ criticality });
+  const limiter = config.limiter;
+  return limiter.fleet === undefined
+    ? limiter.tryAcquire({ criticality })
+    : limiter.acquire({ criticality });
 }
 
 /** Problem type URI of a request shed under overload (a `tag:` URI, RFC 4151). */

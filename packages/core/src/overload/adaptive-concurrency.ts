@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type Clock, processClock, readClockOption, readMicros } from '../clock.js';
-import type { Decision, PolicyDecision } from '../decision.js';
+import type { Decision, DecisionReason, PolicyDecision } from '../decision.js';
 import { RateLimitArgumentError } from '../errors.js';
 import { configError, fieldPathOf, optionalName, ownValue, readOptions } from '../options.js';
 import { AIMD_OPTION_NAMES, AimdLimit, type AimdOptions } from './aimd.js';
@@ -17,6 +17,7 @@ import {
   readReserves,
 } from './criticality.js';
 import { type EventLoopOptions, EventLoopSignal } from './event-loop.js';
+import { type FleetOptions, FleetReserve } from './fleet.js';
 import { GRADIENT2_OPTION_NAMES, Gradient2Limit, type Gradient2Options } from './gradient2.js';
 import type { LimitAlgorithm } from './limit-algorithm.js';
 import { VEGAS_OPTION_NAMES, VegasLimit, type VegasOptions } from './vegas.js';
@@ -36,6 +37,13 @@ export interface SheddingOptions {
    * default thresholds). @default false
    */
   eventLoop?: boolean | EventLoopOptions;
+  /**
+   * A critical reserve kept fleet-wide: each admitted non-critical request also holds a lease
+   * of a `ConcurrencyLimiter` pool shared by every process (Redis), so non-critical traffic
+   * never fills the pool's reserved share, whichever process it arrives at. Decisions then need
+   * `acquire()` (the store is asked); `tryAcquire()` refuses. @default none: the limit is per process
+   */
+  fleet?: FleetOptions;
 }
 
 /** `adaptiveConcurrency` options: the algorithm and its parameters, plus the shared ones. */
@@ -79,6 +87,7 @@ const SHARED_NAMES = [
   'criticalReserve',
   'defaultReserve',
   'eventLoop',
+  'fleet',
 ];
 const ALGORITHMS = {
   gradient2: {
@@ -108,6 +117,8 @@ export class AdaptiveConcurrency {
   private readonly clock: Clock;
   private readonly reserves: Reserves;
   private readonly eventLoop: EventLoopSignal | undefined;
+  /** The fleet-wide pool non-critical requests also take a lease of, when `fleet` is given. */
+  readonly fleet: FleetReserve | undefined;
   private held = 0;
   /** Smoothed latency in microseconds (0 before the first sample). */
   private srtt = 0;
@@ -130,6 +141,8 @@ export class AdaptiveConcurrency {
     if (loop !== undefined && loop !== false) {
       this.eventLoop = new EventLoopSignal(loop === true ? {} : loop, `${where}.eventLoop`);
     }
+    if (o.fleet !== undefined)
+      this.fleet = new FleetReserve(o.fleet, `${where}.fleet`, this.reserves);
   }
 
   /** The current adaptive limit in whole requests. */
@@ -149,40 +162,90 @@ export class AdaptiveConcurrency {
 
   /**
    * Admits the request when its class has room under the limit (and the event loop is not too
-   * busy for it): the decision carries a lease to release when the work ends. Otherwise the
-   * decision is denied (`reason` 'overloaded' or 'event-loop'; `retryAfter` the recent latency).
+   * busy for it, and, with `fleet`, the fleet-wide pool has room for its class): the decision
+   * carries a lease to release when the work ends. Otherwise the decision is denied (`reason`
+   * 'overloaded' or 'event-loop', or the pool's store failure; `retryAfter` the recent latency).
    */
   async acquire(options?: { criticality?: Criticality }): Promise<AdaptiveDecision> {
-    return this.tryAcquire(options);
+    const criticality = readAcquireOptions(options);
+    const local = this.admit(criticality);
+    if (this.fleet === undefined || local.lease === undefined) return this.publish(local);
+    const pool = await this.fleet.take(criticality);
+    return this.publish(pool === undefined ? local : this.withPool(local, pool));
   }
 
-  /** `acquire` without the promise, for adapters on the request path. */
+  /**
+   * `acquire` without the promise, for adapters on the request path. With `fleet` it throws a
+   * RateLimitArgumentError: the pool's store has to be asked, so use `acquire()`.
+   */
   tryAcquire(options?: { criticality?: Criticality }): AdaptiveDecision {
-    if (options !== undefined && (options === null || typeof options !== 'object')) {
-      throw new RateLimitArgumentError('options', options, 'acquire options must be an object');
+    const criticality = readAcquireOptions(options);
+    if (this.fleet !== undefined) {
+      throw new RateLimitArgumentError(
+        'fleet',
+        undefined,
+        'tryAcquire cannot ask the fleet-wide pool without waiting: use acquire()',
+      );
     }
-    for (const name of Object.keys(options ?? {})) {
-      if (name !== 'criticality') {
-        throw new RateLimitArgumentError(
-          name,
-          undefined,
-          `${name} is not an acquire option (known: criticality)`,
-        );
-      }
-    }
-    const criticality = readCriticality(options?.criticality);
+    return this.publish(this.admit(criticality));
+  }
+
+  /** The local decision: a slot under the class's ceiling, with its lease. */
+  private admit(criticality: Criticality): AdaptiveDecision {
     const limit = this.estimator.limit;
     const ceiling = ceilingOf(limit, criticality, this.reserves);
-    let decision: AdaptiveDecision;
-    if (this.eventLoop?.sheds(criticality)) {
-      decision = this.denied(limit, criticality, 'event-loop');
-    } else if (this.held >= ceiling) {
-      decision = this.denied(limit, criticality, 'overloaded');
-    } else {
-      this.held += 1;
-      decision = this.decisionOf(true, limit, ceiling - this.held, 0, criticality, undefined);
-      decision = { ...decision, lease: this.lease(this.held) };
+    if (this.eventLoop?.sheds(criticality)) return this.denied(limit, criticality, 'event-loop');
+    if (this.held >= ceiling) return this.denied(limit, criticality, 'overloaded');
+    this.held += 1;
+    const decision = this.decisionOf(true, limit, ceiling - this.held, 0, criticality, undefined);
+    // The algorithms skip samples taken while under half the limit was in use (nothing learnt
+    // about capacity). A class that may fill only part of the limit is in use when near its own
+    // ceiling: without this, a large critical reserve kept every default request's sample out,
+    // and the limit drifted up while default requests were being shed.
+    const inUse = ceiling === limit ? this.held : Math.floor((this.held * limit) / ceiling);
+    return { ...decision, lease: this.lease(inUse) };
+  }
+
+  /**
+   * The local admission joined with the pool's answer. Refused by the pool: the local slot is
+   * given back without teaching the algorithm anything (no work ran). Admitted: one lease
+   * frees both (the pool's release is bounded by its timeout; a failed one expires at leaseTtl).
+   */
+  private withPool(
+    local: AdaptiveDecision,
+    pool: Decision & { lease?: { release(): Promise<boolean> } },
+  ): AdaptiveDecision {
+    const policies = [...local.policies, ...pool.policies];
+    if (!pool.allowed) {
+      this.held -= 1;
+      const reason = pool.reason ?? 'overloaded';
+      const denied = this.denied(local.limit, local.criticality, reason);
+      const retryAfter = Math.max(
+        denied.retryAfter,
+        pool.reason === undefined ? 0 : pool.retryAfter,
+      );
+      return { ...denied, retryAfter, resetAfter: retryAfter, policy: pool.policy, policies };
     }
+    const own = local.lease as AdaptiveLease;
+    const shared = pool.lease;
+    const lease: AdaptiveLease = {
+      id: own.id,
+      release: (options?: ReleaseOptions): boolean => {
+        const first = own.release(options);
+        if (first && shared !== undefined) shared.release().catch(() => false);
+        return first;
+      },
+    };
+    return {
+      ...local,
+      remaining: Math.min(local.remaining, pool.remaining),
+      policies,
+      lease,
+      ...(pool.reason === undefined ? {} : { reason: pool.reason }),
+    };
+  }
+
+  private publish(decision: AdaptiveDecision): AdaptiveDecision {
     for (const listener of this.listeners) listener(decision);
     return decision;
   }
@@ -193,6 +256,7 @@ export class AdaptiveConcurrency {
     return () => this.listeners.delete(listener);
   }
 
+  /** `inFlight`: requests in flight at admission, scaled to the limit for the request's class. */
   private lease(inFlight: number): AdaptiveLease {
     const started = readMicros(this.clock);
     let released = false;
@@ -218,7 +282,7 @@ export class AdaptiveConcurrency {
   private denied(
     limit: number,
     criticality: Criticality,
-    reason: 'overloaded' | 'event-loop',
+    reason: DecisionReason,
   ): AdaptiveDecision {
     // A slot frees, on average, after about one recent latency.
     const retryAfter = Math.max(1, Math.ceil(this.srtt / 1000));
@@ -231,7 +295,7 @@ export class AdaptiveConcurrency {
     remaining: number,
     retryAfter: number,
     criticality: Criticality,
-    reason: 'overloaded' | 'event-loop' | undefined,
+    reason: DecisionReason | undefined,
   ): AdaptiveDecision {
     const view: PolicyDecision = {
       name: this.name,
@@ -254,6 +318,23 @@ export class AdaptiveConcurrency {
       ...(reason === undefined ? {} : { reason }),
     };
   }
+}
+
+/** Checks `acquire` options (only `criticality`) and answers the class. */
+function readAcquireOptions(options: { criticality?: Criticality } | undefined): Criticality {
+  if (options !== undefined && (options === null || typeof options !== 'object')) {
+    throw new RateLimitArgumentError('options', options, 'acquire options must be an object');
+  }
+  for (const name of Object.keys(options ?? {})) {
+    if (name !== 'criticality') {
+      throw new RateLimitArgumentError(
+        name,
+        undefined,
+        `${name} is not an acquire option (known: criticality)`,
+      );
+    }
+  }
+  return readCriticality(options?.criticality);
 }
 
 /** Checks `release` options: latency in non-negative milliseconds, dropped a boolean. */

@@ -56,14 +56,14 @@ export const VEGAS_OPTION_NAMES = [
 ] as const;
 
 /**
- * Netflix's `Log10RootFunction`: log10 of the limit rounded down, at least 1; from 1000 up, the
- * square root (rounded down) instead. Vegas's thresholds are multiples of it:
- * threshold = 1×, alpha = 3×, beta = 6×.
+ * Netflix's `Log10RootIntFunction`: log10 of the (whole) limit rounded down, at least 1. Vegas's
+ * thresholds are multiples of it: threshold = 1×, alpha = 3×, beta = 6×. (Netflix's older
+ * `Log10RootFunction` took the square root from 1000 up; its current VegasLimit and the
+ * `largeLimitIncrease` test, 10 000 → 10 024, use log10 throughout.)
  */
 export function log10Root(limit: number): number {
-  if (limit < 100) return 1;
-  if (limit < 1000) return 2;
-  return Math.floor(Math.sqrt(limit));
+  // Digits − 1 is log10 rounded down, exactly (no floating-point log at powers of ten).
+  return Math.max(1, String(Math.max(1, Math.floor(limit))).length - 1);
 }
 
 /** The Vegas estimator; the limit is kept in thousandths. */

@@ -3,7 +3,12 @@
  * adapter's field), admission by the request's class, and the 503 answer of a shed request.
  * Each adapter runs load-shedder-table.ts through a real server in its own package.
  */
-import { adaptiveConcurrency } from '@floodgate/core';
+import {
+  type AdaptiveDecision,
+  adaptiveConcurrency,
+  ConcurrencyLimiter,
+  memoryStore,
+} from '@floodgate/core';
 import {
   OVERLOADED_TYPE,
   overloadedAnswer,
@@ -13,6 +18,12 @@ import {
 import { configErrorOf } from '@floodgate/http-test-kit';
 
 type Req = { criticality?: string };
+
+/** The decision of a limiter without a fleet pool: answered at once, never a promise. */
+const now = (decision: AdaptiveDecision | Promise<AdaptiveDecision> | undefined) => {
+  expect(decision).not.toBeInstanceOf(Promise);
+  return decision as AdaptiveDecision | undefined;
+};
 
 describe('parseLoadShedderOptions', () => {
   it('builds a Gradient2 limit with the defaults when given none', () => {
@@ -53,9 +64,32 @@ describe('shedRequest', () => {
       'loadShedder',
     );
     expect(shedRequest(config, { criticality: 'health' })).toBeUndefined();
-    expect(shedRequest(config, {})?.allowed).toBe(false); // 'default' may fill 1 × 0.8 = 0 slots
-    expect(shedRequest(config, { criticality: 'critical' })?.allowed).toBe(true);
+    expect(now(shedRequest(config, {}))?.allowed).toBe(false); // 'default' may fill 1 × 0.8 = 0 slots
+    expect(now(shedRequest(config, { criticality: 'critical' }))?.allowed).toBe(true);
     expect(() => shedRequest(config, { criticality: 'urgent' })).toThrow(/criticality must be/);
+  });
+
+  it('answers with a promise when the limit has a fleet-wide pool (its store is asked)', async () => {
+    const pool = new ConcurrencyLimiter({ store: memoryStore(), limit: 2, leaseTtl: '1m' });
+    const config = parseLoadShedderOptions<Req>(
+      {
+        limiter: {
+          algorithm: 'aimd',
+          fleet: { limiter: pool, criticalReserve: 0.5, defaultReserve: 0 },
+        },
+      },
+      'loadShedder',
+    );
+    const pending = shedRequest(config, {});
+    expect(pending).toBeInstanceOf(Promise);
+    expect(await pending).toMatchObject({
+      allowed: true,
+      policies: [{}, { name: 'concurrency-2' }],
+    });
+    expect(await shedRequest(config, {})).toMatchObject({
+      allowed: false,
+      policy: 'concurrency-2',
+    });
   });
 
   it('answers a shed request with 503, Retry-After in whole seconds and a problem body', () => {
@@ -63,7 +97,7 @@ describe('shedRequest', () => {
       { limiter: limiter(), criticality: 'sheddable' },
       'loadShedder',
     );
-    const decision = shedRequest(config, {});
+    const decision = now(shedRequest(config, {}));
     expect(decision?.allowed).toBe(false);
     const answer = overloadedAnswer(decision!);
     expect(answer).toMatchObject({

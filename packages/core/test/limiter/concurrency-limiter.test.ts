@@ -144,6 +144,33 @@ describe.each(stores)('ConcurrencyLimiter on the %s store', (_name, makeStore) =
     expect(await held.lease!.release()).toBe(false);
   });
 
+  test('a call limit admits only while fewer leases than it are held, beside full-limit calls', async () => {
+    const { limiter } = setup(3);
+    const a = await limiter.acquire('k', { limit: 2 });
+    expect(a).toMatchObject({ allowed: true, limit: 2, quota: 2, remaining: 1 });
+    expect((await limiter.acquire('k', { limit: 2 })).remaining).toBe(0);
+    const refused = await limiter.acquire('k', { limit: 2 });
+    expect(refused).toMatchObject({ allowed: false, limit: 2, remaining: 0 });
+    // the slot above the share is left to calls with the full limit
+    expect(await limiter.acquire('k')).toMatchObject({ allowed: true, limit: 3, remaining: 0 });
+    expect((await limiter.acquire('k')).allowed).toBe(false);
+    await a.lease!.release();
+    expect((await limiter.acquire('k', { limit: 1 })).allowed).toBe(false); // 2 held ≥ 1
+    expect((await limiter.acquire('k', { limit: 3 })).allowed).toBe(true);
+  });
+
+  test.each([0, 4, 1.5, '2', null])(
+    'a call limit of %p is a RateLimitArgumentError',
+    async (limit) => {
+      const { limiter } = setup(3);
+      await expect(limiter.acquire('k', { limit } as never)).rejects.toMatchObject({
+        name: 'RateLimitArgumentError',
+        argument: 'limit',
+      });
+      await expect(limiter.acquire('k', { cost: 1 } as never)).rejects.toThrow(/not a call option/);
+    },
+  );
+
   test.each([
     ['leaseTtl 0', { leaseTtl: 0 }, 'ConcurrencyLimiter.leaseTtl'],
     ['leaseTtl negative', { leaseTtl: -5 }, 'ConcurrencyLimiter.leaseTtl'],

@@ -86,6 +86,31 @@ describe('adaptiveConcurrency', () => {
     expect((await shed.acquire({ criticality: 'critical' })).allowed).toBe(true);
   });
 
+  it('learns from a class that fills its own ceiling, however large the critical reserve', async () => {
+    // limit 10 with 60 % reserved: default requests may fill 4 slots. Four of them in flight
+    // use the whole of their share, so the service is not application-limited: AIMD grows.
+    const shed = adaptiveConcurrency({
+      algorithm: 'aimd',
+      initialLimit: 10,
+      minLimit: 1,
+      criticalReserve: 0.6,
+      defaultReserve: 0,
+    });
+    const held = await Promise.all([1, 2, 3, 4].map(() => shed.acquire()));
+    expect(held.map((d) => d.allowed)).toEqual([true, true, true, true]);
+    expect((await shed.acquire()).allowed).toBe(false);
+    held[0]!.lease!.release({ latency: 10 }); // admitted at 1 of 4: a quarter in use, skipped
+    expect(shed.limit).toBe(10);
+    held[3]!.lease!.release({ latency: 10 }); // admitted at 4 of 4 (10 of 10 scaled): +1
+    expect(shed.limit).toBe(11);
+    held[2]!.lease!.release({ latency: 10 }); // 3 of 4: 7 of 10 (rounded down), over half: +1
+    expect(shed.limit).toBe(12);
+    // a critical request is measured against the whole limit, as before
+    const critical = await shed.acquire({ criticality: 'critical' });
+    critical.lease!.release({ latency: 10 }); // 2 of 12 in flight: skipped
+    expect(shed.limit).toBe(12);
+  });
+
   it('tells subscribers every decision until they unsubscribe', async () => {
     const shed = fixed(1);
     const seen: string[] = [];

@@ -109,8 +109,10 @@ describe('Vegas', () => {
     expect(vegas.rttNoLoadMicros).toBe(30 * MS);
   });
 
-  it("uses Netflix's log10 root: at least 1, 2 from 100, the square root from 1000", () => {
-    expect([1, 20, 99, 100, 999, 1000, 1500].map(log10Root)).toEqual([1, 1, 1, 2, 2, 31, 38]);
+  it("uses Netflix's log10 root: log10 rounded down, at least 1, exact at powers of ten", () => {
+    expect([1, 20, 99, 100, 999, 1000, 1500, 9999, 10_000, 1e15].map(log10Root)).toEqual([
+      1, 1, 1, 2, 2, 3, 3, 3, 4, 15,
+    ]);
   });
 });
 
@@ -137,6 +139,41 @@ describe('Gradient2', () => {
     expect(step(10 * MS, 5)).toEqual([50_666, 19]);
   });
 
+  it('smooths by the given share: smoothing 0.5, queueSize 2, rttTolerance 1, the gradient held at 0.5', () => {
+    const g = new Gradient2Limit(
+      {
+        initialLimit: 10,
+        minLimit: 1,
+        maxLimit: 100,
+        smoothing: 0.5,
+        queueSize: 2,
+        rttTolerance: 1,
+      },
+      'gradient2',
+    );
+    const trace = (
+      [
+        [10, 10],
+        [20, 11],
+        [40, 10],
+        [100, 9],
+      ] as const
+    ).map(([rtt, inFlight]) => {
+      g.update({ rtt: rtt * MS, inFlight, dropped: false });
+      return [g.longRttMicros, g.limit];
+    });
+    expect(trace).toEqual([
+      // gradient 1: 10 × 0.5 + (10 + 2) × 0.5 = 11
+      [10_000, 11],
+      // long 15000, gradient 0.75: 11 × 0.5 + (8.25 + 2) × 0.5 = 10.625
+      [15_000, 10],
+      // long 23333, gradient 0.583: 10.625 × 0.5 + (6.194 + 2) × 0.5 = 9.409
+      [23_333, 9],
+      // long 42500, gradient 0.425 held at 0.5: 9.409 × 0.5 + (4.704 + 2) × 0.5 = 8.056
+      [42_500, 8],
+    ]);
+  });
+
   it('averages the first 10 samples, then exponentially with factor 2 / (longWindow + 1)', () => {
     const long = new LongRtt(600);
     for (let i = 0; i < 10; i++) long.add(10 * MS);
@@ -157,5 +194,65 @@ describe('Gradient2', () => {
     }
     expect(Math.min(...limits)).toBe(20);
     expect(limits.at(-1)).toBeGreaterThan(20);
+  });
+});
+
+/**
+ * Netflix concurrency-limits' own unit tests (VegasLimitTest, AIMDLimitTest), replayed: the
+ * published sequences, with Netflix's parameters mapped onto ours (maxConcurrency → maxLimit;
+ * alpha 3 and beta 6 are what log10Root gives below 100). Their samples are
+ * `onSample(start, rtt, inflight, didDrop)`.
+ */
+describe("Netflix's published traces", () => {
+  const never = () => 0.999;
+  /** VegasLimitTest.create(): alpha 3, beta 6, smoothing 1, initialLimit 10, maxConcurrency 20. */
+  const vegas = () =>
+    new VegasLimit({ initialLimit: 10, maxLimit: 20, smoothing: 1, random: never }, 'vegas');
+  const sample = (rtt: number, inFlight: number, dropped = false) => ({ rtt, inFlight, dropped });
+
+  it('VegasLimitTest.increaseLimit: 10 → 10 (first rttNoLoad) → 16 (no queue: + beta)', () => {
+    const limit = vegas();
+    limit.update(sample(10 * MS, 10));
+    expect(limit.limit).toBe(10);
+    limit.update(sample(10 * MS, 11));
+    expect(limit.limit).toBe(16);
+  });
+
+  it('VegasLimitTest.decreaseLimit: 50 ms against 10 ms is a queue of 8 > beta: 10 → 9', () => {
+    const limit = vegas();
+    limit.update(sample(10 * MS, 10));
+    limit.update(sample(50 * MS, 11));
+    expect(limit.limit).toBe(9);
+  });
+
+  it('VegasLimitTest.noChangeIfWithinThresholds: a queue of 3 (alpha) holds the limit at 10', () => {
+    const limit = vegas();
+    limit.update(sample(10 * MS, 10));
+    expect(limit.queueSize(14 * MS)).toBe(3);
+    limit.update(sample(14 * MS, 14));
+    expect(limit.limit).toBe(10);
+  });
+
+  it('VegasLimitTest.largeLimitIncrease: 10 000 grows by beta = 6 × log10(10 000) = 24', () => {
+    const limit = new VegasLimit(
+      { initialLimit: 10_000, maxLimit: 20_000, random: never },
+      'vegas',
+    );
+    limit.update(sample(10_000 * MS, 5000));
+    expect(limit.limit).toBe(10_000);
+    limit.update(sample(10_000 * MS, 6000));
+    expect(limit.limit).toBe(10_024);
+  });
+
+  it('AIMDLimitTest: +1 on success at half the limit in use, × 0.9 on a drop, capped at maxLimit', () => {
+    const grows = new AimdLimit({ initialLimit: 20 }, 'aimd');
+    grows.update(sample(1 * MS, 10));
+    expect(grows.limit).toBe(21);
+    const drops = new AimdLimit({ initialLimit: 30 }, 'aimd');
+    drops.update(sample(1, 0, true));
+    expect(drops.limit).toBe(27);
+    const capped = new AimdLimit({ initialLimit: 21, maxLimit: 21, minLimit: 1 }, 'aimd');
+    capped.update(sample(1 * MS, 10));
+    expect(capped.limit).toBe(21);
   });
 });
