@@ -68,6 +68,7 @@ const TYPES = [
   'RateLimiterOptions',
   'RedisStoreOptions',
   'Reservation',
+  'SetOptions',
   'SlidingLogOptions',
   'SlidingWindowOptions',
   'SmoothBurstyOptions',
