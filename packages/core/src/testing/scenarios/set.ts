@@ -47,14 +47,15 @@ export const setScenarios: Scenario[] = [
   refilling('tokenBucket', () => tokenBucket({ limit: 10, window: '1s' })),
   refilling('gcra', () => gcra({ limit: 10, window: '1s' })),
   {
-    name: 'set fixedWindow: the current window holds `used`; past the limit it fills the window',
+    name: 'set fixedWindow: the current window holds `used`; past the limit the rest is owed by the next windows',
     policies: () => [fixedWindow({ limit: 10, window: '1s' })],
     steps: [
       { at: 100, cost: 3, expect: { remaining: 7 } },
       { at: 200, op: 'set', cost: 5, expect: { allowed: true, remaining: 4, resetAfter: 800 } },
       { at: 200, expect: { remaining: 4 } },
       { at: 300, op: 'set', cost: 15, expect: { allowed: false, remaining: 0, retryAfter: 700 } },
-      { at: 1000, expect: { allowed: true, remaining: 9 } },
+      // 15 used: 5 carried into the window of 1 s.
+      { at: 1000, expect: { allowed: true, remaining: 4 } },
       { at: 1000, op: 'set', cost: 0, expect: { allowed: true, remaining: 9 } },
       { at: 1000, op: 'peek', cost: 0, expect: { remaining: 10, resetAfter: 0 } },
     ],
@@ -119,7 +120,7 @@ export const setScenarios: Scenario[] = [
         cost: 7,
         expect: { allowed: false, policy: 'fw', policies: [{ remaining: 3 }, { remaining: 0 }] },
       },
-      { at: 60_000, expect: { allowed: true, policies: [{ remaining: 9 }, { remaining: 4 }] } },
+      { at: 60_000, expect: { allowed: true, policies: [{ remaining: 9 }, { remaining: 2 }] } },
     ],
   },
 ];
