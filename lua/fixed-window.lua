@@ -25,9 +25,16 @@
 --         [now, now + window). Layouts 3 and 4 as 2, but a hit (cost > 0, at most limit)
 --         moves the end to now + window: 3 when denied, 4 always; check writes a consuming
 --         denial's new end itself (the count unchanged).
--- Debt    a charge (MODE '7') past the limit fills the window: used = limit until it ends.
---         A count cannot go past the limit in layout 1 (it would read as the next window's), so
---         no layout keeps more: the window's end repays any debt, and it comes no later.
+-- Debt    layout 1: a charge (MODE '7') past the limit carries the overrun into the following
+--         windows, each taking up to `limit` of it: the key holds the packed value of the last
+--         window it reaches, last · (limit + 1) + r (r in 1 … limit), read as windows index …
+--         last - 1 full and r in `last`; TTL until `last` ends. A value of a later window than
+--         the current one is a key in debt (one comparison, only when the value is not this
+--         window's): nothing is left, a cost c is admitted from the first window with room for
+--         it, a read (cost 0) is admitted, and a refund lowers what is owed, the last window's
+--         units first. Past the last window any clock reaches (floor((2^53 - 1) / window)) the
+--         debt stops there. Layouts 0 and 2-4: the charge fills the window (used = limit until
+--         it ends), whose end forgives the rest.
 -- Reply   allowed; remaining = limit - used; reset_after = until the window ends (0 when
 --         nothing is used); retry_after = until the window ends (-1 when cost > limit).
 --         packed: (window_left - 1) · (limit + 1) + count (count after this request when
@@ -46,7 +53,23 @@ local function fixed_window_check(key, o, cost)
     base = index * (limit + 1)
     if not ALONE then
       local stored = tonumber(redis.call('GET', key))
-      if stored and stored >= base and stored - base <= limit then used = stored - base end
+      if stored and stored >= base and stored - base <= limit then
+        used = stored - base
+      elseif stored and stored > base + limit and limit > 0 then
+        -- In debt (see Debt): r in window `last`, the windows before it full.
+        local r = stored % (limit + 1)
+        local last = (stored - r) / (limit + 1)
+        local reset = (last + 1) * window - now
+        if MODE == '7' and cost > 0 then
+          used = (last - index) * limit + r
+        elseif cost == 0 then
+          return 1, 0, reset, 0, 0, nil
+        else
+          local retry = reset
+          if cost > limit then retry = -1 elseif r + cost <= limit then retry = last * window - now end
+          return 0, 0, reset, retry, 0, nil
+        end
+      end
     end
     if window * (limit + 1) < 9007199254740992 then packed = limit + 1 end
   elseif layout == '0' then
@@ -89,14 +112,24 @@ local function fixed_window_check(key, o, cost)
   if ALONE then
     -- The limiter's only policy, consuming: count first, then look (include/count-first.lua).
     -- cost is the call's: ARGV[3] as written.
-    local incr, wp = ARGV[3], packed and (window_left - 1) * packed
-    return count_first(count_key, cost, incr, limit, base, window_left, wp)
+    local incr, wp, spread = ARGV[3], packed and (window_left - 1) * packed, layout == '1' and window
+    return count_first(count_key, cost, incr, limit, base, window_left, wp, spread)
   elseif used + cost <= limit then
     local after = used + cost
     return 1, limit - after, after > 0 and window_left or 0, 0, 0,
       packed and (window_left - 1) * packed + after, count_key, base + after, window_left, used
   elseif MODE == '7' then
-    -- A charge past the limit fills the window (see Debt): commit SETs the full count.
+    if layout == '1' and limit > 0 then
+      -- The overrun carries into the following windows (see Debt); used is what is owed.
+      local owed = used + cost
+      local q = (owed - 1 - (owed - 1) % limit) / limit
+      local last, r = index + q, owed - q * limit
+      local top = (9007199254740991 - 9007199254740991 % window) / window
+      if last > top then last, r = top, limit end
+      local ttl = (last + 1) * window - now
+      return 1, 0, ttl, 0, 0, nil, count_key, last * (limit + 1) + r, ttl, 0
+    end
+    -- Per window key, a charge past the limit fills the window (see Debt).
     return 1, 0, window_left, 0, 0, nil, count_key, base + limit, window_left, 0
   end
   return 0, limit - used, used > 0 and window_left or 0, cost > limit and -1 or window_left, 0,
@@ -145,7 +178,21 @@ local function fixed_window_refund(key, o, cost)
   if layout == '1' then
     local base = index * (limit + 1)
     local stored = tonumber(redis.call('GET', key))
-    if stored and stored >= base and stored - base <= limit then used = stored - base end
+    if stored and stored >= base and stored - base <= limit then
+      used = stored - base
+    elseif stored and stored > base + limit and limit > 0 then
+      -- In debt: what is owed goes down, the last window's units first (see Debt).
+      local r = stored % (limit + 1)
+      local last = (stored - r) / (limit + 1)
+      local owed = (last - index) * limit + r - cost
+      local value, ttl = base, (index + 1) * window - now
+      if owed > 0 then
+        local q = (owed - 1 - (owed - 1) % limit) / limit
+        value, ttl = (index + q) * (limit + 1) + owed - q * limit, (index + q + 1) * window - now
+      end
+      redis.call('SET', key, string.format('%d', value), 'PX', ttl_ms(ttl))
+      return
+    end
   else
     count_key = key .. ':' .. string.format('%d', index)
     used = tonumber(redis.call('GET', count_key) or 0)
@@ -163,18 +210,18 @@ local function fixed_window_lone(o, cost)
   local layout, incr = ARGV[o + 2], ARGV[3]
   if layout ~= '0' and layout ~= '1' then return nil end
   local index = (now - now % window) / window
-  local window_left, base, wp = (index + 1) * window - now, 0, nil
+  local window_left, base, wp, spread = (index + 1) * window - now, 0, nil, nil
   if layout == '0' then
     local suffix = ':' .. string.format('%d', index)
     return function(key)
       local count_key = key .. suffix
-      return count_first(count_key, cost, incr, limit, base, window_left, wp)
+      return count_first(count_key, cost, incr, limit, base, window_left, wp, spread)
     end
   end
-  base = index * (limit + 1)
+  base, spread = index * (limit + 1), window
   if window * (limit + 1) < 9007199254740992 then wp = (window_left - 1) * (limit + 1) end
   return function(count_key)
-    return count_first(count_key, cost, incr, limit, base, window_left, wp)
+    return count_first(count_key, cost, incr, limit, base, window_left, wp, spread)
   end
 end
 --- @end batch

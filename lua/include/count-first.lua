@@ -9,9 +9,10 @@
 -- single script's check and in the batch script's lone decider (fixed_window_lone), the same
 -- lines, no closure.
 --- @inline
-local function count_first(count_key, cost, incr, limit, base, window_left, wp)
+local function count_first(count_key, cost, incr, limit, base, window_left, wp, spread)
   -- wp: the packed reply's part for the time left, (window_left - 1) · (limit + 1), or nil
-  -- (layout 0: no packed reply). The count after this request is this window's when the count
+  -- (layout 0: no packed reply). spread: the window (µs) in layout 1, where a count of a later
+  -- window is a key in debt (lua/fixed-window.lua's Debt); nil in layout 0. The count after this request is this window's when the count
   -- before it lies in [base, base + limit]; otherwise (a missing key, another window's count, a
   -- value that is not one) the window starts with this request.
   local counted = redis.pcall('INCRBY', count_key, incr)
@@ -30,8 +31,17 @@ local function count_first(count_key, cost, incr, limit, base, window_left, wp)
     if after == cost then redis.call('PEXPIRE', count_key, ttl_ms(window_left)) end
     return 1, limit - after, window_left, 0, 0, wp and wp + after
   end
-  local used = 0
-  if not after or after < cost or after - cost > limit then
+  local used, reset, retry = 0, nil, nil
+  if spread and after and after - cost > limit and limit > 0 then
+    -- The count before was a later window's: in debt, denied (r in window `last`, the windows
+    -- from this one to it full); nothing is left, a cost fits in the first window with room.
+    local r = (counted - cost) % (limit + 1)
+    local last = (counted - cost - r) / (limit + 1)
+    reset = window_left + (last - base / (limit + 1)) * spread
+    retry = reset
+    if cost > limit then retry = -1 elseif r + cost <= limit then retry = reset - spread end
+    used = limit
+  elseif not after or after < cost or after - cost > limit then
     -- Not this window's count: the window starts with this request, if it can ever be admitted.
     if cost <= limit then
       redis.call('SET', count_key, string.format('%d', base + cost), 'PX', ttl_ms(window_left))
@@ -46,6 +56,7 @@ local function count_first(count_key, cost, incr, limit, base, window_left, wp)
   elseif counted then
     redis.call('DECRBY', count_key, incr)
   end
+  if reset then return 0, 0, reset, retry, 0, nil end
   return 0, limit - used, used > 0 and window_left or 0, cost > limit and -1 or window_left, 0,
     wp and -(wp + used) - 1
 end

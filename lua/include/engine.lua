@@ -166,6 +166,17 @@ elseif MODE == '5' then
   return 1
 end
 
+-- Set (limiter.set): every policy's state is forgotten, then charged COST units as below, so
+-- each holds what a fresh key holds after that charge (docs/algorithms.md#set). Blocks stay.
+if MODE == '8' then
+  for i = 1, n do
+    local _, _, clear, _, nargs = algorithm(o)
+    if clear then clear(KEYS[i], o + 1) else redis.call('DEL', KEYS[i]) end
+    o = o + 1 + nargs
+  end
+  MODE, o = '7', FIRST_ARG
+end
+
 -- Charge (penalize, and settle's overrun): every policy takes COST units whatever it holds, so
 -- the key may go into debt (each algorithm's check admits when MODE is '7', smooth ones with no
 -- bound on the wait; docs/algorithms.md#debt). No block or lockout stops it: the work it pays

@@ -77,6 +77,14 @@ export class FailureAnswer {
     }
   }
 
+  /** A `set` reaches the fallback store too. */
+  async set(key: string, used: number): Promise<void> {
+    const set = this.fallbackStore?.set;
+    if (set !== undefined) {
+      await set(this.keysOf(key), used).catch(() => undefined);
+    }
+  }
+
   async block(key: string, micros: number): Promise<void> {
     if (this.fallbackStore) await this.fallbackStore.block(this.keysOf(key), micros);
   }

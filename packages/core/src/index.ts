@@ -77,6 +77,7 @@ export type {
   StateKeys,
 } from './rate-limiter-options.js';
 export type { Reservation } from './reservation.js';
+export type { SetOptions } from './set.js';
 export { type MemoryStoreOptions, memoryStore } from './stores/memory.js';
 export { redisStore } from './stores/redis.js';
 export type { RedisStoreOptions } from './stores/redis-options.js';

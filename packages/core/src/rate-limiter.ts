@@ -26,6 +26,7 @@ import {
   readRateLimiterOptions,
 } from './rate-limiter-options.js';
 import { assertDebt, type Reservation, toReservation } from './reservation.js';
+import { assertSettable, readSetOptions, type SetOptions } from './set.js';
 import { breakerOf, StoreGuard } from './store-guard.js';
 import type { PreparedPolicies, Store } from './stores/store.js';
 
@@ -157,6 +158,22 @@ export class RateLimiter {
     return this.adjust(key, readCost(options), 'charge');
   }
 
+  /**
+   * Writes `key`'s count directly (rate-limiter-flexible's `set`; migration and admin tools):
+   * every policy forgets the key's state and is charged `used` units, in one atomic store call
+   * (per algorithm: docs/algorithms.md#set; blocks are kept). Answers a read of cost 1.
+   *
+   * @example
+   * ```ts
+   * await limiter.set('userA', { used: 40 }); // 40 of the window's units already spent
+   * ```
+   */
+  async set(key: string, options: SetOptions): Promise<Decision> {
+    const used = readSetOptions(options);
+    assertSettable(this, this.prepared);
+    return this.adjust(key, used, 'set');
+  }
+
   /** Charges an estimate now, settled once the real cost is known: see Reservation. */
   async reserve(key: string, options?: ConsumeOptions): Promise<Reservation> {
     const estimate = readCost(options);
@@ -164,8 +181,12 @@ export class RateLimiter {
     return toReservation(await this.consume(key, { cost: estimate }), estimate, key, this);
   }
 
-  /** A refund or a charge: one guarded store call; answers the key as it then stands. */
-  private async adjust(key: string, cost: number, how: 'refund' | 'charge'): Promise<Decision> {
+  /** A refund, a charge or a set: one guarded store call; answers the key as it then stands. */
+  private async adjust(
+    key: string,
+    cost: number,
+    how: 'refund' | 'charge' | 'set',
+  ): Promise<Decision> {
     if (how === 'charge') assertDebt(this, this.prepared, 'penalize');
     const keys = this.forget(key);
     const context: CallContext = { key, cost: how === 'refund' ? 0 : 1, peek: true };

@@ -168,6 +168,24 @@ export class RateLimitService implements OnModuleInit {
     await Promise.all(charges.map(({ limiter, key }) => limiter.unblock(key)));
   }
 
+  /**
+   * Forgets every key of every limiter the module holds (one per distinct policy set: every
+   * route's, the module's, and those of policies chosen per request, up to the newest 1 000
+   * sets), blocks and bans included: `limiter.resetAll()` of each, one after another. Answers
+   * how many storage keys went. On Redis each is a SCAN of every master, slow on big keyspaces
+   * (docs/adapters.md). Failures are thrown.
+   *
+   * @example
+   * ```ts
+   * await rateLimitService.resetAll(); // e.g. from an admin endpoint, or between e2e tests
+   * ```
+   */
+  async resetAll(): Promise<number> {
+    let deleted = 0;
+    for (const limiter of [...this.limiters.values()]) deleted += await limiter.resetAll();
+    return deleted;
+  }
+
   /** How a subclass's `getPolicies` answer is charged when the handler has no `@RateLimit`. */
   defaultCharge(route: RouteLimit): RouteCharge {
     const { config } = this;

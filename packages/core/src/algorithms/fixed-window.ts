@@ -243,6 +243,81 @@ function windowVerdict(
   };
 }
 
+/**
+ * Debt in the packed layout (lua/fixed-window.lua's Debt): a key that owes more than the current
+ * window `index` holds the packed value of the last window it reaches, last · (limit + 1) + r:
+ * windows index … last − 1 are full and `last` holds r (1 … limit). Units owed from `index` on.
+ */
+function owedFrom(state: number, index: number, limit: number): number {
+  const r = state % (limit + 1);
+  const last = (state - r) / (limit + 1);
+  return (last - index) * limit + r;
+}
+
+/**
+ * `owed` units (> 0) from window `index` on, packed: the value and its TTL (until the last
+ * window ends). Past the last window any clock reaches (about the year 2255 for a 1 s window)
+ * the debt stops there, so the value stays an exact integer.
+ */
+function packOwed(
+  owed: number,
+  index: number,
+  now: number,
+  [limit, window]: FixedWindowParams,
+): { next: number; ttl: number } {
+  const q = Math.floor((owed - 1) / limit);
+  let last = index + q;
+  let r = owed - q * limit;
+  const top = Math.floor(Number.MAX_SAFE_INTEGER / window);
+  if (last > top) {
+    last = top;
+    r = limit;
+  }
+  return { next: last * (limit + 1) + r, ttl: (last + 1) * window - now };
+}
+
+/** A charge that leaves `owed` units (> limit) from window `index` on: admitted, in debt. */
+function chargeOwed(
+  owed: number,
+  index: number,
+  now: number,
+  params: FixedWindowParams,
+): CheckResult<FixedWindowState> {
+  const charge = packOwed(owed, index, now, params);
+  return {
+    allowed: true,
+    remaining: 0,
+    resetAfter: charge.ttl,
+    retryAfter: 0,
+    delay: 0,
+    ...charge,
+  };
+}
+
+/**
+ * Check of a packed key in debt (`state` dates a later window than `index`): nothing is left
+ * until the last window; a cost fits in the first window with room for it. A read (cost 0) is
+ * admitted; a charge adds to what is owed.
+ */
+function checkInDebt(
+  state: number,
+  index: number,
+  now: number,
+  cost: number,
+  params: FixedWindowParams,
+  force: boolean,
+): CheckResult<FixedWindowState> {
+  const [limit, window] = params;
+  const r = state % (limit + 1);
+  const last = (state - r) / (limit + 1);
+  if (force && cost > 0)
+    return chargeOwed(owedFrom(state, index, limit) + cost, index, now, params);
+  const resetAfter = (last + 1) * window - now;
+  if (cost === 0) return { allowed: true, remaining: 0, resetAfter, retryAfter: 0, delay: 0 };
+  const retryAfter = cost > limit ? -1 : r + cost <= limit ? last * window - now : resetAfter;
+  return { allowed: false, remaining: 0, resetAfter, retryAfter, delay: 0 };
+}
+
 /** Twin of lua/fixed-window.lua. */
 export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams> = {
   kind: 'fixed-window',
@@ -259,6 +334,9 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
     if (packed) {
       base = index * (limit + 1);
       if (typeof state === 'number' && state >= base && state - base <= limit) used = state - base;
+      else if (typeof state === 'number' && state > base + limit && limit > 0) {
+        return checkInDebt(state, index, now, cost, params, force);
+      }
     } else if (typeof state === 'object' && 'index' in state && state.index === index) {
       used = state.used;
     }
@@ -270,8 +348,12 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
       windowLeft,
       force,
     );
+    if (verdict.allowed && packed && used + cost > limit && limit > 0) {
+      // A charge past the limit: the overrun carries into the following windows (Debt).
+      return chargeOwed(used + cost, index, now, params);
+    }
     if (verdict.allowed) {
-      // A charge past the limit fills the window: the count stops at the limit.
+      // Per window key, a charge past the limit fills the window: the count stops at the limit.
       const after = Math.min(used + cost, limit);
       verdict.next = packed ? base + after : { index, used: after };
       verdict.ttl = windowLeft;
@@ -291,6 +373,13 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
     const windowLeft = (index + 1) * window - now;
     if (layout === LAYOUT_PACKED) {
       const base = index * (limit + 1);
+      if (typeof state === 'number' && state > base + limit && limit > 0) {
+        // In debt: what is owed goes down, the last window's units first (Debt).
+        const owed = owedFrom(state, index, limit) - cost;
+        return owed > 0
+          ? packOwed(owed, index, now, [limit, window, layout])
+          : { next: base, ttl: windowLeft };
+      }
       if (typeof state !== 'number' || state < base || state - base > limit) return undefined;
       const used = state - base;
       if (used === 0) return undefined;

@@ -122,6 +122,16 @@ export class MemoryStore implements Store {
         this.startSweeper();
         return decideNow(keys, 1, true);
       },
+      set: async (keys, used) => {
+        const now = readMicros(this.clock);
+        for (const key of keys.slice(0, n)) {
+          const entry = this.entries.get(key);
+          if (entry !== undefined) this.drop(key, entry);
+        }
+        chargeStates(plan, keys, used, now, this.entries, () => this.makeRoom(1, now));
+        this.startSweeper();
+        return decideNow(keys, 1, true);
+      },
       block: async (keys, micros) => {
         this.blocks.blockByHand(keys[n]!, micros, readMicros(this.clock));
         this.startSweeper();

@@ -23,7 +23,14 @@ import {
   readBatch,
   readScripts,
 } from './redis-options.js';
-import { MODE_BLOCK, MODE_CHARGE, MODE_REFUND, MODE_RESET, MODE_UNBLOCK } from './redis-reply.js';
+import {
+  MODE_BLOCK,
+  MODE_CHARGE,
+  MODE_REFUND,
+  MODE_RESET,
+  MODE_SET,
+  MODE_UNBLOCK,
+} from './redis-reply.js';
 import { afterClockRead, type ClockCheck, storeClock } from './redis-time.js';
 import { deleteLimiterKeys } from './reset-all.js';
 import { algorithmKinds, combinedScriptFor, type GeneratedScript, scriptFor } from './scripts.js';
@@ -124,6 +131,7 @@ export class RedisStore implements Store {
       },
       refund: (keys, cost) => calls.call(keys, MODE_REFUND, cost, calls.handlers.asRead),
       charge: (keys, cost) => calls.call(keys, MODE_CHARGE, cost, calls.handlers.peekOne),
+      set: (keys, used) => calls.call(keys, MODE_SET, used, calls.handlers.peekOne),
       block: async (keys, micros) => {
         await calls.call(keys, MODE_BLOCK, micros, calls.handlers.asReset);
       },

@@ -113,6 +113,12 @@ export interface PreparedPolicies {
    * as it then stands, in the same atomic step (`penalize`, a settle's overrun).
    */
   charge?(keys: readonly string[], cost: number): Promise<StoreDecision>;
+  /**
+   * Forgets every policy's state, then charges `used` units as `charge` does, and answers a
+   * peek of cost 1 of the key as it then stands, in the same atomic step (`limiter.set`). The
+   * key's block state is kept.
+   */
+  set?(keys: readonly string[], used: number): Promise<StoreDecision>;
   /** Blocks the key by hand for `micros` µs, or for ever when 0. */
   block(keys: readonly string[], micros: number): Promise<void>;
   /** Lifts a block (by hand or lockout) and forgets the lockouts in a row. */

@@ -57,7 +57,9 @@ export interface Step {
     /** `cancel()` of the reservation named `reservation`. */
     | 'cancel'
     /** `limiter.penalize(key, { cost })`. */
-    | 'penalize';
+    | 'penalize'
+    /** `limiter.set(key, { used: cost })`. */
+    | 'set';
   /** For `reserve`, `settle` and `cancel`: which reservation. @default 'r' */
   reservation?: string;
   /** For `block`. */
@@ -134,7 +136,7 @@ export interface RunOptions {
 
 let run = 0;
 
-/** A reserve, settle, cancel or penalize step (settle's `cost` is the actual cost). */
+/** A reserve, settle, cancel, penalize or set step (settle's `cost` is the actual cost). */
 function reservationStep(
   limiter: RateLimiter,
   reservations: Map<string, Reservation>,
@@ -144,6 +146,7 @@ function reservationStep(
   const name = step.reservation ?? 'r';
   const cost = step.cost ?? 1;
   if (step.op === 'penalize') return limiter.penalize(key, { cost });
+  if (step.op === 'set') return limiter.set(key, { used: cost });
   if (step.op === 'reserve') {
     return limiter.reserve(key, { cost }).then((r) => {
       reservations.set(name, r);

@@ -4,7 +4,7 @@
  * identical, field for field. Twice: one call at a time with batching off, and every call of
  * the trace issued at once so that redisStore batches them (small random batch bounds), which
  * must decide them in order exactly as single calls would. Traces reserve, settle (0 to 4×
- * the largest estimate), cancel and penalize too, so debt meets every other step.
+ * the largest estimate), cancel, penalize and set too, so debt meets every other step.
  */
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
@@ -60,8 +60,9 @@ interface TraceStep {
     | 'reserve'
     | 'settle'
     | 'cancel'
-    | 'penalize';
-  /** For `settle`: the actual cost (0 to 4 times the largest estimate). */
+    | 'penalize'
+    | 'set';
+  /** For `settle`: the actual cost (0 to 4 times the largest estimate); for `set`: `used`. */
   actual: number;
   /** For `block`: ms, or for ever. */
   duration: number | 'forever';
@@ -90,6 +91,7 @@ const step: fc.Arbitrary<TraceStep> = fc.record({
     { weight: 3, arbitrary: fc.constant('settle' as const) },
     { weight: 1, arbitrary: fc.constant('cancel' as const) },
     { weight: 2, arbitrary: fc.constant('penalize' as const) },
+    { weight: 1, arbitrary: fc.constant('set' as const) },
   ),
   actual: fc.integer({ min: 0, max: 36 }),
   duration: fc.oneof(fc.integer({ min: 1, max: 3000 }), fc.constant('forever' as const)),
@@ -152,15 +154,17 @@ function call(
   reservations: Map<string, Reservation>,
 ): Promise<Answer> {
   const key = `k${s.key}`;
-  if (s.op === 'reserve' || s.op === 'penalize') {
+  if (s.op === 'reserve' || s.op === 'penalize' || s.op === 'set') {
     // A limiter with a policy that cannot carry debt refuses, on both stores alike.
     const answer =
       s.op === 'penalize'
         ? l.penalize(key, { cost: s.cost })
-        : l.reserve(key, { cost: s.cost }).then((r) => {
-            reservations.set(key, r);
-            return r;
-          });
+        : s.op === 'set'
+          ? l.set(key, { used: s.actual })
+          : l.reserve(key, { cost: s.cost }).then((r) => {
+              reservations.set(key, r);
+              return r;
+            });
     return answer.catch((error: { code?: string }) => ({ error: String(error.code) }));
   }
   if (s.op === 'settle' || s.op === 'cancel') {

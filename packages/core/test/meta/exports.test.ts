@@ -71,6 +71,7 @@ const TYPES = [
   'RateLimiterOptions',
   'RedisStoreOptions',
   'Reservation',
+  'SetOptions',
   'SlidingLogOptions',
   'SlidingWindowOptions',
   'SmoothBurstyOptions',

@@ -13,7 +13,14 @@ import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Redis } from 'ioredis';
 import { connectIoredis, flushRedis } from '../../../../test/harness/redis.js';
-import { memoryStore, RateLimiter, redisStore, slidingWindow, tokenBucket } from '../../src/index';
+import {
+  fixedWindow,
+  memoryStore,
+  RateLimiter,
+  redisStore,
+  slidingWindow,
+  tokenBucket,
+} from '../../src/index';
 import { buildCoreForChildren } from './build-core.js';
 import { ask, forkChildren, stopChildren } from './children.js';
 
@@ -31,7 +38,21 @@ interface Reply {
   actuals: number;
   refunds: number;
   largestOverrun: number;
+  /** What the settles above their estimates charged, in all. */
+  overruns: number;
   reasons: string[];
+}
+
+/** The replies' sums. */
+function total(replies: readonly Reply[]): Omit<Reply, 'largestOverrun' | 'reasons'> {
+  const sum = (field: 'estimates' | 'actuals' | 'refunds' | 'overruns') =>
+    replies.reduce((s, r) => s + r[field], 0);
+  return {
+    estimates: sum('estimates'),
+    actuals: sum('actuals'),
+    refunds: sum('refunds'),
+    overruns: sum('overruns'),
+  };
 }
 
 let core: string;
@@ -107,6 +128,139 @@ function random(seed: number): () => number {
   };
 }
 
+/**
+ * `requests` at once through `limiters` (in turn) on one key, each reserving an estimate of 1 to
+ * 200 and settling at 0 to 4 times it after a moment (draws seeded by `seed`), as the child
+ * processes do (fixtures/settle-child.cjs).
+ */
+async function gateway(limiters: RateLimiter[], requests: number, seed: number): Promise<Reply> {
+  const next = random(seed);
+  const reply: Reply = {
+    estimates: 0,
+    actuals: 0,
+    refunds: 0,
+    largestOverrun: 0,
+    overruns: 0,
+    reasons: [],
+  };
+  const one = async (i: number) => {
+    const estimate = 1 + Math.floor(next() * 200);
+    const actual = Math.floor(next() * (4 * estimate + 1));
+    const r = await limiters[i % limiters.length]!.reserve('tenant', { cost: estimate });
+    if (r.reason !== undefined) reply.reasons.push(r.reason);
+    if (!r.allowed) return;
+    await new Promise((resolve) => setTimeout(resolve, Math.floor(next() * 5)));
+    const settled = await r.settle(actual);
+    if (settled.reason !== undefined) reply.reasons.push(settled.reason);
+    reply.estimates += estimate;
+    reply.actuals += actual;
+    reply.refunds += Math.max(0, estimate - actual);
+    reply.largestOverrun = Math.max(reply.largestOverrun, actual - estimate);
+    reply.overruns += Math.max(0, actual - estimate);
+  };
+  await Promise.all(Array.from({ length: requests }, (_, i) => one(i)));
+  return reply;
+}
+
+/**
+ * The units a fixedWindow key of `LIMIT` per minute owes from the window of `at` on (its debt
+ * carries: docs/algorithms.md#fixedwindow-debt), read through peeks as any store answers them:
+ * the count while it fits the window; in debt, the last owing window from `resetAfter` and its
+ * count from the largest cost that fits there.
+ */
+async function owedFrom(limiter: RateLimiter, at: number): Promise<number> {
+  const window = 60_000;
+  const windowLeft = window - (at % window);
+  const read = await limiter.peek('tenant', { cost: 0 });
+  if (read.resetAfter <= windowLeft) return LIMIT - read.remaining;
+  const windowsAfter = Math.round((read.resetAfter - windowLeft) / window);
+  const lastStarts = windowLeft + (windowsAfter - 1) * window;
+  let fits = 0;
+  for (let step = 4096; step >= 1; step /= 2) {
+    const cost = fits + step;
+    if (cost <= LIMIT && (await limiter.peek('tenant', { cost })).retryAfter === lastStarts) {
+      fits = cost;
+    }
+  }
+  return windowsAfter * LIMIT + (LIMIT - fits);
+}
+
+/**
+ * Windows of `run` (the requests of window w, on a clock frozen at `at`) against a fixedWindow of
+ * `LIMIT` per minute whose debt carries: per window, the estimates admitted fit what the debt
+ * carried in left of the limit (plus refunds), the key owes exactly the carried debt plus every
+ * admitted request's actual cost (no overrun lost, none applied twice), and over the windows so
+ * far the tokens charged never pass LIMIT per window plus the overruns of one window.
+ */
+async function carriedDebtWindows(
+  run: (w: number, at: number) => Promise<Reply[]>,
+  owed: (at: number) => Promise<number>,
+): Promise<void> {
+  let carried = 0;
+  let charged = 0;
+  let largestOverruns = 0;
+  for (let w = 0; w < WINDOWS; w++) {
+    const at = T0 + w * 60_000 + 1;
+    const replies = await run(w, at);
+    expect(replies.flatMap((r) => r.reasons)).toEqual([]);
+    const sums = total(replies);
+    expect(sums.estimates).toBeLessThanOrEqual(Math.max(0, LIMIT - carried) + sums.refunds);
+    const owes = await owed(at);
+    expect(owes).toBe(carried + sums.actuals);
+    carried = Math.max(0, owes - LIMIT);
+    charged += sums.actuals;
+    largestOverruns = Math.max(largestOverruns, sums.overruns);
+    expect(charged).toBeLessThanOrEqual((w + 1) * LIMIT + largestOverruns);
+  }
+}
+
+test(`fixedWindow on Redis, ${PROCESSES} processes, ${REQUESTS_PER_WINDOW} requests at once per window, ${WINDOWS} windows: the debt carries, no overrun lost`, async () => {
+  const prefix = `settlefw${process.pid}`;
+  const policies = fixedWindow({ limit: LIMIT, window: '1m', name: 'tokens' });
+  const reader = new RateLimiter({ store: redisStore({ client: redis }), policies, prefix });
+  const [stateKey] = reader.storageKeys('tenant');
+  await carriedDebtWindows(
+    (w, at) =>
+      Promise.all(
+        children.map((child, i) =>
+          ask<Reply>(child, {
+            prefix,
+            at,
+            requests: REQUESTS_PER_WINDOW / PROCESSES,
+            seed: w * 100 + i,
+            limit: LIMIT,
+            policy: 'fixedWindow',
+          }),
+        ),
+      ),
+    async (at) => {
+      // The key's one integer, last · (LIMIT + 1) + r: full windows up to `last`, r in it.
+      const value = Number(await redis.get(stateKey!));
+      const index = Math.floor((at * 1000) / 60_000_000);
+      const r = value % (LIMIT + 1);
+      const last = (value - r) / (LIMIT + 1);
+      return last < index ? 0 : (last - index) * LIMIT + r;
+    },
+  );
+});
+
+test(`fixedWindow on the memory store, ${PROCESSES} limiters in one process, ${REQUESTS_PER_WINDOW} requests at once per window, ${WINDOWS} windows: the debt carries, no overrun lost`, async () => {
+  let now = T0;
+  const store = memoryStore({ clock: () => now });
+  const policies = fixedWindow({ limit: LIMIT, window: '1m', name: 'tokens' });
+  const limiters = Array.from(
+    { length: PROCESSES },
+    () => new RateLimiter({ store, policies, prefix: 'gateway' }),
+  );
+  await carriedDebtWindows(
+    async (w, at) => {
+      now = at;
+      return [await gateway(limiters, REQUESTS_PER_WINDOW, w)];
+    },
+    (at) => owedFrom(limiters[0]!, at),
+  );
+});
+
 test(`memory store, ${PROCESSES} limiters in one process, ${REQUESTS_PER_WINDOW} requests at once per window, ${WINDOWS} windows: no estimate over the limit, no overrun lost`, async () => {
   let now = T0;
   const store = memoryStore({ clock: () => now });
@@ -130,23 +284,12 @@ test(`memory store, ${PROCESSES} limiters in one process, ${REQUESTS_PER_WINDOW}
   for (let w = 0; w < WINDOWS; w++) {
     now = T0 + w * 86_400_000 + 1;
     const start = Math.min(LIMIT, left + LIMIT);
-    const next = random(w);
-    let estimates = 0;
-    let actuals = 0;
-    let refunds = 0;
-    const one = async (i: number) => {
-      const estimate = 1 + Math.floor(next() * 200);
-      const actual = Math.floor(next() * (4 * estimate + 1));
-      const r = await limiters[i % PROCESSES]!.reserve('tenant', { cost: estimate });
-      expect(r.reason).toBeUndefined();
-      if (!r.allowed) return;
-      await new Promise((resolve) => setTimeout(resolve, Math.floor(next() * 5)));
-      expect((await r.settle(actual)).reason).toBeUndefined();
-      estimates += estimate;
-      actuals += actual;
-      refunds += Math.max(0, estimate - actual);
-    };
-    await Promise.all(Array.from({ length: REQUESTS_PER_WINDOW }, (_, i) => one(i)));
+    const { estimates, actuals, refunds, reasons } = await gateway(
+      limiters,
+      REQUESTS_PER_WINDOW,
+      w,
+    );
+    expect(reasons).toEqual([]);
     expect(estimates).toBeGreaterThan(0);
     // Admission is exact against what the bucket held (a debt left by the day before included),
     // plus what settles below an estimate gave back meanwhile.

@@ -28,6 +28,11 @@ export class BoundedCache<K, V> {
     return made;
   }
 
+  /** The values kept, least recently used first. */
+  values(): IterableIterator<V> {
+    return this.entries.values();
+  }
+
   /** How many entries are kept. */
   get length(): number {
     return this.entries.size;

@@ -96,19 +96,24 @@ export const debtScenarios: Scenario[] = [
     ],
   },
   {
-    name: 'debt fixedWindow: an overrun fills the window until it ends; a settle below refunds only in the charge window',
+    name: 'debt fixedWindow: an overrun carries into the next window; a settle below refunds only in the charge window',
     policies: () => [fixedWindow({ limit: 10, window: '1s' })],
     steps: [
       { at: 0, op: 'reserve', cost: 4, expect: { allowed: true, remaining: 6 } },
+      // 16 owed: this window full, 6 in the next one (until it ends at 2 s).
       {
         at: 100,
         op: 'settle',
         cost: 16,
-        expect: { allowed: false, remaining: 0, retryAfter: 900, resetAfter: 900 },
+        expect: { allowed: false, remaining: 0, retryAfter: 900, resetAfter: 1900 },
       },
       { at: 100, op: 'cancel', expect: { allowed: false, retryAfter: 900 } },
       { at: 999, expect: { allowed: false, remaining: 0, retryAfter: 1 } },
-      { at: 1000, expect: { allowed: true, remaining: 9 } },
+      // The next window holds 6: a cost of 4 fits there, one of 5 the window after.
+      { at: 999, op: 'peek', cost: 4, expect: { allowed: false, retryAfter: 1 } },
+      { at: 999, op: 'peek', cost: 5, expect: { allowed: false, retryAfter: 1001 } },
+      { at: 999, op: 'peek', cost: 0, expect: { allowed: true, remaining: 0, resetAfter: 1001 } },
+      { at: 1000, expect: { allowed: true, remaining: 3 } },
       { at: 2500, op: 'reserve', reservation: 'b', cost: 5, expect: { remaining: 5 } },
       { at: 3050, cost: 4, expect: { remaining: 6 } },
       // The window of the charge has ended: nothing comes back, least of all to the new one.
@@ -120,6 +125,36 @@ export const debtScenarios: Scenario[] = [
         expect: { remaining: 6, resetAfter: 900 },
       },
       { at: 3100, op: 'penalize', cost: 3, expect: { allowed: true, remaining: 2 } },
+    ],
+  },
+  {
+    name: 'debt fixedWindow: a debt of several windows, repaid one window at a time; a refund lowers it',
+    policies: () => [fixedWindow({ limit: 10, window: '1s' })],
+    steps: [
+      // 35 owed from the window of 0 s: full until 3 s, then 5 in the window of 3 s.
+      {
+        at: 200,
+        op: 'penalize',
+        cost: 35,
+        expect: { allowed: false, remaining: 0, retryAfter: 2800, resetAfter: 3800 },
+      },
+      { at: 200, op: 'peek', cost: 6, expect: { allowed: false, retryAfter: 3800 } },
+      { at: 200, op: 'peek', cost: 11, expect: { allowed: false, retryAfter: -1 } },
+      { at: 1500, expect: { allowed: false, remaining: 0, retryAfter: 1500, resetAfter: 2500 } },
+      // 25 owed from the window of 1 s; 12 back leave 13: that window full, 3 in the next.
+      {
+        at: 1500,
+        op: 'refund',
+        cost: 12,
+        expect: { allowed: true, remaining: 0, resetAfter: 1500 },
+      },
+      { at: 1500, op: 'peek', expect: { allowed: false, retryAfter: 500 } },
+      { at: 2000, cost: 7, expect: { allowed: true, remaining: 0 } },
+      { at: 2000, expect: { allowed: false, retryAfter: 1000 } },
+      // Back in debt with a penalty on a full window; a refund larger than the debt empties it.
+      { at: 2000, op: 'penalize', cost: 4, expect: { allowed: false, retryAfter: 1000 } },
+      { at: 2000, op: 'refund', cost: 50, expect: { allowed: true, remaining: 10 } },
+      { at: 2000, expect: { allowed: true, remaining: 9 } },
     ],
   },
   {
@@ -193,7 +228,8 @@ export const debtScenarios: Scenario[] = [
       // Denied by fw: tb is not charged either.
       { at: 0, op: 'reserve', reservation: 'b', cost: 1, expect: { allowed: false, policy: 'fw' } },
       { at: 0, op: 'peek', expect: { policies: [{ remaining: 3 }, { remaining: 0 }] } },
-      { at: 60_000, expect: { allowed: true, policies: [{ remaining: 9 }, { remaining: 4 }] } },
+      // fw's overrun of 2 carried into the next minute.
+      { at: 60_000, expect: { allowed: true, policies: [{ remaining: 9 }, { remaining: 2 }] } },
     ],
   },
 ];

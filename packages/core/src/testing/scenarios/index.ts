@@ -7,6 +7,7 @@ import { leakyBucketScenarios } from './leaky-bucket.js';
 import { multiPolicyScenarios } from './multi.js';
 import { lockoutScenarios, mixedProtectionScenarios } from './protection.js';
 import { refundScenarios } from './refunds.js';
+import { setScenarios } from './set.js';
 import { slidingLogScenarios } from './sliding-log.js';
 import { slidingWindowScenarios } from './sliding-window.js';
 import { smoothBurstyScenarios } from './smooth-bursty.js';
@@ -35,7 +36,7 @@ export const CONFORMANCE_SCENARIOS: readonly Scenario[] = [
 ];
 
 /**
- * Reservations settled into debt, and penalties: for a store that can charge past the limit
- * (its prepared policies have `charge`, as the memory and Redis stores do).
+ * Reservations settled into debt, penalties and `set`: for a store that can charge past the
+ * limit (its prepared policies have `charge` and `set`, as the memory and Redis stores do).
  */
-export const DEBT_SCENARIOS: readonly Scenario[] = debtScenarios;
+export const DEBT_SCENARIOS: readonly Scenario[] = [...debtScenarios, ...setScenarios];
