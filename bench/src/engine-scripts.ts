@@ -42,3 +42,21 @@ export const { sharesOneKey } = await load<KeysModule>('keys.js');
 export const { crc16Step } = await load<KeySlotModule>('stores/key-slot.js');
 /** The script that runs every algorithm. */
 export const ENGINE_SCRIPT = scriptFor(algorithmKinds());
+
+/**
+ * The same script choice from another build of core (`<its dist>/index.js`, as
+ * FLOODGATE_CORE_BEFORE names it), for before/after rows measured in one run.
+ */
+export async function otherBuild(index: string) {
+  const at = async <T>(file: string) =>
+    (await import(pathToFileURL(join(dirname(index), file)).href)) as T;
+  const scripts = await at<ScriptsModule>('stores/scripts.js');
+  const keys = await at<KeysModule>('keys.js');
+  return (policies: readonly Policy[], batch: boolean): EngineScript => {
+    const kinds = policies.map((p) => p.kind);
+    const script = keys.sharesOneKey(policies)
+      ? scripts.combinedScriptFor(kinds)
+      : scripts.scriptFor(kinds);
+    return batch ? scripts.batchScriptFor(script) : script;
+  };
+}

@@ -7,12 +7,21 @@
  */
 import { createHash } from 'node:crypto';
 import * as core from '@floodgate/core';
-import { callgrindAvailable, instructionsPerCall } from './callgrind.js';
+import { type CommandSubject, callgrindAvailable, instructionsPerCall } from './callgrind.js';
 import { batchCommand, scriptCommand } from './commands.js';
+import { otherBuild } from './engine-scripts.js';
+import { floorSubjects } from './floor.js';
 import { NEVER_DENY, threePolicies } from './subjects.js';
 
 const BATCH = 32;
 const CALLS = Number(process.env.BENCH_CALLS ?? 6_400);
+/** `BENCH_ONLY=fixedWindow,gcra`: only the algorithms whose name starts with one of these. */
+const ONLY = process.env.BENCH_ONLY?.split(',');
+/**
+ * FLOODGATE_CORE_BEFORE=<another build's packages/core/dist/index.js>: each algorithm row is
+ * measured with that build's script too, the same command, in the same run (before/after).
+ */
+const BEFORE = process.env.FLOODGATE_CORE_BEFORE;
 
 /** One policy of every algorithm, set so that nothing is denied during the run. */
 const algorithms: [string, core.Policy[]][] = [
@@ -36,23 +45,37 @@ function probe(name: string, body: string) {
 
 async function main() {
   if (!(await callgrindAvailable())) throw new Error('valgrind (callgrind) is not installed');
+  const before = BEFORE ? await otherBuild(BEFORE) : undefined;
   const subjects = [
     { name: 'INCR', command: ['INCR', 'bench:incr:__rand_int__'] },
     probe('EVALSHA of a script that returns 1', ''),
     probe("the same with the block key's GET (a missing key)", "redis.call('GET', KEYS[1])"),
-    ...algorithms.flatMap(([name, policies]) => {
-      const single = scriptCommand(policies);
-      const batch = batchCommand(policies, BATCH);
-      return [
-        { name, script: single.script.source, command: single.command },
-        {
-          name: `${name}, per decision in a batch of ${BATCH}`,
-          script: batch.script.source,
-          command: batch.command,
-          perCall: BATCH,
-        },
-      ];
-    }),
+    // Hand-written scripts with the store's KEYS and ARGV: what a one-policy call costs before
+    // the engine does anything of its own (bench/src/floor.ts).
+    ...floorSubjects('fixedWindow', algorithms[0]![1][0]!),
+    ...floorSubjects('gcra', algorithms[1]![1][0]!),
+    ...algorithms
+      .filter(([name]) => !ONLY || ONLY.some((o) => name.startsWith(o)))
+      .flatMap(([name, policies]) => {
+        const single = scriptCommand(policies);
+        const batch = batchCommand(policies, BATCH);
+        const rows: CommandSubject[] = [
+          { name, script: single.script.source, command: single.command },
+          {
+            name: `${name}, per decision in a batch of ${BATCH}`,
+            script: batch.script.source,
+            command: batch.command,
+            perCall: BATCH,
+          },
+        ];
+        if (!before) return rows;
+        // The same commands with the other build's scripts (same KEYS and ARGV: only the SHA1).
+        return rows.flatMap((row, i) => {
+          const script = before(policies, i === 1);
+          const command = ['EVALSHA', script.sha1, ...row.command.slice(2)];
+          return [{ ...row, name: `${row.name} (before)`, script: script.source, command }, row];
+        });
+      }),
   ];
   const rows = await instructionsPerCall(subjects, CALLS);
   const lines = ['| command | instructions per decision |', '|---|---|'];

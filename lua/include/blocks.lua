@@ -75,10 +75,10 @@ local function block_steps()
   return parse_block, write_block, lockout_us, lock_out
 end
 
--- The multi-policy engine's values, 13 per policy (allowed, remaining, reset_after, retry_after,
--- delay, packed, the four for commit, then the policy's ARGV offset, check and commit): made by
--- the first multi-policy decision of a script call (a batch's decisions share it;
--- include/engine.lua). The first ten are written by each decision before they are read; the
+-- The multi-policy engine's values, 13 per policy (include/engine.lua names them: ALLOWED,
+-- REMAINING, RESET, RETRY, DELAY, PACKED, NEW1 … NEW4 for commit, then the policy's ARG offset,
+-- CHECK_FN and COMMIT_FN): made by the first multi-policy decision of a script call (a batch's
+-- decisions share it). The first ten are written by each decision before they are read; the
 -- last three once per ARGV table, the one in PLANNED (a batch's calls of one shape share theirs).
 local VALUES, PLANNED
 --- @unrolled-state

@@ -62,23 +62,30 @@ local function decide_several(n, o, block_key, level)
   -- it leaves V and PLANNED as the loop below would have, and admitted = 0.
   local admitted
   --- @unrolled
+  -- Policy i's values in V start after b = STRIDE · (i - 1): the ten its check gave (ALLOWED …
+  -- PACKED, then NEW1 … NEW4, the state it hands commit), then its ARGV offset (ARG), its
+  -- CHECK_FN and its COMMIT_FN (the written-out paths above store them in this order). Lua 5.1
+  -- has no constants, and a local costs an instruction and a register on every call: the
+  -- assembler writes each name's number in its place (`V[b + ARG]` runs as `V[b + 11]`).
+  --- @offsets STRIDE 13, ALLOWED 1, REMAINING 2, RESET 3, RETRY 4, DELAY 5, PACKED 6, NEW1 7, NEW2 8, NEW3 9, NEW4 10, ARG 11, CHECK_FN 12, COMMIT_FN 13
   if not admitted then
     -- Each policy's ARGV offset, check and commit depend on ARGV alone: worked out once for the
     -- decisions of a batch that share it (PLANNED, include/blocks.lua).
     if PLANNED ~= ARGV then
       for i = 1, n do
         local check, commit, _, _, nargs = algorithm(o)
-        local b = 13 * i - 13
-        V[b + 11], V[b + 12], V[b + 13] = o + 1, check, commit
+        local b = STRIDE * (i - 1)
+        V[b + ARG], V[b + CHECK_FN], V[b + COMMIT_FN] = o + 1, check, commit
         o = o + 1 + nargs
       end
       PLANNED = ARGV
     end
     admitted = 1
     for i = 1, n do
-      local b = 13 * i - 13
-      V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5], V[b + 6], V[b + 7], V[b + 8], V[b + 9], V[b + 10] = V[b + 12](KEYS[i], V[b + 11], COST)
-      if V[b + 1] == 0 then admitted = 0 end
+      local b = STRIDE * (i - 1)
+      V[b + ALLOWED], V[b + REMAINING], V[b + RESET], V[b + RETRY], V[b + DELAY], V[b + PACKED],
+        V[b + NEW1], V[b + NEW2], V[b + NEW3], V[b + NEW4] = V[b + CHECK_FN](KEYS[i], V[b + ARG], COST)
+      if V[b + ALLOWED] == 0 then admitted = 0 end
     end
   end
 
@@ -87,13 +94,13 @@ local function decide_several(n, o, block_key, level)
     -- The longest lockout among the policies that denied a cost they could admit.
     local by, longest, forget_by = nil, -1, 0
     for i = 1, n do
-      local b = 13 * i - 13
-      if V[b + 1] == 0 and V[b + 4] >= 0 then
+      local b = STRIDE * (i - 1)
+      if V[b + ALLOWED] == 0 and V[b + RETRY] >= 0 then
         local d, forget = lockout_us(n, i, level)
         if d and d > longest then by, longest, forget_by = i, d, forget end
       end
     end
-    if by then return lock_out(block_key, by, V[13 * by - 2], longest, forget_by, level) end
+    if by then return lock_out(block_key, by, V[STRIDE * (by - 1) + ARG], longest, forget_by, level) end
   end
 
   -- The reply: { admitted + 4 · packed_mask, then per policy its packed value when bit i - 1 of
@@ -105,20 +112,21 @@ local function decide_several(n, o, block_key, level)
   local reply, h = { admitted, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }, 1
   local c, mask, bit = h, 0, 4
   for i = 1, n do
-    local b = 13 * i - 13
+    local b = STRIDE * (i - 1)
     if admitted == 1 then
-      -- V[b + 7 …]: what check hands commit, as above.
-      if MODE ~= '1' and COST > 0 then V[b + 13](KEYS[i], V[b + 11], COST, V[b + 3], V[b + 7], V[b + 8], V[b + 9], V[b + 10]) end
-    elseif V[b + 1] == 1 and COST > 0 then
+      if MODE ~= '1' and COST > 0 then
+        V[b + COMMIT_FN](KEYS[i], V[b + ARG], COST, V[b + RESET], V[b + NEW1], V[b + NEW2], V[b + NEW3], V[b + NEW4])
+      end
+    elseif V[b + ALLOWED] == 1 and COST > 0 then
       -- Another policy denied, so nothing was taken: describe this key as it stands.
-      V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5], V[b + 6] = V[b + 12](KEYS[i], V[b + 11], 0)
-      if V[b + 1] == 0 then V[b + 6] = nil end
+      V[b + ALLOWED], V[b + REMAINING], V[b + RESET], V[b + RETRY], V[b + DELAY], V[b + PACKED] = V[b + CHECK_FN](KEYS[i], V[b + ARG], 0)
+      if V[b + ALLOWED] == 0 then V[b + PACKED] = nil end
     end
-    if V[b + 6] and i <= 48 then
-      reply[c + 1] = V[b + 6]
+    if V[b + PACKED] and i <= 48 then
+      reply[c + 1] = V[b + PACKED]
       c, mask = c + 1, mask + bit
     else
-      reply[c + 1], reply[c + 2], reply[c + 3], reply[c + 4], reply[c + 5] = V[b + 1], V[b + 2], V[b + 3], V[b + 4], V[b + 5]
+      reply[c + 1], reply[c + 2], reply[c + 3], reply[c + 4], reply[c + 5] = V[b + ALLOWED], V[b + REMAINING], V[b + RESET], V[b + RETRY], V[b + DELAY]
       c = c + 5
     end
     bit = bit * 2

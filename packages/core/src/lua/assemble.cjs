@@ -80,6 +80,10 @@ const INCLUDE = /^--- @include "([a-z-]+)"$/gm;
 // An algorithm whose state is not a string (a sorted set) declares it in its own file: its
 // policies keep a key of their own, never an entry of the combined key.
 const OWN_KEY = /^--- @own-key\b/m;
+// include/engine.lua names the offsets of a policy's values in the multi-policy table V on one
+// line, `--- @offsets STRIDE 13, ALLOWED 1, …`; its code lines get each name's number in place,
+// since Lua 5.1 has no constants (a local would cost every call an instruction and a register).
+const OFFSETS = /^ *--- @offsets ((?:[A-Z_0-9]+ \d+)(?:, [A-Z_0-9]+ \d+)*)$/m;
 // In a batch script the algorithms read their numbers from NUMS, parsed once per shape of calls
 // (include/batch.lua), where a single script parses each on every call (a tonumber() costs Redis
 // about as much as a GET), and redis.pcall from a local the batch header makes.
@@ -136,11 +140,21 @@ class Assembler {
     });
   }
 
+  // include/engine.lua with its named offsets written as numbers (OFFSETS).
+  engine() {
+    return this.once('engineText', () => {
+      const text = this.read('include/engine.lua');
+      const found = OFFSETS.exec(text);
+      if (!found) throw new Error('lua/include/engine.lua no longer holds a `--- @offsets` line');
+      const offsets = new Map(found[1].split(', ').map((pair) => pair.split(' ')));
+      const name = new RegExp(`\\b(${[...offsets.keys()].join('|')})\\b`, 'g');
+      return text.replace(/^(?!\s*--).*$/gm, (line) => line.replace(name, (n) => offsets.get(n)));
+    });
+  }
+
   // The engine with its paths for two to four policies written out (unroll.cjs), in its two parts.
   engineParts() {
-    return this.once('engine', () =>
-      splitEngine(unrollEngine(this.read('include/engine.lua'), (i) => `KEYS[${i}]`)),
-    );
+    return this.once('engine', () => splitEngine(unrollEngine(this.engine(), (i) => `KEYS[${i}]`)));
   }
 
   // include/blocks.lua: before the engine. Its `--- @engine-state` line starts what a batch script
@@ -234,11 +248,7 @@ class Assembler {
   // The combined layout (one key per caller: include/combined.lua, combined.cjs).
   combined() {
     return this.once('combined', () =>
-      combinedVariant(
-        this.read('include/engine.lua'),
-        this.blocks().single,
-        this.read('include/combined.lua'),
-      ),
+      combinedVariant(this.engine(), this.blocks().single, this.read('include/combined.lua')),
     );
   }
 

@@ -79,6 +79,7 @@ function pathFor(n, key) {
   add(1, 'end');
   // A denial: the loop's values, as its checks and planning would have left them.
   for (const i of range(n)) {
+    // The layout engine.lua names (STRIDE 13: ALLOWED … NEW4, ARG, CHECK_FN, COMMIT_FN).
     const b = 13 * (i - 1);
     const slots = range(13)
       .map((k) => `V[${b + k}]`)
