@@ -13,6 +13,8 @@ export const MODE_BLOCK = '4';
 export const MODE_UNBLOCK = '5';
 export const MODE_REFUND = '6';
 export const MODE_CHARGE = '7';
+/** A live limits change with carry (lua/include/live.lua). */
+export const MODE_CHANGE = 'a';
 const FIELDS_PER_POLICY = 5;
 
 /**
