@@ -21,8 +21,9 @@
 --              remaining whole units under the old parameters (capacity C) and C' the new
 --              capacity: 'as-is' keeps min(R, C'), 'proportional' keeps the fraction used
 --              (C' - ceil((C - R) · C' / C)), 'additive' keeps the units used
---              (clamp(R + C' - C, 0, C')), 'reset' starts full. The state is then cleared and
---              charged C' minus that, as a fresh key admits it, at now.
+--              (clamp(R + C' - C, 0, C')), 'reset' starts full; a key at full capacity (R = C:
+--              idle) stays full whatever the carry. The state is then cleared and charged C'
+--              minus that, as a fresh key admits it, at now.
 -- Reply        the engine's reply as it is when no override applied, else { reply, stored } so
 --              the store reads it with the override's parameters (stores/redis-live.ts). A
 --              change replies 1.
@@ -61,8 +62,11 @@ local function carry_policy(i, o, from, to, carry, args)
   local mode, cost, cost_arg = MODE, COST, ARGV[3]
   MODE, ALONE = '1', false
   local _, remaining = check(KEYS[i], o + 1, 0)
+  -- A key at its full capacity (idle, or never used) stays full under any carry.
   local left = to
-  if carry == 'as-is' then
+  if remaining >= from then
+    left = to
+  elseif carry == 'as-is' then
     left = math.min(remaining, to)
   elseif carry == 'proportional' and from > 0 then
     local used = from - remaining
@@ -90,14 +94,30 @@ local function entry_args(e)
 end
 
 local limits = redis.call('GET', LIMITS_KEY)
+local entries
+if limits then
+  local expires, carry, list = string.match(limits, '^(%d+)|([^|]*)|(.*)$')
+  entries = parse_entries(list)
+  if expires + 0 > 0 and expires + 0 <= now then
+    -- Lapsed: each overridden policy's state goes back to the limiter's parameters (the carry it
+    -- was set with), and the key runs on those from now on.
+    for _, e in ipairs(entries) do
+      local o = FIRST_ARG + e[2]
+      local base = group_args(o)
+      put_args(o, e, 8)
+      carry_policy(e[1] + 0, o, e[4] + 0, e[3] + 0, carry, base)
+    end
+    redis.call('DEL', LIMITS_KEY)
+    limits, entries = nil, {}
+  end
+end
+
 if MODE == 'a' then
   -- A change: every policy named by the stored or the asked overrides goes from the parameters
   -- its state is kept in to the asked ones (or the limiter's own), as the carry says.
   local ttl, px, carry, list = string.match(LIMITS_SPEC, '^(%d+)|(%d*)|([^|]*)|(.*)$')
   local old, new = {}, {}
-  if limits then
-    for _, e in ipairs(parse_entries(string.match(limits, '^%d+|[^|]*|(.*)$'))) do old[e[1] + 0] = e end
-  end
+  for _, e in ipairs(entries or {}) do old[e[1] + 0] = e end
   -- The asked entries replace the stored ones of their policies; no entry at all clears them all.
   if list ~= '' then
     for i, e in pairs(old) do new[i] = e end
@@ -133,22 +153,7 @@ if MODE == 'a' then
   end
   return 1
 elseif limits then
-  local expires, carry, list = string.match(limits, '^(%d+)|([^|]*)|(.*)$')
-  local entries = parse_entries(list)
-  if expires + 0 > 0 and expires + 0 <= now then
-    -- Lapsed: each overridden policy's state goes back to the limiter's parameters (the carry it
-    -- was set with), and the key runs on those from now on.
-    for _, e in ipairs(entries) do
-      local o = FIRST_ARG + e[2]
-      local base = group_args(o)
-      put_args(o, e, 8)
-      carry_policy(e[1] + 0, o, e[4] + 0, e[3] + 0, carry, base)
-    end
-    redis.call('DEL', LIMITS_KEY)
-    limits = nil
-  else
-    for _, e in ipairs(entries) do put_args(FIRST_ARG + e[2], e, 8) end
-  end
+  for _, e in ipairs(entries) do put_args(FIRST_ARG + e[2], e, 8) end
 end
 
 -- The engine runs as a function here, so its reply can be answered with the override.

@@ -20,6 +20,7 @@ import type { Policy } from './policy.js';
  * - `'additive'`: the used units stay, the difference in capacity is added to what remains
  *   (R + C' − C, between 0 and C');
  * - `'reset'`: the key starts full.
+ * A key at its full capacity (idle) stays full whatever the carry.
  * Limit 10 → 20 with 5 used: remaining 5, 10, 15 and 20. docs/algorithms.md#live-limits
  */
 export type Carry = 'as-is' | 'proportional' | 'additive' | 'reset';
@@ -374,6 +375,8 @@ export function carriedRemaining(
   from: number,
   to: number,
 ): number {
+  // A key at its full capacity (idle, or never used) stays full under any carry.
+  if (remaining >= from) return to;
   switch (carry) {
     case 'as-is':
       return Math.min(remaining, to);

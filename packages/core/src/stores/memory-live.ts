@@ -11,7 +11,6 @@ import {
   type Carry,
   carriedRemaining,
   type LimitChange,
-  limitsLifetimeMs,
   type OverrideEntry,
   type StoredLimits,
   StoredLimitsReader,
@@ -21,11 +20,14 @@ import type { Policy } from '../policy.js';
 import { limiterKeyMatcher } from './reset-all.js';
 import type { PreparedPolicies } from './store.js';
 
-/** A key's overrides in the memory store: the stored string, and when the key itself goes. */
+/**
+ * A key's overrides in the memory store: the string the Redis script stores. Kept until
+ * clearLimit, or until the first call after its ttl lapsed (which carries the key back); the
+ * Redis key's PX (the ttl plus twice its states' lifetime) only ever drops a key whose states
+ * are gone, where carrying back changes nothing.
+ */
 export interface LiveRecord {
   readonly value: string;
-  /** Store time (µs) when the record goes, as the Redis key's PX would: Infinity without ttl. */
-  readonly dropAt: number;
 }
 
 /** What the live layer needs of the memory store. */
@@ -75,7 +77,12 @@ class LiveMemory {
         const { prepared, stored } = this.current(keys);
         return withLive(await prepared.reserve!(inner(keys), cost, slack), stored);
       },
-      reset: (keys) => this.base.reset(inner(keys)),
+      // Every call reads the key's overrides first, as the script does: a lapse is carried
+      // back by whatever call comes first.
+      reset: (keys) => {
+        this.current(keys);
+        return this.base.reset(inner(keys));
+      },
       refund: async (keys, cost) => {
         const { prepared, stored } = this.current(keys);
         return withLive(await prepared.refund(inner(keys), cost), stored);
@@ -84,8 +91,14 @@ class LiveMemory {
         const { prepared, stored } = this.current(keys);
         return withLive(await prepared.charge!(inner(keys), cost), stored);
       },
-      block: (keys, micros) => this.base.block(inner(keys), micros),
-      unblock: (keys) => this.base.unblock(inner(keys)),
+      block: (keys, micros) => {
+        this.current(keys);
+        return this.base.block(inner(keys), micros);
+      },
+      unblock: (keys) => {
+        this.current(keys);
+        return this.base.unblock(inner(keys));
+      },
       resetAll: async (head, tails) => {
         const matches = limiterKeyMatcher(head, tails);
         let dropped = 0;
@@ -110,10 +123,6 @@ class LiveMemory {
     const record = this.host.overrides.get(limitsKey);
     if (record === undefined) return { prepared: this.base };
     const now = readMicros(this.host.clock);
-    if (record.dropAt <= now) {
-      this.host.overrides.delete(limitsKey);
-      return { prepared: this.base };
-    }
     const stored = this.reader.read(record.value);
     if (stored.expiresAt > 0 && stored.expiresAt <= now) {
       // Lapsed: each overridden policy goes back to the limiter's parameters.
@@ -133,13 +142,12 @@ class LiveMemory {
 
   /** changeLimits, as lua/include/live.lua's MODE 'a'. */
   private change(keys: readonly string[], change: LimitChange): void {
+    // A lapsed override is carried back first (as any call does).
+    const stored = this.current(keys).stored;
     const now = readMicros(this.host.clock);
     const limitsKey = keys[this.n + 1]!;
-    const record = this.host.overrides.get(limitsKey);
     const old = new Map<number, OverrideEntry>();
-    if (record !== undefined && record.dropAt > now) {
-      for (const e of this.reader.read(record.value).entries) old.set(e.index, e);
-    }
+    for (const e of stored?.entries ?? []) old.set(e.index, e);
     // The asked entries replace the stored ones of their policies; none at all clears them all.
     const next = new Map<number, OverrideEntry>();
     if (change.entries.length > 0) {
@@ -162,12 +170,8 @@ class LiveMemory {
       return;
     }
     const expiresAt = change.ttl > 0 ? now + change.ttl : 0;
-    const dropAt =
-      change.ttl > 0
-        ? now + limitsLifetimeMs(this.policies, change) * 1000
-        : Number.POSITIVE_INFINITY;
     const value = storedValue(this.policies, entries, expiresAt, change.carry);
-    this.host.overrides.set(limitsKey, { value, dropAt });
+    this.host.overrides.set(limitsKey, { value });
   }
 
   /**
