@@ -2,6 +2,7 @@
  * Decisions are data: every call answers with one, admitted or not. Times are milliseconds
  * (fractions carry microsecond precision).
  */
+import type { StoredLimits } from './live-limits.js';
 import type { Policy } from './policy.js';
 
 /** Why a decision came out the way it did, when it was not the policies' own verdict. */
@@ -96,6 +97,13 @@ export interface StoreDecision {
   readonly reason?: DecisionReason;
   /** The key is blocked: `results` is empty and every policy answers this. */
   readonly blocked?: Block;
+  /**
+   * The policies as this key's live limits made them (RateLimiter `liveLimits`), when an
+   * override applied: the limiter describes the decision with their parameters.
+   */
+  readonly policies?: readonly Policy[];
+  /** The key's live limits as the store read them in the same call (overrides only). */
+  readonly live?: StoredLimits;
 }
 
 /** A block as a store reports it. */
@@ -140,7 +148,9 @@ function blockedDecision(block: Block, policies: readonly Policy[]): Decision {
 }
 
 /** Builds the public Decision from a store's answer. */
-export function toDecision(answer: StoreDecision, policies: readonly Policy[]): Decision {
+export function toDecision(answer: StoreDecision, limiterPolicies: readonly Policy[]): Decision {
+  // A key with live limits is decided (and described) with its overrides' parameters.
+  const policies = answer.policies ?? limiterPolicies;
   if (answer.blocked !== undefined) return blockedDecision(answer.blocked, policies);
   if (policies.length === 1) return toSingleDecision(answer, policies[0]!);
   const views: PolicyDecision[] = new Array(policies.length);

@@ -53,6 +53,13 @@ export type {
   StoreErrorEvent,
   StoreFailure,
 } from './failure-options.js';
+export type {
+  Carry,
+  ClearLimitOptions,
+  EffectiveLimit,
+  LimitOverride,
+  SetLimitOptions,
+} from './live-limits.js';
 export {
   AdaptiveConcurrency,
   type AdaptiveConcurrencyOptions,

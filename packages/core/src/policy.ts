@@ -91,6 +91,11 @@ export function stateId(policies: readonly Policy[]): string {
   return `st${policiesDigest(policies)}`;
 }
 
+/** The key suffix of a caller's live limits (overrides): one per set of policies, as blocks. */
+export function limitsId(policies: readonly Policy[]): string {
+  return `lm${policiesDigest(policies)}`;
+}
+
 function policiesDigest(policies: readonly Policy[]): string {
   const digest = createHash('sha1')
     .update(policies.map((p) => p.id).join(','))

@@ -59,6 +59,15 @@ export interface RateLimiterOptions {
    */
   stateKeys?: StateKeys;
   /**
+   * Live limits: `setLimit(key, …)` overrides a policy's parameters for one key at run time,
+   * keeping its counts as `carry` says, and every process's next decision for that key uses the
+   * override (read in the same store call). Each decision then reads the key's overrides too
+   * (one more key per call), the Redis store keeps one key per policy and sends each decision as
+   * its own call (no batching), and no denied cache is kept. docs/recipes.md
+   * @default false
+   */
+  liveLimits?: boolean;
+  /**
    * Most `acquire` calls waiting on one key in this process (rate-limiter-flexible's
    * `maxQueueSize`): the next one is refused at once with `reason: 'queue-full'`. Waiters on
    * one key are served first come, first served whatever this bound.
@@ -102,6 +111,7 @@ export const RATE_LIMITER_OPTION_NAMES = optionNames<RateLimiterOptions>({
   hooks: true,
   deniedCache: true,
   stateKeys: true,
+  liveLimits: true,
   maxQueueSize: true,
   ban: true,
 });
@@ -114,6 +124,7 @@ export interface RateLimiterConfig {
   readonly deniedCache: DeniedCache | undefined;
   readonly failure: FailureConfig;
   readonly stateKeys: StateKeys;
+  readonly liveLimits: boolean;
   /** `maxQueueSize`, Infinity when not given. */
   readonly maxQueueSize: number;
   readonly ban: BanConfig | undefined;
@@ -132,6 +143,7 @@ export function readRateLimiterOptions(options: unknown, where: string): RateLim
     deniedCache: readDeniedCache(o.deniedCache, where),
     failure: readFailureOptions(o, where),
     stateKeys: readStateKeys(o.stateKeys, where),
+    liveLimits: readLiveLimits(o.liveLimits, where),
     maxQueueSize: readMaxQueueSize(o.maxQueueSize, where),
     ban: readBanOption(o.ban, where),
   };
@@ -143,6 +155,12 @@ function readMaxQueueSize(value: unknown, where: string): number {
     throw configError(`${where}.maxQueueSize`, value, 'a positive integer');
   }
   return value;
+}
+
+function readLiveLimits(value: unknown, where: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value === 'boolean') return value;
+  throw configError(`${where}.liveLimits`, value, 'true or false');
 }
 
 function readStateKeys(value: unknown, where: string): StateKeys {

@@ -15,8 +15,16 @@ import { type CallContext, DEFAULT_CIRCUIT_COOLDOWN_MS } from './failure-options
 import { FailureAnswer } from './failure-policy.js';
 import { type KeyMemo, KeyMemoTable } from './key-memo.js';
 import { encodeKey, keyTails } from './keys.js';
+import {
+  type ClearLimitOptions,
+  type EffectiveLimit,
+  effectiveLimits,
+  type LimitOverride,
+  LiveLimits,
+  type SetLimitOptions,
+} from './live-limits.js';
 import { fieldPathOf, readAs } from './options.js';
-import type { Policy } from './policy.js';
+import { limitsId, type Policy } from './policy.js';
 import {
   type AcquireOptions,
   type ConsumeOptions,
@@ -67,6 +75,8 @@ export class RateLimiter {
   private readonly prepared: PreparedPolicies;
   private readonly head: string;
   private readonly tails: readonly string[];
+  /** Live limits (`liveLimits`): setLimit, getLimit, clearLimit (live-limits.ts). */
+  private readonly live: LiveLimits;
   /** Recent keys' storage keys (built once, so their strings keep V8's cached hash) and slots. */
   private readonly keyMemo = new KeyMemoTable((key) => this.storageKeys(key));
   private readonly guard: StoreGuard;
@@ -84,11 +94,16 @@ export class RateLimiter {
     this.policies = config.policies;
     this.prefix = prefix;
     this.store = store;
-    this.prepared = store.prepare(this.policies, { stateKeys: config.stateKeys });
+    const liveLimits = config.liveLimits;
+    this.prepared = store.prepare(this.policies, { stateKeys: config.stateKeys, liveLimits });
     this.head = `${prefix}:{`;
     this.tails = keyTails(this.policies, this.prepared.combined === true);
-    // A denial of a fixedWindow with extendWindow moves its own retryAfter: none is cached.
-    this.deniedCache = this.policies.some(extendsOnDenial) ? undefined : config.deniedCache;
+    if (liveLimits) this.tails = [...this.tails, `}:${limitsId(this.policies)}`];
+    // A denial of a fixedWindow with extendWindow moves its own retryAfter: none is cached. With
+    // live limits none either: another process's setLimit must be seen by the next decision.
+    this.deniedCache =
+      liveLimits || this.policies.some(extendsOnDenial) ? undefined : config.deniedCache;
+    this.live = new LiveLimits(this.policies, this.prepared.changeLimits, liveLimits);
     this.lines = new AcquireLines(config.maxQueueSize);
     const ban = config.ban;
     const counter =
@@ -216,6 +231,41 @@ export class RateLimiter {
   private forget(key: string): string[] {
     this.deniedCache?.forget(key);
     return this.storageKeys(key);
+  }
+
+  /**
+   * Overrides a policy's parameters for `key` (limiter option `liveLimits`): every process's next
+   * decision for the key uses them, and its counts are carried as `options.carry` says
+   * (default 'as-is'). An override replaces the key's earlier one of the same policy; with a
+   * `ttl` the key's overrides lapse then. Resolves once the store holds it.
+   *
+   * @example
+   * ```ts
+   * await limiter.setLimit('customer-42', { policy: 'per-month', limit: 50_000 }, { carry: 'additive' });
+   * ```
+   */
+  async setLimit(
+    key: string,
+    override: LimitOverride | readonly LimitOverride[],
+    options?: SetLimitOptions,
+  ): Promise<void> {
+    const change = this.live.change(override, options);
+    const keys = this.forget(key);
+    await this.guard.bounded(() => this.live.apply(keys, change));
+  }
+
+  /** Drops every override of `key`: it goes back to the limiter's own parameters (carried). */
+  async clearLimit(key: string, options?: ClearLimitOptions): Promise<void> {
+    const change = this.live.clear(options);
+    const keys = this.forget(key);
+    await this.guard.bounded(() => this.live.apply(keys, change));
+  }
+
+  /** The effective parameters of every policy for `key`, by policy name (a store read). */
+  async getLimit(key: string): Promise<Record<string, EffectiveLimit>> {
+    const keys = this.storageKeys(key);
+    const read = await this.guard.bounded(() => this.prepared.decide(keys, 0, true));
+    return effectiveLimits(this.policies, read.live);
   }
 
   /** Forgets everything stored for `key`: it is back to full capacity under every policy. */

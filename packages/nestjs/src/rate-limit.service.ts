@@ -4,10 +4,14 @@
  * and the cost, and one RateLimiter per distinct policy set, shared by every request.
  */
 import {
+  type ClearLimitOptions,
   type Duration,
+  type EffectiveLimit,
+  type LimitOverride,
   type Policy,
   type RateLimiter,
   type RateLimiterHooks,
+  type SetLimitOptions,
   type Store,
 } from '@floodgate/core';
 import {
@@ -184,6 +188,49 @@ export class RateLimitService implements OnModuleInit {
     let deleted = 0;
     for (const limiter of [...this.limiters.values()]) deleted += await limiter.resetAll();
     return deleted;
+  }
+
+  /**
+   * Overrides a policy's parameters (by its name) for the key `target` resolves to, in every set
+   * of policies that holds it (the module needs `liveLimits: true`): every process's next
+   * decision for that key uses them, its counts carried as `options.carry` says.
+   *
+   * @example
+   * ```ts
+   * await this.rateLimit.setLimit(request, { policy: 'per-month', limit: 50_000 }, { carry: 'additive' });
+   * ```
+   */
+  async setLimit(
+    target: RateLimitTarget,
+    override: LimitOverride,
+    options: SetLimitOptions & Pick<RateLimitTargetOptions, 'handler'> = {},
+  ): Promise<void> {
+    const { handler, ...limitOptions } = options;
+    const policy = typeof override?.policy === 'string' ? override.policy : undefined;
+    const charges = await this.requests.targetCharges(target, { policy, handler });
+    await Promise.all(
+      charges.map(({ limiter, key }) => limiter.setLimit(key, override, limitOptions)),
+    );
+  }
+
+  /** Drops the overrides of the key `target` resolves to (every set, or `options.policy`'s). */
+  async clearLimit(
+    target: RateLimitTarget,
+    options: ClearLimitOptions & RateLimitTargetOptions = {},
+  ): Promise<void> {
+    const { handler, policy, ...limitOptions } = options;
+    const charges = await this.requests.targetCharges(target, { policy, handler });
+    await Promise.all(charges.map(({ limiter, key }) => limiter.clearLimit(key, limitOptions)));
+  }
+
+  /** The effective parameters, by policy name, of every policy the key `target` resolves to is charged. */
+  async getLimit(
+    target: RateLimitTarget,
+    options?: RateLimitTargetOptions,
+  ): Promise<Record<string, EffectiveLimit>> {
+    const charges = await this.requests.targetCharges(target, options);
+    const limits = await Promise.all(charges.map(({ limiter, key }) => limiter.getLimit(key)));
+    return Object.assign({}, ...limits);
   }
 
   /** How a subclass's `getPolicies` answer is charged when the handler has no `@RateLimit`. */

@@ -265,20 +265,41 @@ class Assembler {
    * The script for these algorithm kinds (any order, repeats allowed): `batch` for its batch
    * variant (include/batch.lua), `combined` for the combined layout.
    */
-  script(kindList, { batch = false, combined = false } = {}) {
+  script(kindList, { batch = false, combined = false, live = false } = {}) {
     const names = [...new Set(kindList)].sort();
     if (names.length === 0) throw new Error('a script needs at least one algorithm');
+    if (live && (batch || combined)) throw new Error('a live script is a single call, per policy');
     let name = names.length === 1 ? names[0] : names.join('+');
     if (!combined && names.length === this.kinds().length) name = 'engine';
     if (combined) name = `${name}-combined`;
     if (batch) name = `${name}-batch`;
+    if (live) name = `${name}-live`;
     return this.once(`script:${name}`, () => {
       const algorithms = names.map((n) => this.algorithm(n));
       const refused = combined ? names.filter((n) => !this.combines(n)) : [];
       if (refused.length > 0) throw new Error(`no combined layout for ${refused.join(', ')}`);
       const parts = this.parts(algorithms, batch, combined ? this.combined() : undefined);
-      return finish(name, names, parts, combined);
+      return finish(name, names, live ? this.withLive(parts) : parts, combined);
     });
+  }
+
+  // A single-call script's parts with include/live.lua (per-key overrides): its first half
+  // before the engine, which becomes `run_engine()`, and its second half (from `--- @engine`)
+  // after it.
+  withLive(parts) {
+    const file = 'lua/include/live.lua';
+    const text = this.read('include/live.lua');
+    const at = text.search(/^--- @engine\n/m);
+    if (at < 0) throw new Error(`${file} no longer holds a \`--- @engine\` line`);
+    const engine = parts[parts.length - 1];
+    return [
+      ...parts.slice(0, -1),
+      part(file, text.slice(0, at).trimEnd()),
+      own('local function run_engine()'),
+      engine,
+      own('end'),
+      { file: `${file}:${text.slice(0, at).split('\n').length}`, text: text.slice(at) },
+    ];
   }
 
   // A script's parts: the prelude (and the combined layout's), the steps and algorithms, the

@@ -16,6 +16,7 @@ import {
   refundStates,
 } from './memory-blocks.js';
 import { memoryLeases } from './memory-leases.js';
+import { type LiveHost, type LiveRecord, prepareLive } from './memory-live.js';
 import {
   DEFAULT_MAX_KEYS,
   type Entry,
@@ -73,8 +74,12 @@ export class MemoryStore implements Store {
     return this.entries.size;
   }
 
+  /** Every key's live limits (memory-live.ts), shared by this store's limiters. */
+  private readonly overrides = new Map<string, LiveRecord>();
+
   /** One entry per policy whatever `stateKeys` asks: the twins keep each policy's state apart. */
-  prepare(policies: readonly Policy[], _options?: PrepareOptions): PreparedPolicies {
+  prepare(policies: readonly Policy[], options?: PrepareOptions): PreparedPolicies {
+    if (options?.liveLimits === true) return prepareLive(this.liveHost(), policies);
     const algorithms = policies.map((p, i) => {
       const algorithm = ALGORITHMS[p.kind];
       if (!algorithm)
@@ -142,6 +147,33 @@ export class MemoryStore implements Store {
       resetAll: async (head, tails) => {
         const matches = limiterKeyMatcher(head, tails);
         return dropMatching(this.entries, matches, this.drop) + this.blocks.deleteWhere(matches);
+      },
+    };
+  }
+
+  /** What memory-live.ts needs of this store. */
+  private liveHost(): LiveHost {
+    return {
+      clock: this.clock,
+      overrides: this.overrides,
+      prepare: (policies) => this.prepare(policies),
+      state: (key, now) => {
+        const entry = this.entries.get(key);
+        return entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
+      },
+      write: (key, state, expiresAt) => {
+        const entry = this.entries.get(key);
+        if (entry !== undefined) {
+          entry.state = state;
+          entry.expiresAt = expiresAt;
+        } else {
+          this.entries.set(key, { state, expiresAt });
+        }
+        this.startSweeper();
+      },
+      remove: (key) => {
+        const entry = this.entries.get(key);
+        if (entry !== undefined) this.drop(key, entry);
       },
     };
   }

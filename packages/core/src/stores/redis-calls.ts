@@ -9,9 +9,11 @@ import { RateLimitStoreError } from '../errors.js';
 import { lockoutArg, type Policy } from '../policy.js';
 import type { Handlers as BatchHandlers, BatchLimits } from './redis-batch.js';
 import type { ScriptClient } from './redis-client.js';
+import type { LiveReplies } from './redis-live.js';
 import { isOutOfMemory } from './redis-memory.js';
 import {
   decodeDecision,
+  MODE_CHANGE,
   MODE_CONSUME,
   MODE_PEEK,
   MODE_RESERVE,
@@ -71,20 +73,35 @@ export class PolicyCalls {
     private readonly store: PolicyCallSender,
     private readonly script: GeneratedScript,
     policies: readonly Policy[],
+    /** Live limits (lua/include/live.lua): how replies answered with overrides read. */
+    live?: LiveReplies,
   ) {
     // Everything after ARGV[4] never changes for this limiter: encode it once.
     for (const p of policies) this.policyArgs.push(p.kind, ...p.params.map((v) => String(v)));
     // The last n ARGV: each policy's lockout (lua/include/engine.lua).
     for (const p of policies) this.policyArgs.push(lockoutArg(p.lockout));
+    // A live script's last ARGV: '' but for a change (changeLimits).
+    if (live) this.policyArgs.push('');
     this.policySize = size(this.policyArgs);
     // With Redis TIME and cost 1 (nearly every call) the whole ARGV is constant: build it once.
     this.consumeOne = [MODE_CONSUME, '', '1', store.ttlSlack, ...this.policyArgs];
     this.peekOne = [MODE_PEEK, '', '1', store.ttlSlack, ...this.policyArgs];
     this.oneSize = size(this.consumeOne);
-    this.batchScript = store.batch ? batchScriptFor(script) : undefined;
-    this.handlers = new ReplyHandlers(store.client, script, policies, (error, keys, cost) =>
-      this.recover(error, keys, cost),
+    // A live script is a single call (its part before the engine reads the call's own KEYS).
+    this.batchScript = store.batch && !live ? batchScriptFor(script) : undefined;
+    this.handlers = new ReplyHandlers(
+      store.client,
+      script,
+      policies,
+      (error, keys, cost) => this.recover(error, keys, cost),
+      live,
     );
+  }
+
+  /** A live limits change (MODE_CHANGE): `spec` as lua/include/live.lua reads it. */
+  change(keys: readonly string[], spec: string): Promise<StoreDecision> {
+    const args = [...this.head(MODE_CHANGE, 0), ...this.policyArgs.slice(0, -1), spec];
+    return this.send(keys, args, this.handlers.asReset, size(args));
   }
 
   decide(keys: readonly string[], cost: number, peek: boolean): Promise<StoreDecision> {
@@ -169,6 +186,7 @@ class ReplyHandlers {
       keys: readonly string[],
       cost: number,
     ) => Promise<unknown>,
+    live?: LiveReplies,
   ) {
     const storeError = (error: unknown): RateLimitStoreError =>
       new RateLimitStoreError(
@@ -181,15 +199,16 @@ class ReplyHandlers {
     const params = policies[0]!.params;
     // Several policies: each one's packed value, where it sends one, read with its unpack.
     const unpackEach = unpackers(policies);
-    this.decodeFor =
-      (cost) =>
-      (reply): StoreDecision => {
+    const plain =
+      (cost: number) =>
+      (reply: unknown): StoreDecision => {
         if (typeof reply === 'number' && unpack !== undefined) {
           const r = unpack(reply, cost, params);
           return { admitted: r.allowed, results: [r] };
         }
         return decodeDecision(reply, unpackEach, cost);
       };
+    this.decodeFor = live ? (cost) => live.decoder(plain(cost), cost) : plain;
     this.flat = n > 1 ? n : undefined;
     this.peekOne = { decode: this.decodeFor(1), wrap: this.wrap, flat: this.flat };
     this.costOne = this.charge(1);

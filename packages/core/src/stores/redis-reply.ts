@@ -14,6 +14,8 @@ export const MODE_UNBLOCK = '5';
 export const MODE_REFUND = '6';
 export const MODE_CHARGE = '7';
 export const MODE_SET = '8';
+/** A live limits change with carry (lua/include/live.lua). */
+export const MODE_CHANGE = 'a';
 const FIELDS_PER_POLICY = 5;
 
 /**

@@ -8,6 +8,7 @@ import type { Clock } from '../clock.js';
 import type { StoreDecision } from '../decision.js';
 import { RateLimitConfigError } from '../errors.js';
 import { sharesOneKey } from '../keys.js';
+import { encodeChange } from '../live-limits.js';
 import { configError, readOptions } from '../options.js';
 import { type Policy } from '../policy.js';
 import { Batcher, type BatchLimits } from './redis-batch.js';
@@ -16,6 +17,7 @@ import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js
 import { isNoScript } from './redis-errors.js';
 import { functionsClient } from './redis-functions.js';
 import { redisLeases } from './redis-leases.js';
+import { LiveReplies } from './redis-live.js';
 import { checkMemoryPolicy } from './redis-memory.js';
 import {
   REDIS_STORE_OPTION_NAMES,
@@ -33,7 +35,13 @@ import {
 } from './redis-reply.js';
 import { afterClockRead, type ClockCheck, storeClock } from './redis-time.js';
 import { deleteLimiterKeys } from './reset-all.js';
-import { algorithmKinds, combinedScriptFor, type GeneratedScript, scriptFor } from './scripts.js';
+import {
+  algorithmKinds,
+  combinedScriptFor,
+  type GeneratedScript,
+  liveScriptFor,
+  scriptFor,
+} from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
 import type { PreparedPolicies, PrepareOptions, Store, StoreLeases } from './store.js';
 
@@ -118,11 +126,22 @@ export class RedisStore implements Store {
     });
     // Only the algorithms these policies use: one kind runs its own lean script. Several
     // policies whose states are strings share one key per caller (lua/include/combined.lua).
-    const combined = options?.stateKeys !== 'per-policy' && sharesOneKey(policies);
+    // Live limits: one key per policy, the live variant (lua/include/live.lua), never batched.
+    const live = options?.liveLimits === true ? new LiveReplies(policies) : undefined;
+    const combined = !live && options?.stateKeys !== 'per-policy' && sharesOneKey(policies);
     const kinds = policies.map((p) => p.kind);
-    const script = combined ? combinedScriptFor(kinds) : scriptFor(kinds);
-    const calls = new PolicyCalls(this, script, policies);
+    const script = live
+      ? liveScriptFor(kinds)
+      : combined
+        ? combinedScriptFor(kinds)
+        : scriptFor(kinds);
+    const calls = new PolicyCalls(this, script, policies, live);
     return {
+      ...(live && {
+        changeLimits: async (keys, change) => {
+          await calls.change(keys, encodeChange(policies, change));
+        },
+      }),
       combined,
       decide: (keys, cost, peek) => calls.decide(keys, cost, peek),
       reserve: (keys, cost, slack) => calls.reserve(keys, cost, slack),
@@ -156,10 +175,11 @@ export class RedisStore implements Store {
   ): Promise<StoreDecision> {
     if (!this.memoryChecked) this.checkMemory(keys[0] ?? '');
     const batcher = this.batcher;
-    if (batcher === undefined) return this.run(script, keys, args, handlers);
+    if (batcher === undefined || batchScript === undefined)
+      return this.run(script, keys, args, handlers);
     return batcher.send(
       script,
-      batchScript!,
+      batchScript,
       keys,
       args,
       argsSize + size(keys),

@@ -87,6 +87,14 @@ export function combinedScriptFor(kinds: Iterable<string>): GeneratedScript {
   return scripts().script(kinds, { combined: true });
 }
 
+/**
+ * The live variant of the script for these kinds (lua/include/live.lua): a single call that reads
+ * the key's overrides first, for a limiter with `liveLimits` (one key per policy, never batched).
+ */
+export function liveScriptFor(kinds: Iterable<string>): GeneratedScript {
+  return scripts().script(kinds, { live: true });
+}
+
 /** The batch variant of a script `scriptFor` or `combinedScriptFor` answered (lua/include/batch.lua). */
 export function batchScriptFor(script: GeneratedScript): GeneratedScript {
   return scripts().script(script.algorithms, {

@@ -3,12 +3,18 @@
  * once (encoding what never changes) and then answers one decision per call.
  */
 import type { StoreDecision } from '../decision.js';
+import type { LimitChange } from '../live-limits.js';
 import type { Policy } from '../policy.js';
 
 /** What a limiter asks of `Store.prepare` besides its policies. */
 export interface PrepareOptions {
   /** `'per-policy'`: keep one key per policy, never one key for all (RateLimiterOptions). */
   readonly stateKeys?: 'per-caller' | 'per-policy';
+  /**
+   * The limiter has live limits: every call's keys end with the key's overrides
+   * (`<prefix>:{<key>}:lm<digest>`), read in the same store call (live-limits.ts).
+   */
+  readonly liveLimits?: boolean;
 }
 
 export interface Store {
@@ -123,4 +129,10 @@ export interface PreparedPolicies {
   block(keys: readonly string[], micros: number): Promise<void>;
   /** Lifts a block (by hand or lockout) and forgets the lockouts in a row. */
   unblock(keys: readonly string[]): Promise<void>;
+  /**
+   * Live limits (prepared with `liveLimits`): replaces the key's overrides of the change's
+   * policies (or, with no entries, drops them all) and rewrites those policies' states as its
+   * carry says, in one atomic step. Stores without it cannot hold live limits.
+   */
+  changeLimits?(keys: readonly string[], change: LimitChange): Promise<void>;
 }

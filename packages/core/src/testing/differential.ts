@@ -16,6 +16,8 @@ import {
   tokenBucket,
 } from '../algorithms/index.js';
 import type { Decision } from '../decision.js';
+import { RateLimitConfigError } from '../errors.js';
+import type { Carry, LimitOverride } from '../live-limits.js';
 import type { BlockDuration, Policy } from '../policy.js';
 import { RateLimiter } from '../rate-limiter.js';
 import { memoryStore } from '../stores/memory.js';
@@ -27,9 +29,21 @@ export interface TraceStep {
   readonly advance: number;
   readonly key: string;
   readonly cost: number;
-  readonly op: 'consume' | 'peek' | 'reset' | 'refund' | 'block' | 'unblock';
+  readonly op:
+    | 'consume'
+    | 'peek'
+    | 'reset'
+    | 'refund'
+    | 'block'
+    | 'unblock'
+    | 'setLimit'
+    | 'clearLimit';
   /** For `block`: ms, or for ever. */
   readonly duration: number | 'forever';
+  /** For `setLimit` (traces with `liveLimits`): the override and its options. */
+  readonly limit?: { override: LimitOverride; carry: Carry; ttl?: number };
+  /** For `clearLimit`. */
+  readonly carry?: Carry;
 }
 
 /** What `runDifferential` draws and how much. */
@@ -46,6 +60,11 @@ export interface DifferentialOptions {
   kinds?: readonly string[];
   /** Most policies per limiter (all-or-nothing across them). @default 3 */
   maxPolicies?: number;
+  /**
+   * Limiters with live limits, and traces that also change limits (setLimit with a random
+   * override, carry and ttl; clearLimit). @default false
+   */
+  liveLimits?: boolean;
 }
 
 /** The first call on which the store under test and the twins disagreed. */
@@ -107,11 +126,25 @@ export async function runDifferential(options: DifferentialOptions): Promise<Dif
   let decisions = 0;
   for (let run = 0; run < runs; run++) {
     const policies = drawPolicies(random, kinds, options.maxPolicies ?? 3);
-    const trace = Array.from({ length: options.steps ?? 40 }, () => drawStep(random));
+    const live = options.liveLimits === true;
+    const trace = Array.from({ length: options.steps ?? 40 }, () =>
+      live ? drawLiveStep(random, policies) : drawStep(random),
+    );
     const time = fakeClock(T0 + (run % 7) * 123.456);
     const prefix = `kit${seed}x${run}`;
-    const twins = new RateLimiter({ store: memoryStore({ clock: time.clock }), policies, prefix });
-    const tested = new RateLimiter({ store: await options.store(time.clock), policies, prefix });
+    const extra = live ? { liveLimits: true } : {};
+    const twins = new RateLimiter({
+      store: memoryStore({ clock: time.clock }),
+      policies,
+      prefix,
+      ...extra,
+    });
+    const tested = new RateLimiter({
+      store: await options.store(time.clock),
+      policies,
+      prefix,
+      ...extra,
+    });
     for (const [i, step] of trace.entries()) {
       time.now += step.advance / 1000;
       const expected = await call(twins, step);
@@ -128,12 +161,54 @@ export async function runDifferential(options: DifferentialOptions): Promise<Dif
 }
 
 function call(limiter: RateLimiter, s: TraceStep): Promise<Decision | undefined> {
+  if (s.op === 'setLimit' || s.op === 'clearLimit') return changeLimit(limiter, s);
   if (s.op === 'reset') return limiter.reset(s.key).then(() => undefined);
   if (s.op === 'block') return limiter.block(s.key, s.duration).then(() => undefined);
   if (s.op === 'unblock') return limiter.unblock(s.key).then(() => undefined);
   if (s.op === 'refund') return limiter.refund(s.key, { cost: s.cost });
   const options = { cost: s.cost };
   return s.op === 'peek' ? limiter.peek(s.key, options) : limiter.consume(s.key, options);
+}
+
+/**
+ * A setLimit or clearLimit step, answered as a read of the key after it (so the change itself is
+ * compared); an override a factory refuses answers its error's field, for both alike.
+ */
+async function changeLimit(limiter: RateLimiter, s: TraceStep): Promise<Decision | undefined> {
+  try {
+    if (s.op === 'clearLimit') await limiter.clearLimit(s.key, { carry: s.carry! });
+    else {
+      const { override, carry, ttl } = s.limit!;
+      await limiter.setLimit(s.key, override, { carry, ...(ttl === undefined ? {} : { ttl }) });
+    }
+  } catch (error) {
+    if (!(error instanceof RateLimitConfigError)) throw error;
+    return { refused: error.field } as unknown as Decision;
+  }
+  return limiter.peek(s.key, { cost: 0 });
+}
+
+/** A step of a live limits trace: now and then a limit change, else an ordinary step. */
+function drawLiveStep(r: Random, policies: readonly Policy[]): TraceStep {
+  const roll = r.int(0, 9);
+  if (roll > 1) return drawStep(r);
+  const step = drawStep(r);
+  const smooth = policies.some((p) => p.kind.startsWith('smooth'));
+  const carry: Carry = smooth ? 'reset' : r.pick(['as-is', 'proportional', 'additive', 'reset']);
+  if (roll === 0 && r.int(0, 2) === 0) return { ...step, op: 'clearLimit', carry };
+  const policy = r.pick(policies);
+  const override: LimitOverride = {
+    policy: policy.name,
+    limit: r.limit(8),
+    ...(r.int(0, 2) === 0 ? { window: r.window() } : {}),
+    ...('burst' in policy.options && r.int(0, 1) === 0 ? { burst: r.int(1, 8) } : {}),
+  };
+  const ttl = r.int(0, 2) === 0 ? r.int(1, 3000) : undefined;
+  return {
+    ...step,
+    op: 'setLimit',
+    limit: { override, carry, ...(ttl === undefined ? {} : { ttl }) },
+  };
 }
 
 /** 1 to `max` policies with distinct ids and names (a limiter refuses duplicates). */

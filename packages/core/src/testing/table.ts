@@ -6,6 +6,7 @@
  */
 import type { Decision } from '../decision.js';
 import type { Duration } from '../duration.js';
+import type { Carry, LimitOverride } from '../live-limits.js';
 import type { Policy } from '../policy.js';
 import { RateLimiter } from '../rate-limiter.js';
 import type { Reservation } from '../reservation.js';
@@ -59,7 +60,17 @@ export interface Step {
     /** `limiter.penalize(key, { cost })`. */
     | 'penalize'
     /** `limiter.set(key, { used: cost })`. */
-    | 'set';
+    | 'set'
+    /** `limiter.setLimit(key, override, { carry, ttl })` (a limiter with live limits). */
+    | 'setLimit'
+    /** `limiter.clearLimit(key, { carry })`. */
+    | 'clearLimit';
+  /** For `setLimit`: the override(s). */
+  override?: LimitOverride | LimitOverride[];
+  /** For `setLimit` and `clearLimit`. @default 'as-is' (not passed) */
+  carry?: Carry;
+  /** For `setLimit`: when the override lapses. */
+  ttl?: Duration;
   /** For `reserve`, `settle` and `cancel`: which reservation. @default 'r' */
   reservation?: string;
   /** For `block`. */
@@ -78,6 +89,8 @@ export interface Scenario {
   name: string;
   policies: () => Policy[];
   steps: Step[];
+  /** The limiter has live limits (`setLimit` steps). @default false */
+  liveLimits?: boolean;
 }
 
 /** A clock the table moves: `clock()` answers `now`. */
@@ -158,6 +171,17 @@ function reservationStep(
   return step.op === 'settle' ? r.settle(cost) : r.cancel();
 }
 
+/** A setLimit or clearLimit step. */
+function limitStep(limiter: RateLimiter, key: string, step: Step): Promise<void> {
+  const options = {
+    ...(step.carry === undefined ? {} : { carry: step.carry }),
+    ...(step.ttl === undefined || step.op === 'clearLimit' ? {} : { ttl: step.ttl }),
+  };
+  if (step.op === 'clearLimit') return limiter.clearLimit(key, options);
+  if (step.override === undefined) throw new Error('a setLimit step needs its override');
+  return limiter.setLimit(key, step.override, options);
+}
+
 /** Runs one scenario against a store `factory` builds; answers the steps that differed. */
 export async function runScenario(
   scenario: Scenario,
@@ -169,6 +193,7 @@ export async function runScenario(
     store: await factory(time.clock),
     policies: scenario.policies(),
     prefix: options.prefix ?? `conf${process.pid}x${run++}`,
+    ...(scenario.liveLimits ? { liveLimits: true } : {}),
   });
   const calls: Array<{ where: string; expect: Expectation; decision: Promise<Decision> }> = [];
   const reservations = new Map<string, Reservation>();
@@ -186,6 +211,8 @@ export async function runScenario(
         if (step.op === 'reset') await limiter.reset(key);
         else if (step.op === 'block') await limiter.block(key, step.duration ?? 'forever');
         else if (step.op === 'unblock') await limiter.unblock(key);
+        else if (step.op === 'setLimit' || step.op === 'clearLimit')
+          await limitStep(limiter, key, step);
         else {
           const decision =
             step.op === 'refund'

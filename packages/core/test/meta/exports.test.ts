@@ -43,6 +43,12 @@ const TYPES = [
   'ReleaseOptions',
   'SheddingOptions',
   'VegasOptions',
+  // Live limits (setLimit, getLimit, clearLimit).
+  'Carry',
+  'ClearLimitOptions',
+  'EffectiveLimit',
+  'LimitOverride',
+  'SetLimitOptions',
   'AcquireOptions',
   'BlockDuration',
   'CallContext',

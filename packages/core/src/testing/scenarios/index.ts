@@ -4,6 +4,7 @@ import { debtScenarios } from './debt.js';
 import { fixedWindowScenarios } from './fixed-window.js';
 import { gcraScenarios } from './gcra.js';
 import { leakyBucketScenarios } from './leaky-bucket.js';
+import { liveLimitScenarios } from './live-limits.js';
 import { multiPolicyScenarios } from './multi.js';
 import { lockoutScenarios, mixedProtectionScenarios } from './protection.js';
 import { refundScenarios } from './refunds.js';
@@ -40,3 +41,9 @@ export const CONFORMANCE_SCENARIOS: readonly Scenario[] = [
  * limit (its prepared policies have `charge` and `set`, as the memory and Redis stores do).
  */
 export const DEBT_SCENARIOS: readonly Scenario[] = [...debtScenarios, ...setScenarios];
+
+/**
+ * Limits changed at run time with each carry mode (docs/algorithms.md#live-limits): for a store
+ * whose prepared policies have `changeLimits`, as the memory and Redis stores do.
+ */
+export const LIVE_LIMIT_SCENARIOS: readonly Scenario[] = liveLimitScenarios;

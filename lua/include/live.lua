@@ -1,0 +1,163 @@
+-- Floodgate live limits: per-key overrides of a limiter's policy parameters (RateLimiter option
+-- `liveLimits`), read by the same script call as the decision. Only a script's live variant has
+-- this part (the assembler (packages/core/src/lua/assemble.cjs): `live`): between the block steps
+-- and the engine, which it wraps in run_engine(), so limiters without live limits run exactly
+-- the scripts they ran before and pay nothing for it.
+--
+-- KEYS[#KEYS]  the key's overrides, <prefix>:{<key>}:<limiter id>:lm (same hash tag); taken off
+--              KEYS here, so the engine sees the KEYS it always sees
+-- ARGV[#ARGV]  '' for every call but a change; taken off ARGV here. A change (MODE 'a') gives
+--              '<ttl µs, 0: none>|<PX ms or ''>|<carry>|<entries>': its entries replace the stored
+--              ones of their policies, and the ttl applies to all; no entries clears every
+--              override of the key (it goes back to the limiter's own parameters)
+-- Stored       a string '<expires at µs, 0: never>|<carry>|<entries>', entries separated by ';',
+--              each '<i> <o> <base capacity> <capacity> <limit> <window µs> <burst or -> <arg>…':
+--              policy i (KEYS[i]), whose group starts at ARGV[FIRST_ARG + o] (its algorithm's
+--              name), takes these ARGV after its name instead of the limiter's (limit, window and
+--              burst are for the store to read the override back). The policy's state is kept in the override's
+--              parameters (a change rewrites it: carry_policy), so an override is never read
+--              without them. TTL: none, or the override's ttl plus the time its state can live.
+-- Carry        what a change makes of the used units (docs/algorithms.md#live-limits), with R the
+--              remaining whole units under the old parameters (capacity C) and C' the new
+--              capacity: 'as-is' keeps min(R, C'), 'proportional' keeps the fraction used
+--              (C' - ceil((C - R) · C' / C)), 'additive' keeps the units used
+--              (clamp(R + C' - C, 0, C')), 'reset' starts full; a key at full capacity (R = C:
+--              idle) stays full whatever the carry. The state is then cleared and charged C'
+--              minus that, as a fresh key admits it, at now.
+-- Reply        the engine's reply as it is when no override applied, else { reply, stored } so
+--              the store reads it with the override's parameters (stores/redis-live.ts). A
+--              change replies 1.
+
+local LIMITS_KEY, LIMITS_SPEC = KEYS[#KEYS], ARGV[#ARGV]
+KEYS[#KEYS], ARGV[#ARGV] = nil, nil
+
+-- Stored (or asked) entries as tables of strings: { i, o, base capacity, capacity, limit, window, burst, arg… }.
+local function parse_entries(list)
+  local entries = {}
+  for entry in string.gmatch(list, '[^;]+') do
+    local e = {}
+    for field in string.gmatch(entry, '%S+') do e[#e + 1] = field end
+    entries[#entries + 1] = e
+  end
+  return entries
+end
+
+-- Policy i's group (name at ARGV[o]) gets `args` (strings, from index `from`) after its name.
+local function put_args(o, args, from)
+  for j = from, #args do ARGV[o + j - from + 1] = args[j] end
+end
+
+-- The ARGV after the name of the group at ARGV[o], as the entries hold them.
+local function group_args(o)
+  local _, _, _, _, nargs = algorithm(o)
+  local args = {}
+  for j = 1, nargs do args[j] = ARGV[o + j] end
+  return args
+end
+
+-- Rewrites policy i's state, read with the parameters now in ARGV (capacity `from`), for `args`
+-- (capacity `to`) as `carry` says (see Carry above). Whole units: a fraction refilled is dropped.
+local function carry_policy(i, o, from, to, carry, args)
+  local check, commit, clear = algorithm(o)
+  local mode, cost, cost_arg = MODE, COST, ARGV[3]
+  MODE, ALONE = '1', false
+  local _, remaining = check(KEYS[i], o + 1, 0)
+  -- A key at its full capacity (idle, or never used) stays full under any carry.
+  local left = to
+  if remaining >= from then
+    left = to
+  elseif carry == 'as-is' then
+    left = math.min(remaining, to)
+  elseif carry == 'proportional' and from > 0 then
+    local used = from - remaining
+    left = to - (used * to + (-(used * to)) % from) / from
+  elseif carry == 'additive' then
+    left = math.max(0, math.min(to, remaining + to - from))
+  end
+  -- Cleared with the old parameters (fixedWindow's layout names the key it counts in).
+  if clear then clear(KEYS[i], o + 1) else redis.call('DEL', KEYS[i]) end
+  put_args(o, args, 1)
+  local used = to - left
+  if used > 0 then
+    MODE, COST, ARGV[3] = '0', used, string.format('%d', used)
+    local allowed, _, reset, _, _, _, new1, new2, new3, new4 = check(KEYS[i], o + 1, used)
+    if allowed == 1 and new1 ~= nil then commit(KEYS[i], o + 1, used, reset, new1, new2, new3, new4) end
+  end
+  MODE, COST, ARGV[3] = mode, cost, cost_arg
+end
+
+-- The args of an entry (from its eighth field).
+local function entry_args(e)
+  local args = {}
+  for j = 8, #e do args[j - 7] = e[j] end
+  return args
+end
+
+local limits = redis.call('GET', LIMITS_KEY)
+local entries
+if limits then
+  local expires, carry, list = string.match(limits, '^(%d+)|([^|]*)|(.*)$')
+  entries = parse_entries(list)
+  if expires + 0 > 0 and expires + 0 <= now then
+    -- Lapsed: each overridden policy's state goes back to the limiter's parameters (the carry it
+    -- was set with), and the key runs on those from now on.
+    for _, e in ipairs(entries) do
+      local o = FIRST_ARG + e[2]
+      local base = group_args(o)
+      put_args(o, e, 8)
+      carry_policy(e[1] + 0, o, e[4] + 0, e[3] + 0, carry, base)
+    end
+    redis.call('DEL', LIMITS_KEY)
+    limits, entries = nil, {}
+  end
+end
+
+if MODE == 'a' then
+  -- A change: every policy named by the stored or the asked overrides goes from the parameters
+  -- its state is kept in to the asked ones (or the limiter's own), as the carry says.
+  local ttl, px, carry, list = string.match(LIMITS_SPEC, '^(%d+)|(%d*)|([^|]*)|(.*)$')
+  local old, new = {}, {}
+  for _, e in ipairs(entries or {}) do old[e[1] + 0] = e end
+  -- The asked entries replace the stored ones of their policies; no entry at all clears them all.
+  if list ~= '' then
+    for i, e in pairs(old) do new[i] = e end
+    for _, e in ipairs(parse_entries(list)) do new[e[1] + 0] = e end
+  end
+  for i = 1, #KEYS - 1 do
+    local from, to = old[i], new[i]
+    if (from or to) and from ~= to then
+      local o = FIRST_ARG + (from or to)[2]
+      local base = group_args(o)
+      local target = to and entry_args(to) or base
+      if from then put_args(o, from, 8) end
+      local same = carry ~= 'reset'
+      for j = 1, #target do
+        if same and target[j] ~= ARGV[o + j] then same = false end
+      end
+      if not same then
+        carry_policy(i, o, (from or to)[from and 4 or 3] + 0, (to or from)[to and 4 or 3] + 0, carry, target)
+      end
+    end
+  end
+  local kept = {}
+  for i = 1, #KEYS - 1 do
+    if new[i] then kept[#kept + 1] = table.concat(new[i], ' ') end
+  end
+  list = table.concat(kept, ';')
+  if list == '' then
+    redis.call('DEL', LIMITS_KEY)
+  else
+    local expires = ttl + 0 > 0 and now + ttl or 0
+    local value = string.format('%d', expires) .. '|' .. carry .. '|' .. list
+    if px == '' then redis.call('SET', LIMITS_KEY, value) else redis.call('SET', LIMITS_KEY, value, 'PX', px) end
+  end
+  return 1
+elseif limits then
+  for _, e in ipairs(entries) do put_args(FIRST_ARG + e[2], e, 8) end
+end
+
+-- The engine runs as a function here, so its reply can be answered with the override.
+--- @engine
+local reply = run_engine()
+if limits then return { reply, limits } end
+return reply
