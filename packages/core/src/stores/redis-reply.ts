@@ -13,6 +13,7 @@ export const MODE_BLOCK = '4';
 export const MODE_UNBLOCK = '5';
 export const MODE_REFUND = '6';
 export const MODE_CHARGE = '7';
+export const MODE_LEASE_TAKE = '9';
 const FIELDS_PER_POLICY = 5;
 
 /**

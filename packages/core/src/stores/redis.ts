@@ -10,6 +10,7 @@ import { RateLimitConfigError } from '../errors.js';
 import { sharesOneKey } from '../keys.js';
 import { configError, readOptions } from '../options.js';
 import { type Policy } from '../policy.js';
+import { decodeLeaseTake, type LeaseTaken } from './lease-take.js';
 import { Batcher, type BatchLimits } from './redis-batch.js';
 import { type Handlers, PolicyCalls, size } from './redis-calls.js';
 import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
@@ -17,7 +18,14 @@ import { isNoScript } from './redis-errors.js';
 import { redisLeases } from './redis-leases.js';
 import { checkMemoryPolicy } from './redis-memory.js';
 import { REDIS_STORE_OPTION_NAMES, type RedisStoreOptions, readBatch } from './redis-options.js';
-import { MODE_BLOCK, MODE_CHARGE, MODE_REFUND, MODE_RESET, MODE_UNBLOCK } from './redis-reply.js';
+import {
+  MODE_BLOCK,
+  MODE_CHARGE,
+  MODE_LEASE_TAKE,
+  MODE_REFUND,
+  MODE_RESET,
+  MODE_UNBLOCK,
+} from './redis-reply.js';
 import { afterClockRead, type ClockCheck, storeClock } from './redis-time.js';
 import { deleteLimiterKeys } from './reset-all.js';
 import { algorithmKinds, combinedScriptFor, type GeneratedScript, scriptFor } from './scripts.js';
@@ -107,6 +115,11 @@ export class RedisStore implements Store {
     const kinds = policies.map((p) => p.kind);
     const script = combined ? combinedScriptFor(kinds) : scriptFor(kinds);
     const calls = new PolicyCalls(this, script, policies);
+    // A lease take's reply is its own table (lua/include/engine.lua), never inline in a batch's.
+    const leaseTake = {
+      decode: (reply: unknown) => decodeLeaseTake(reply, policies.length),
+      wrap: calls.handlers.wrap,
+    };
     return {
       combined,
       decide: (keys, cost, peek) => calls.decide(keys, cost, peek),
@@ -116,6 +129,8 @@ export class RedisStore implements Store {
       },
       refund: (keys, cost) => calls.call(keys, MODE_REFUND, cost, calls.handlers.asRead),
       charge: (keys, cost) => calls.call(keys, MODE_CHARGE, cost, calls.handlers.peekOne),
+      take: (keys, want) =>
+        calls.call(keys, MODE_LEASE_TAKE, want, leaseTake) as Promise<LeaseTaken>,
       block: async (keys, micros) => {
         await calls.call(keys, MODE_BLOCK, micros, calls.handlers.asReset);
       },

@@ -4,6 +4,7 @@
  */
 import type { StoreDecision } from '../decision.js';
 import type { Policy } from '../policy.js';
+import type { LeaseTaken } from './lease-take.js';
 
 /** What a limiter asks of `Store.prepare` besides its policies. */
 export interface PrepareOptions {
@@ -113,6 +114,12 @@ export interface PreparedPolicies {
    * as it then stands, in the same atomic step (`penalize`, a settle's overrun).
    */
   charge?(keys: readonly string[], cost: number): Promise<StoreDecision>;
+  /**
+   * Lease take (a quota lease, docs/algorithms.md#quota-leases): charges every policy the same
+   * number of units, the least room any of them has now and at most `want`, in one atomic step
+   * (all-or-nothing; a blocked key grants nothing). Stores without it cannot lease.
+   */
+  take?(keys: readonly string[], want: number): Promise<LeaseTaken>;
   /** Blocks the key by hand for `micros` µs, or for ever when 0. */
   block(keys: readonly string[], micros: number): Promise<void>;
   /** Lifts a block (by hand or lockout) and forgets the lockouts in a row. */
