@@ -4,6 +4,7 @@ import { debtScenarios } from './debt.js';
 import { fixedWindowScenarios } from './fixed-window.js';
 import { gcraScenarios } from './gcra.js';
 import { leakyBucketScenarios } from './leaky-bucket.js';
+import { leaseTakeScenarios } from './lease-take.js';
 import { multiPolicyScenarios } from './multi.js';
 import { lockoutScenarios, mixedProtectionScenarios } from './protection.js';
 import { refundScenarios } from './refunds.js';
@@ -39,3 +40,9 @@ export const CONFORMANCE_SCENARIOS: readonly Scenario[] = [
  * (its prepared policies have `charge`, as the memory and Redis stores do).
  */
 export const DEBT_SCENARIOS: readonly Scenario[] = debtScenarios;
+
+/**
+ * Lease takes (docs/algorithms.md#quota-leases): for a store whose prepared policies have
+ * `take`, as the memory and Redis stores do.
+ */
+export const LEASE_TAKE_SCENARIOS: readonly Scenario[] = leaseTakeScenarios;

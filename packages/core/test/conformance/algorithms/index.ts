@@ -3,7 +3,11 @@
  * conformance and differential tests pick it up.
  */
 
-import { CONFORMANCE_SCENARIOS, DEBT_SCENARIOS } from '../../../src/testing/scenarios/index';
+import {
+  CONFORMANCE_SCENARIOS,
+  DEBT_SCENARIOS,
+  LEASE_TAKE_SCENARIOS,
+} from '../../../src/testing/scenarios/index';
 import type { AlgorithmCases, Scenario } from '../table';
 import { fixedWindowCases } from './fixed-window.cases';
 import { gcraCases } from './gcra.cases';
@@ -25,5 +29,9 @@ export const ALGORITHM_CASES: AlgorithmCases[] = [
   smoothWarmingUpCases,
 ];
 
-/** The whole table, as the published kit holds it (src/testing/scenarios/index.ts), debt included. */
-export const SCENARIOS: Scenario[] = [...CONFORMANCE_SCENARIOS, ...DEBT_SCENARIOS];
+/** The whole table, as the published kit holds it (src/testing/scenarios/index.ts), debt and lease takes included. */
+export const SCENARIOS: Scenario[] = [
+  ...CONFORMANCE_SCENARIOS,
+  ...DEBT_SCENARIOS,
+  ...LEASE_TAKE_SCENARIOS,
+];
