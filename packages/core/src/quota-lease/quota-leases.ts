@@ -38,6 +38,8 @@ interface Held {
   expiresAt: number;
   /** Units the next take asks for. */
   size: number;
+  /** Units of the calls waiting for the take in flight. */
+  waiting: number;
   /** The take in flight: resolves with a denial for its waiters, or undefined (a block). */
   flight: Promise<Decision | undefined> | undefined;
   /** The take's decision, what local decisions are made from. */
@@ -88,6 +90,7 @@ export class QuotaLeases {
         takenAt: 0,
         expiresAt: 0,
         size: this.config.min,
+        waiting: 0,
         flight: undefined,
         base: undefined,
       };
@@ -100,21 +103,28 @@ export class QuotaLeases {
       const now = this.seam.now();
       if (h.left >= cost && now < h.expiresAt) return Promise.resolve(this.spend(h, cost, now));
     }
-    return this.wait(key, h, cost, true);
+    return this.wait(key, h, cost);
   }
 
-  /** Waits for the key's take in flight (starting one if none), then spends from its block. */
-  private wait(key: string, h: Held, cost: number, again: boolean): Promise<Decision> {
+  /**
+   * Waits for the key's take in flight (starting one if none), then spends from its block. A
+   * block the waiters before this one spent leads to the next take, which asks for at least
+   * what is still waiting; each take either grants units that a waiter spends or answers every
+   * waiter with its denial, so this ends. A grant smaller than the cost (little room left)
+   * leaves the cost to the store, decided plainly (taking and giving back would loop).
+   */
+  private wait(key: string, h: Held, cost: number): Promise<Decision> {
+    h.waiting += cost;
     if (h.flight === undefined) h.flight = this.takeBlock(key, h, cost);
     return h.flight.then((denial) => {
+      h.waiting -= cost;
       if (denial !== undefined) return denial;
       const now = this.seam.now();
       if (h.flight === undefined && h.left >= cost && now < h.expiresAt) {
         return this.spend(h, cost, now);
       }
-      // Spent by the waiters before this one: one more take, then the store decides plainly
-      // (a block smaller than the cost would otherwise be taken and given back in a loop).
-      return again ? this.wait(key, h, cost, false) : this.seam.plain(key, cost);
+      if (h.flight === undefined && cost > h.granted) return this.seam.plain(key, cost);
+      return this.wait(key, h, cost);
     });
   }
 
@@ -133,7 +143,9 @@ export class QuotaLeases {
     try {
       this.retire(key, h, this.seam.now());
       const takenAt = this.seam.now();
-      const answer = await this.seam.take(key, Math.max(h.size, cost));
+      // What waits on this take, when more than a block's size (RLQS: demand sizes the grant).
+      const want = Math.min(this.config.max, Math.max(h.size, cost, h.waiting));
+      const answer = await this.seam.take(key, want);
       if ('failed' in answer) return answer.failed;
       const taken = answer.taken;
       if (taken.granted === 0) return this.seam.decision(taken);
