@@ -213,6 +213,43 @@ if block then
   if blocked_until > now then return { 2, blocked_by, blocked_until - now } end
 end
 
+-- Lease take (a quota lease, docs/algorithms.md#quota-leases): ARGV[3] is b, the most units
+-- wanted; the grant g is the least room any policy has now (its remaining, 0 in debt), at most b,
+-- charged to every policy as a consume of g would be. Reply { 3, g, then per policy its five
+-- fields }: after the charge when g > 0; when g is 0 nothing is written and the fields are a
+-- consume of cost 1 denied (a policy that would admit it describes its key as it stands). No
+-- lockout: a limiter with lockouts cannot lease (rate-limiter options).
+if MODE == '9' then
+  local want, grant, p = ARGV[3], COST, o
+  MODE, ALONE = '0', false
+  for i = 1, n do
+    local check, _, _, _, nargs = algorithm(p)
+    local allowed, remaining = check(KEYS[i], p + 1, 0)
+    if allowed == 0 then remaining = 0 end
+    if remaining < grant then grant = remaining end
+    p = p + 1 + nargs
+  end
+  -- fixedWindow's commit counts ARGV[3]: the grant, for this call only (a batch's calls of one
+  -- shape share their ARGV; MODE, changed above, makes the next one read it again).
+  COST = grant > 0 and grant or 1
+  ARGV[3] = string.format('%d', COST)
+  local reply, c = { 3, grant }, 2
+  p = o
+  for i = 1, n do
+    local check, commit, _, _, nargs = algorithm(p)
+    local allowed, remaining, reset, retry, delay, _, new1, new2, new3, new4 = check(KEYS[i], p + 1, COST)
+    if grant > 0 then
+      if new1 ~= nil then commit(KEYS[i], p + 1, COST, reset, new1, new2, new3, new4) end
+    elseif allowed == 1 then
+      allowed, remaining, reset, retry, delay = check(KEYS[i], p + 1, 0)
+    end
+    reply[c + 1], reply[c + 2], reply[c + 3], reply[c + 4], reply[c + 5] = allowed, remaining, reset, retry, delay
+    c, p = c + 5, p + 1 + nargs
+  end
+  ARGV[3] = want
+  return reply
+end
+
 ALONE = n == 1 and MODE ~= '1' and COST > 0
 -- One policy (the common case): no bookkeeping tables, and a packed reply where there is one.
 if n == 1 then

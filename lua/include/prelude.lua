@@ -6,6 +6,7 @@
 --          4 block (for ARGV[3] µs, 0: for ever), 5 unblock, 6 refund (give back ARGV[3] units),
 --          7 charge (take ARGV[3] units from every policy even past its limit: debt),
 --          8 set (forget every policy's state, then charge ARGV[3] units as mode 7 does)
+--          9 lease take (up to ARGV[3] units at once: include/engine.lua)
 -- ARGV[2]  now in integer microseconds, or '' to read Redis TIME (one clock for every app server)
 -- ARGV[3]  cost: a non-negative integer (0 is a read); block: the block's length in µs
 -- ARGV[4]  milliseconds added to every TTL (0 with Redis TIME; > 0 only with an injected clock,

@@ -37,7 +37,9 @@ export type RateLimitConfigErrorCode =
   /** A limiter keyed by the client id ran before authentication (NestJS guard order). */
   | 'FLOODGATE_GUARD_ORDER'
   /** `reserve` or `penalize` on a limiter whose policies cannot carry debt (at the call). */
-  | 'FLOODGATE_NO_DEBT';
+  | 'FLOODGATE_NO_DEBT'
+  /** `lease` on a limiter with a policy that cannot be leased (docs/algorithms.md#quota-leases). */
+  | 'FLOODGATE_NO_LEASE';
 
 /**
  * An option is missing, unknown or has a bad value. Thrown at construction, never later; except

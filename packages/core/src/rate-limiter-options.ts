@@ -15,6 +15,11 @@ import {
 } from './failure-options.js';
 import { configError, isCost, optionNames, ownValue, readOptions } from './options.js';
 import type { Policy } from './policy.js';
+import {
+  type LeaseConfig,
+  type LeaseOption,
+  readLeaseOption,
+} from './quota-lease/lease-options.js';
 import type { Store } from './stores/store.js';
 
 export interface RateLimiterOptions {
@@ -82,6 +87,13 @@ export interface RateLimiterOptions {
    * @default no ban
    */
   ban?: BanOptions;
+  /**
+   * Quota leases for hot keys: blocks of a key's units taken from the store in one call and
+   * spent in this process, never over-admitting (docs/algorithms.md#quota-leases). `'auto'`
+   * leases only the keys that take ≥ 5 % of this limiter's recent decisions here.
+   * @default no leasing
+   */
+  lease?: LeaseOption;
 }
 
 /** A caller's state on redisStore: one key for all policies, or one key per policy. */
@@ -114,6 +126,7 @@ export const RATE_LIMITER_OPTION_NAMES = optionNames<RateLimiterOptions>({
   liveLimits: true,
   maxQueueSize: true,
   ban: true,
+  lease: true,
 });
 
 /** A RateLimiter's options, read once into fully defined values. */
@@ -128,6 +141,7 @@ export interface RateLimiterConfig {
   /** `maxQueueSize`, Infinity when not given. */
   readonly maxQueueSize: number;
   readonly ban: BanConfig | undefined;
+  readonly lease: LeaseConfig | undefined;
 }
 
 /**
@@ -136,9 +150,10 @@ export interface RateLimiterConfig {
  */
 export function readRateLimiterOptions(options: unknown, where: string): RateLimiterConfig {
   const o = readOptions(options, where, RATE_LIMITER_OPTION_NAMES);
+  const policies = readPolicies(o.policies, where);
   return {
     store: readStore(o.store, where),
-    policies: readPolicies(o.policies, where),
+    policies,
     prefix: readPrefix(o.prefix, where),
     deniedCache: readDeniedCache(o.deniedCache, where),
     failure: readFailureOptions(o, where),
@@ -146,6 +161,7 @@ export function readRateLimiterOptions(options: unknown, where: string): RateLim
     liveLimits: readLiveLimits(o.liveLimits, where),
     maxQueueSize: readMaxQueueSize(o.maxQueueSize, where),
     ban: readBanOption(o.ban, where),
+    lease: readLeaseOption(o.lease, where, policies),
   };
 }
 

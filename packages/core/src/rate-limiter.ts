@@ -25,6 +25,8 @@ import {
 } from './live-limits.js';
 import { fieldPathOf, readAs } from './options.js';
 import { limitsId, type Policy } from './policy.js';
+import { leaseSeam } from './quota-lease/lease-seam.js';
+import { QuotaLeases } from './quota-lease/quota-leases.js';
 import {
   type AcquireOptions,
   type ConsumeOptions,
@@ -87,6 +89,8 @@ export class RateLimiter {
   private readonly failure: FailureAnswer;
   /** Local cache of denials, when `deniedCache` is on. */
   readonly deniedCache: DeniedCache | undefined;
+  /** Quota leases, when `lease` is on (quota-lease/). */
+  private readonly leases: QuotaLeases | undefined;
 
   constructor(options: RateLimiterOptions) {
     const config = readRateLimiterOptions(options, fieldPathOf(options, 'RateLimiter'));
@@ -121,6 +125,16 @@ export class RateLimiter {
       (key) => this.head + encodeKey(key),
       config.stateKeys,
     );
+    if (config.lease !== undefined) {
+      const where = `${fieldPathOf(options, 'RateLimiter')}.lease`;
+      const seam = leaseSeam(this, this.prepared, this.guard, this.failure, where);
+      this.leases = new QuotaLeases(config.lease, this.policies, seam);
+    }
+  }
+
+  /** Gives back the units of this limiter's leased blocks that may be (`lease`) and stops leasing. */
+  async close(): Promise<void> {
+    await this.leases?.close();
   }
 
   /** The circuit breaker's state: `closed` (store in use), `open`, or `half-open` (probing). */
@@ -358,6 +372,10 @@ export class RateLimiter {
           return Promise.resolve(cached);
         }
       }
+      if (!peek && this.leases !== undefined) {
+        const leased = this.leases.consume(key, cost);
+        if (leased !== undefined) return this.leased(leased, key, cost);
+      }
       memo = this.keyMemo.get(key);
     } catch (error) {
       return Promise.reject(error);
@@ -385,6 +403,15 @@ export class RateLimiter {
       }
     }
     return this.decideRemote(key, keys, cost, peek);
+  }
+
+  /** A decision from a leased block, reported to `hooks.onDecision` like any other. */
+  private leased(decision: Promise<Decision>, key: string, cost: number): Promise<Decision> {
+    if (!this.guard.config.hooks.onDecision) return decision;
+    return decision.then((d) => {
+      this.guard.notify('onDecision', d, { key, cost, peek: false });
+      return d;
+    });
   }
 
   /** A store round trip under the timeout, circuit breaker and failure policy. */

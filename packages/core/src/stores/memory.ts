@@ -7,7 +7,7 @@ import { type Clock, processClock, readClockOption, readMicros } from '../clock.
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { configError, positiveInteger, readOptions } from '../options.js';
 import type { Lockout, Policy } from '../policy.js';
-
+import { type LeaseTaken, takeLease } from './lease-take.js';
 import {
   BlockTable,
   chargeStates,
@@ -137,6 +137,12 @@ export class MemoryStore implements Store {
         this.startSweeper();
         return decideNow(keys, 1, true);
       },
+      take: async (keys, want) => {
+        const now = readMicros(this.clock);
+        const blocked = this.blocks.blockedAnswer(keys[n]!, now);
+        if (blocked !== undefined) return { ...blocked, granted: 0 };
+        return this.take(plan, keys, want, now);
+      },
       block: async (keys, micros) => {
         this.blocks.blockByHand(keys[n]!, micros, readMicros(this.clock));
         this.startSweeper();
@@ -214,6 +220,33 @@ export class MemoryStore implements Store {
         if (entry !== undefined) this.drop(key, entry);
       },
     });
+  }
+
+  /** A lease take (stores/lease-take.ts): the twin decides, and a grant is written in place. */
+  private take(plan: Plan, keys: readonly string[], want: number, now: number): LeaseTaken {
+    const n = plan.algorithms.length;
+    const found = keys.slice(0, n).map((key) => this.entries.get(key));
+    const states = found.map((e) => (e !== undefined && e.expiresAt > now ? e.state : undefined));
+    const { granted, results } = takeLease(plan, states, now, want);
+    if (granted > 0) {
+      const missing = found.filter((e) => e === undefined).length;
+      if (missing > 0 && !this.makeRoom(missing, now, found)) {
+        return { ...this.full(plan, states, now), granted: 0 };
+      }
+      for (let i = 0; i < n; i++) {
+        const r = results[i]!;
+        if (r.next === undefined) continue;
+        const entry = found[i];
+        if (entry !== undefined) {
+          entry.state = r.next;
+          entry.expiresAt = now + r.ttl!;
+        } else {
+          this.entries.set(keys[i]!, { state: r.next, expiresAt: now + r.ttl! });
+        }
+      }
+      this.startSweeper();
+    }
+    return { admitted: granted > 0, results, granted };
   }
 
   /** Drops every expired key now. */

@@ -16,6 +16,7 @@ export const MODE_CHARGE = '7';
 export const MODE_SET = '8';
 /** A live limits change with carry (lua/include/live.lua). */
 export const MODE_CHANGE = 'a';
+export const MODE_LEASE_TAKE = '9';
 const FIELDS_PER_POLICY = 5;
 
 /**

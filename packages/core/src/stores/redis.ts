@@ -11,6 +11,7 @@ import { sharesOneKey } from '../keys.js';
 import { encodeChange } from '../live-limits.js';
 import { configError, readOptions } from '../options.js';
 import { type Policy } from '../policy.js';
+import { decodeLeaseTake, type LeaseTaken } from './lease-take.js';
 import { Batcher, type BatchLimits } from './redis-batch.js';
 import { type Handlers, PolicyCalls, size } from './redis-calls.js';
 import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
@@ -28,6 +29,7 @@ import {
 import {
   MODE_BLOCK,
   MODE_CHARGE,
+  MODE_LEASE_TAKE,
   MODE_REFUND,
   MODE_RESET,
   MODE_SET,
@@ -136,6 +138,11 @@ export class RedisStore implements Store {
         ? combinedScriptFor(kinds)
         : scriptFor(kinds);
     const calls = new PolicyCalls(this, script, policies, live);
+    // A lease take's reply is its own table (lua/include/engine.lua), never inline in a batch's.
+    const leaseTake = {
+      decode: (reply: unknown) => decodeLeaseTake(reply, policies.length),
+      wrap: calls.handlers.wrap,
+    };
     return {
       ...(live && {
         changeLimits: async (keys, change) => {
@@ -151,6 +158,8 @@ export class RedisStore implements Store {
       refund: (keys, cost) => calls.call(keys, MODE_REFUND, cost, calls.handlers.asRead),
       charge: (keys, cost) => calls.call(keys, MODE_CHARGE, cost, calls.handlers.peekOne),
       set: (keys, used) => calls.call(keys, MODE_SET, used, calls.handlers.peekOne),
+      take: (keys, want) =>
+        calls.call(keys, MODE_LEASE_TAKE, want, leaseTake) as Promise<LeaseTaken>,
       block: async (keys, micros) => {
         await calls.call(keys, MODE_BLOCK, micros, calls.handlers.asReset);
       },

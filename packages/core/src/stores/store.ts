@@ -5,6 +5,7 @@
 import type { StoreDecision } from '../decision.js';
 import type { LimitChange } from '../live-limits.js';
 import type { Policy } from '../policy.js';
+import type { LeaseTaken } from './lease-take.js';
 
 /** What a limiter asks of `Store.prepare` besides its policies. */
 export interface PrepareOptions {
@@ -125,6 +126,12 @@ export interface PreparedPolicies {
    * key's block state is kept.
    */
   set?(keys: readonly string[], used: number): Promise<StoreDecision>;
+  /**
+   * Lease take (a quota lease, docs/algorithms.md#quota-leases): charges every policy the same
+   * number of units, the least room any of them has now and at most `want`, in one atomic step
+   * (all-or-nothing; a blocked key grants nothing). Stores without it cannot lease.
+   */
+  take?(keys: readonly string[], want: number): Promise<LeaseTaken>;
   /** Blocks the key by hand for `micros` µs, or for ever when 0. */
   block(keys: readonly string[], micros: number): Promise<void>;
   /** Lifts a block (by hand or lockout) and forgets the lockouts in a row. */

@@ -32,6 +32,7 @@ export {
   ALGORITHM_SCENARIOS,
   CONFORMANCE_SCENARIOS,
   DEBT_SCENARIOS,
+  LEASE_TAKE_SCENARIOS,
   LIVE_LIMIT_SCENARIOS,
 } from './scenarios/index.js';
 export {

@@ -4,13 +4,13 @@
  * runner imported): `runScenario` answers the mismatches, `describeConformance` registers one
  * test per scenario with the runner functions it is given.
  */
-import type { Decision } from '../decision.js';
+import { type Decision, toDecision } from '../decision.js';
 import type { Duration } from '../duration.js';
 import type { Carry, LimitOverride } from '../live-limits.js';
 import type { Policy } from '../policy.js';
 import { RateLimiter } from '../rate-limiter.js';
 import type { Reservation } from '../reservation.js';
-import type { Store } from '../stores/store.js';
+import type { PreparedPolicies, Store } from '../stores/store.js';
 
 /** A day boundary: every window length used in the table is aligned to it. */
 export const T0 = 1_699_977_600_000;
@@ -25,6 +25,8 @@ export interface Expectation {
   delay?: number;
   policy?: string;
   reason?: string;
+  /** For `take`: the units the lease take granted. */
+  granted?: number;
   /** Per-policy fields, by index; only the fields given are compared. */
   policies?: Array<
     Partial<
@@ -64,7 +66,12 @@ export interface Step {
     /** `limiter.setLimit(key, override, { carry, ttl })` (a limiter with live limits). */
     | 'setLimit'
     /** `limiter.clearLimit(key, { carry })`. */
-    | 'clearLimit';
+    | 'clearLimit'
+    /**
+     * A lease take of up to `cost` units straight to the store (its prepared policies' `take`,
+     * docs/algorithms.md#quota-leases): the decision, with `granted`.
+     */
+    | 'take';
   /** For `setLimit`: the override(s). */
   override?: LimitOverride | LimitOverride[];
   /** For `setLimit` and `clearLimit`. @default 'as-is' (not passed) */
@@ -182,6 +189,19 @@ function limitStep(limiter: RateLimiter, key: string, step: Step): Promise<void>
   return limiter.setLimit(key, step.override, options);
 }
 
+/** A `take` step: the store's lease take for `limiter`'s policies, as a decision with `granted`. */
+async function takeStep(
+  limiter: RateLimiter,
+  prepared: PreparedPolicies,
+  key: string,
+  want: number,
+): Promise<Decision> {
+  if (prepared.take === undefined)
+    throw new Error(`the ${limiter.store.kind} store cannot take leases`);
+  const taken = await prepared.take(limiter.storageKeys(key), want);
+  return { ...toDecision(taken, limiter.policies), granted: taken.granted } as Decision;
+}
+
 /** Runs one scenario against a store `factory` builds; answers the steps that differed. */
 export async function runScenario(
   scenario: Scenario,
@@ -189,12 +209,15 @@ export async function runScenario(
   options: RunOptions = {},
 ): Promise<Mismatch[]> {
   const time = fakeClock();
+  const store = await factory(time.clock);
   const limiter = new RateLimiter({
-    store: await factory(time.clock),
+    store,
     policies: scenario.policies(),
     prefix: options.prefix ?? `conf${process.pid}x${run++}`,
     ...(scenario.liveLimits ? { liveLimits: true } : {}),
   });
+  // The limiter's policies prepared once more, for `take` steps (the same storage keys).
+  let prepared: PreparedPolicies | undefined;
   const calls: Array<{ where: string; expect: Expectation; decision: Promise<Decision> }> = [];
   const reservations = new Map<string, Reservation>();
   for (const [index, step] of scenario.steps.entries()) {
@@ -214,10 +237,13 @@ export async function runScenario(
         else if (step.op === 'setLimit' || step.op === 'clearLimit')
           await limitStep(limiter, key, step);
         else {
+          prepared ??= step.op === 'take' ? store.prepare(limiter.policies) : undefined;
           const decision =
             step.op === 'refund'
               ? await limiter.refund(key, cost)
-              : await reservationStep(limiter, reservations, key, step);
+              : step.op === 'take'
+                ? await takeStep(limiter, prepared!, key, step.cost ?? 1)
+                : await reservationStep(limiter, reservations, key, step);
           calls.push({ where, expect: step.expect ?? {}, decision: Promise.resolve(decision) });
         }
         continue;

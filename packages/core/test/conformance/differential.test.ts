@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { flushRedis } from '../../../../test/harness/redis';
 import { type RedisServerHandle, startRedisServer } from '../../../../test/harness/redis-server';
+import { toDecision } from '../../src/decision';
 import {
   type BlockDuration,
   type Decision,
@@ -27,6 +28,8 @@ import {
   smoothWarmingUp,
   tokenBucket,
 } from '../../src/index';
+import { LEASE_KINDS } from '../../src/stores/lease-take';
+import type { PreparedPolicies } from '../../src/stores/store';
 import { ALGORITHM_CASES } from './algorithms/index';
 import { fakeClock, T0 } from './table';
 
@@ -61,7 +64,9 @@ interface TraceStep {
     | 'settle'
     | 'cancel'
     | 'penalize'
-    | 'set';
+    | 'set'
+    /** A lease take (Lua mode '9') of up to `cost` units, straight to the store. */
+    | 'take';
   /** For `settle`: the actual cost (0 to 4 times the largest estimate); for `set`: `used`. */
   actual: number;
   /** For `block`: ms, or for ever. */
@@ -172,11 +177,26 @@ function call(
     if (r === undefined) return Promise.resolve(undefined);
     return s.op === 'settle' ? r.settle(s.actual) : r.cancel();
   }
+  if (s.op === 'take') return take(l, key, s.cost);
   if (s.op === 'reset') return l.reset(key).then(() => undefined);
   if (s.op === 'block') return l.block(key, s.duration).then(() => undefined);
   if (s.op === 'unblock') return l.unblock(key).then(() => undefined);
   if (s.op === 'refund') return l.refund(key, { cost: s.cost });
   return s.op === 'peek' ? l.peek(key, { cost: s.cost }) : l.consume(key, { cost: s.cost });
+}
+
+/** Each limiter's policies prepared once more, for its store's lease take. */
+const preparedFor = new WeakMap<RateLimiter, PreparedPolicies>();
+
+/** A lease take of up to `want` units (1 at least), answered as its decision and its grant. */
+async function take(l: RateLimiter, key: string, want: number): Promise<Answer> {
+  let prepared = preparedFor.get(l);
+  if (prepared === undefined) {
+    prepared = l.store.prepare(l.policies);
+    preparedFor.set(l, prepared);
+  }
+  const taken = await prepared.take!(l.storageKeys(key), Math.max(1, want));
+  return { ...toDecision(taken, l.policies), granted: taken.granted } as Decision;
 }
 
 /**
@@ -215,7 +235,7 @@ async function runTrace(
       time.now += s.advance / 1000;
       // RateLimiter.reset (and refund, block, unblock) reach the store after an await, so calls
       // made in its tick could overtake it: it waits for the calls before it, and they for it.
-      if (s.op !== 'consume' && s.op !== 'peek') {
+      if (s.op !== 'consume' && s.op !== 'peek' && s.op !== 'take') {
         await Promise.all(pending);
         pending.push(Promise.resolve(await call(lua, s, luaReservations)));
       } else {
@@ -273,6 +293,35 @@ describe.each(MODES)('Lua scripts and TypeScript twins agree on random traces (%
         runTrace,
       ),
       { numRuns: 60 },
+    );
+  });
+
+  test('lease takes (mode 9) among every other call, on the kinds that lease', async () => {
+    const leasing = ALGORITHM_CASES.filter((c) => LEASE_KINDS.has(c.kind)).map((c) =>
+      withLockout(c.arbitrary.filter((p) => p.options.extendWindow === undefined)),
+    );
+    const withTakes = fc.oneof(
+      { weight: 3, arbitrary: step },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          advance: fc.integer({ min: 0, max: 400_000 }),
+          key: fc.integer({ min: 0, max: 2 }),
+          cost: fc.integer({ min: 1, max: 12 }),
+          op: fc.constant('take' as const),
+          actual: fc.constant(0),
+          duration: fc.constant(0),
+        }),
+      },
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        mode as fc.Arbitrary<number | undefined>,
+        policySet(leasing, 4),
+        fc.array(withTakes, { minLength: 1, maxLength: 60 }),
+        runTrace,
+      ),
+      { numRuns: 100 },
     );
   });
 

@@ -4,6 +4,7 @@ import { debtScenarios } from './debt.js';
 import { fixedWindowScenarios } from './fixed-window.js';
 import { gcraScenarios } from './gcra.js';
 import { leakyBucketScenarios } from './leaky-bucket.js';
+import { leaseTakeScenarios } from './lease-take.js';
 import { liveLimitScenarios } from './live-limits.js';
 import { multiPolicyScenarios } from './multi.js';
 import { lockoutScenarios, mixedProtectionScenarios } from './protection.js';
@@ -47,3 +48,9 @@ export const DEBT_SCENARIOS: readonly Scenario[] = [...debtScenarios, ...setScen
  * whose prepared policies have `changeLimits`, as the memory and Redis stores do.
  */
 export const LIVE_LIMIT_SCENARIOS: readonly Scenario[] = liveLimitScenarios;
+
+/**
+ * Lease takes (docs/algorithms.md#quota-leases): for a store whose prepared policies have
+ * `take`, as the memory and Redis stores do.
+ */
+export const LEASE_TAKE_SCENARIOS: readonly Scenario[] = leaseTakeScenarios;

@@ -6,6 +6,7 @@
 import {
   CONFORMANCE_SCENARIOS,
   DEBT_SCENARIOS,
+  LEASE_TAKE_SCENARIOS,
   LIVE_LIMIT_SCENARIOS,
 } from '../../../src/testing/scenarios/index';
 import type { AlgorithmCases, Scenario } from '../table';
@@ -30,11 +31,12 @@ export const ALGORITHM_CASES: AlgorithmCases[] = [
 ];
 
 /**
- * The whole table, as the published kit holds it (src/testing/scenarios/index.ts), debt and live
- * limits included.
+ * The whole table, as the published kit holds it (src/testing/scenarios/index.ts), debt, live limits
+ * and lease takes included.
  */
 export const SCENARIOS: Scenario[] = [
   ...CONFORMANCE_SCENARIOS,
   ...DEBT_SCENARIOS,
   ...LIVE_LIMIT_SCENARIOS,
+  ...LEASE_TAKE_SCENARIOS,
 ];
