@@ -52,6 +52,7 @@ export type {
   StoreErrorEvent,
   StoreFailure,
 } from './failure-options.js';
+export type { HotKey, HotKeysOptions } from './hot-keys/hot-key-tracker.js';
 export {
   AdaptiveConcurrency,
   type AdaptiveConcurrencyOptions,

@@ -13,6 +13,11 @@ import {
   type RateLimiterHooks,
   readFailureOptions,
 } from './failure-options.js';
+import {
+  type HotKeysOptions,
+  type HotKeyTracker,
+  readHotKeysOption,
+} from './hot-keys/hot-key-tracker.js';
 import { configError, isCost, optionNames, ownValue, readOptions } from './options.js';
 import type { Policy } from './policy.js';
 import type { Store } from './stores/store.js';
@@ -73,6 +78,13 @@ export interface RateLimiterOptions {
    * @default no ban
    */
   ban?: BanOptions;
+  /**
+   * The fixed-memory sketches behind `limiter.hotKeys()` (the keys taking the most decisions)
+   * and `limiter.deniedKeys()` (the keys denied most): `false` turns them off, an object tunes
+   * them (docs/observability.md#hot-keys).
+   * @default on: { capacity: 128, share: 0.05, halfLife: '200ms' }
+   */
+  hotKeys?: boolean | HotKeysOptions;
 }
 
 /** A caller's state on redisStore: one key for all policies, or one key per policy. */
@@ -104,6 +116,7 @@ export const RATE_LIMITER_OPTION_NAMES = optionNames<RateLimiterOptions>({
   stateKeys: true,
   maxQueueSize: true,
   ban: true,
+  hotKeys: true,
 });
 
 /** A RateLimiter's options, read once into fully defined values. */
@@ -117,6 +130,8 @@ export interface RateLimiterConfig {
   /** `maxQueueSize`, Infinity when not given. */
   readonly maxQueueSize: number;
   readonly ban: BanConfig | undefined;
+  /** The `hotKeys` sketches; undefined when `hotKeys: false`. */
+  readonly hotKeys: HotKeyTracker | undefined;
 }
 
 /**
@@ -134,6 +149,7 @@ export function readRateLimiterOptions(options: unknown, where: string): RateLim
     stateKeys: readStateKeys(o.stateKeys, where),
     maxQueueSize: readMaxQueueSize(o.maxQueueSize, where),
     ban: readBanOption(o.ban, where),
+    hotKeys: readHotKeysOption(o.hotKeys, where),
   };
 }
 

@@ -56,6 +56,8 @@ const TYPES = [
   'Duration',
   'FallbackLimiter',
   'FixedWindowOptions',
+  'HotKey',
+  'HotKeysOptions',
   'GcraOptions',
   'LeakyBucketOptions',
   'Lease',
