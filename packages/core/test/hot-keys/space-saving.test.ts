@@ -30,10 +30,11 @@ describe('SpaceSaving', () => {
     for (let i = 0; i < 10; i++) sketch.observe('c');
     const top = sketch.top(2);
     expect(top.map((k) => k.key)).toEqual(['a', 'b']);
-    expect(top[0]).toMatchObject({ share: 0.5, error: 0 });
+    expect(top[0]).toMatchObject({ share: 0.5, error: 0, hot: true });
     expect(sketch.isHot('a')).toBe(true);
     expect(sketch.isHot('c')).toBe(true); // 1/6 ≥ 5 %
     expect(sketch.isHot('d')).toBe(false);
+    expect(sketch.hot().map((k) => k.key)).toEqual(['a', 'b', 'c']);
     now = 1000; // one half-life: counts halve, and so does the span watched (1 s → 0.5 s)
     expect(sketch.top(1)[0]).toMatchObject({ key: 'a', rate: 30, share: 0.5 }); // 30 in 1 s
     now = 1500;
@@ -125,6 +126,29 @@ describe('SpaceSaving', () => {
         expect(slow?.rate).toBeLessThan(370);
       }
     }
+  });
+
+  it('reads the clock at most every 64 observations under load, and at every one when quiet', () => {
+    let now = 0;
+    let readings = 0;
+    const sketch = new SpaceSaving({
+      now: () => {
+        readings++;
+        return now;
+      },
+    });
+    readings = 0;
+    for (let i = 0; i < 64_000; i++) sketch.observe(`k-${i % 50}`);
+    expect(readings).toBeLessThanOrEqual(64_000 / 64 + 7);
+    // Quiet: one observation a second. After at most 63 counted as of the last reading, every
+    // observation reads the clock again, so its count decays from its own time.
+    readings = 0;
+    for (let i = 0; i < 100; i++) {
+      now += 1000;
+      sketch.observe('quiet');
+    }
+    expect(readings).toBeGreaterThanOrEqual(100 - 63);
+    expect(sketch.top(1)[0]).toMatchObject({ key: 'quiet' });
   });
 
   it('never flags a newcomer for the count it inherits, even when capacity is small', () => {
