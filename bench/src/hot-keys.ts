@@ -6,8 +6,9 @@
  *    and 100,000 keys; quoted as ratios (on / off);
  *  - detection: paced traffic over 100,000 keys, then one key at 6 %: milliseconds until
  *    hotKeys() flags it (`hot`: guaranteed share ≥ 5 %), and whether anything else was flagged;
- *  - memory: heap (after a full GC) of 50 limiters whose two sketches are full of 10,000-char
- *    keys (one-byte and two-byte characters), minus the same limiters with `hotKeys: false`.
+ *  - memory: heap (after a full GC) of 50 limiters whose two sketches (128 and 64 counters) are
+ *    full of 10,000-char keys (one-byte and two-byte characters), minus the same limiters with
+ *    `hotKeys: false`.
  * Writes bench/hot-keys-results.json and prints the table docs/benchmarks.md quotes.
  *
  *   pnpm --filter '@floodgate/bench...' run build && pnpm --filter @floodgate/bench run hot-keys
@@ -169,8 +170,9 @@ async function detect(rate: number, hotShare = 0.06): Promise<DetectionRow> {
 
 interface MemoryRow {
   characters: string;
-  /** Bytes per limiter (both sketches full), and per sketch (half). */
+  /** Bytes per limiter: both sketches full (128 + 64 counters). */
   perLimiter: number;
+  /** Bytes per 128-counter sketch: 2/3 of the limiter's 192 counters. */
   perSketch: number;
 }
 
@@ -203,15 +205,15 @@ async function memoryChild(): Promise<MemoryRow[]> {
       }
       gc();
       const used = process.memoryUsage().heapUsed - before;
-      if (hotKeys !== false && limiters[0]!.deniedKeys(1000).length !== CAPACITY) {
-        throw new Error('the denied sketch is not full');
+      if (hotKeys !== false && limiters[0]!.deniedKeys(1000).length !== CAPACITY / 2) {
+        throw new Error('the denials sketch is not full');
       }
       return used;
     };
     const off = median([await heapOf(false), await heapOf(false), await heapOf(false)]);
     const on = median([await heapOf(true), await heapOf(true), await heapOf(true)]);
     const perLimiter = (on - off) / N;
-    rows.push({ characters, perLimiter, perSketch: perLimiter / 2 });
+    rows.push({ characters, perLimiter, perSketch: (perLimiter * 2) / 3 });
   }
   return rows;
 }
@@ -242,7 +244,7 @@ function table(cost: CostRow[], detection: DetectionRow[], memory: MemoryRow[]):
         `| ${d.decisionsPerSec} | ${Number.isNaN(d.flaggedAfterMs) ? 'not within 3 s' : `${Math.round(d.flaggedAfterMs)} ms`} | ${d.falseFlags} |`,
     ),
     '',
-    '| keys (10,000 characters, stored as 128) | per sketch | per limiter (2 sketches) |',
+    '| keys (10,000 characters, stored as 128) | per 128-counter sketch | per limiter (128 + 64 counters) |',
     '|---|---|---|',
     ...memory.map((m) => `| ${m.characters} | ${kib(m.perSketch)} | ${kib(m.perLimiter)} |`),
   ];

@@ -14,9 +14,10 @@ import { type HotKey, SpaceSaving } from './space-saving.js';
 /** The `hotKeys` option of a RateLimiter: `false` turns the sketches off. */
 export interface HotKeysOptions {
   /**
-   * Keys tracked per sketch (one for traffic, one for denials). Any key above 1 / capacity of
-   * the traffic is guaranteed to be tracked; memory grows with it (≈ 20 KiB per sketch at 128
-   * with keys of 128 characters, docs/observability.md#hot-keys).
+   * Keys tracked by the traffic sketch; the denials sketch tracks half as many. Any key above
+   * 1 / capacity of the decisions (2 / capacity of the denials) is guaranteed to be tracked.
+   * Memory grows with it: ≈ 48 KiB per limiter at 128 with keys of 128 characters or more
+   * (docs/benchmarks.md#hot-key-detection).
    * @default 128
    */
   capacity?: number;
@@ -111,7 +112,11 @@ export class HotKeyTracker {
       ...(options.now !== undefined && { now: options.now }),
     };
     this.traffic = new SpaceSaving(settings);
-    this.denied = new SpaceSaving(settings);
+    // "Who is being limited" reads the top few: half the counters keep a limiter under 64 KiB.
+    this.denied = new SpaceSaving({
+      ...settings,
+      capacity: Math.max(1, Math.floor(this.traffic.capacity / 2)),
+    });
   }
 
   /**
