@@ -4,9 +4,13 @@
  * (however many keys the limiter saw, and after the top keys changed), keys hashed with the salt
  * unless `rawKeys: true`, and options validated like every option.
  */
+
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { fixedWindow, memoryStore, RateLimiter } from '@floodgate/core';
 import { configErrorOf } from '@floodgate/http-test-kit';
 import { keyId, TOP_KEY_METRIC_NAMES, topKeyMetrics } from '@floodgate/opentelemetry';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import {
   AggregationTemporality,
   type DataPoint,
@@ -202,6 +206,42 @@ describe('topKeyMetrics', () => {
     now += 1000;
     expect(byLimiter(await telemetry.points(TOP_KEY_METRIC_NAMES.denied))).toEqual(left);
     await telemetry.shutdown();
+  });
+
+  it('a Prometheus scrape has the series docs/observability.md queries', async () => {
+    const exporter = new PrometheusExporter({ preventServerStart: true });
+    const meterProvider = new MeterProvider({ readers: [exporter] });
+    const server = createServer((req, res) => exporter.getMetricsRequestHandler(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      let now = 1_000_000;
+      const { limiter, send } = limiterAt(() => now);
+      topKeyMetrics(limiter, { limiter: 'api', top: 2, salt: SALT, meterProvider });
+      await send('frank', 6);
+      now += 1000;
+      const port = (server.address() as AddressInfo).port;
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const id = keyId('frank', SALT);
+      expect(text).toMatch(
+        /^floodgate_keys_denied\{floodgate_limiter="api",floodgate_rank="1"[^}]*\} 4$/m,
+      );
+      expect(text).toMatch(
+        /^floodgate_keys_denied\{floodgate_limiter="api",floodgate_rank="2"[^}]*\} 0$/m,
+      );
+      const idLine =
+        /^floodgate_keys_denied_id\{floodgate_limiter="api",floodgate_rank="1"[^}]*\} (\S+)$/m;
+      expect(Number(idLine.exec(text)?.[1])).toBe(id);
+      expect(text).toMatch(
+        /^floodgate_keys_hot\{floodgate_limiter="api",floodgate_rank="1"[^}]*\} 6$/m,
+      );
+      expect(text).toMatch(
+        /^floodgate_keys_hot_id\{floodgate_limiter="api",floodgate_rank="1"[^}]*\} /m,
+      );
+      expect(text).not.toMatch(/frank/);
+    } finally {
+      server.close();
+      await meterProvider.shutdown();
+    }
   });
 
   it('refuses bad options with the field named', () => {

@@ -4,10 +4,10 @@
  * decaying Space-Saving sketch (space-saving.ts). The `hotKeys` option and its reader live here
  * too, so the limiter only holds a tracker and calls `record` once per decision.
  */
-import type { Clock } from '../clock.js';
+import { type Clock, readClockOption } from '../clock.js';
 import type { Decision } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
-import { RateLimitArgumentError } from '../errors.js';
+import { emitWarning, RateLimitArgumentError } from '../errors.js';
 import { configError, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type HotKey, SpaceSaving } from './space-saving.js';
 
@@ -72,15 +72,43 @@ export function readHotKeysOption(value: unknown, where: string): HotKeyTracker 
       throw configError(`${field}.halfLife`, o.halfLife, 'a duration of whole milliseconds');
     }
   }
-  if (o.clock !== undefined && typeof o.clock !== 'function') {
-    throw configError(`${field}.clock`, o.clock, 'a function returning milliseconds');
-  }
+  const clock = readClockOption(o.clock, `${field}.clock`);
   return new HotKeyTracker({
     capacity,
     share: share as number | undefined,
     halfLife,
-    now: o.clock as Clock | undefined,
+    now: clock && guardedClock(clock, `${field}.clock`),
   });
+}
+
+/**
+ * A user's clock as the sketches call it, after every decision: a throw or a reading that is not
+ * a finite number never reaches the decision. It is reported once (FLOODGATE_HOOK_ERROR) and the
+ * last good reading answers, so the sketches' time stands still rather than jumping.
+ */
+function guardedClock(clock: Clock, field: string): Clock {
+  let last = clock();
+  let warned = false;
+  return () => {
+    let reading: unknown;
+    try {
+      reading = clock();
+    } catch (error) {
+      reading = error;
+    }
+    if (typeof reading === 'number' && Number.isFinite(reading)) {
+      last = reading;
+      return reading;
+    }
+    if (!warned) {
+      warned = true;
+      emitWarning(
+        'FLOODGATE_HOOK_ERROR',
+        `${field} threw or returned ${String((reading as Error)?.message ?? reading)}; the hot-key sketches keep its last reading (further errors are ignored)`,
+      );
+    }
+    return last;
+  };
 }
 
 /** Reads the `n` of `hotKeys(n)` / `deniedKeys(n)`: a non-negative integer, default 10. */
@@ -120,13 +148,14 @@ export class HotKeyTracker {
   }
 
   /**
-   * Counts one decision of `key`. Reads (`peek`) are not traffic. A denial counts as limited
-   * when the key's own limits refused it, not when a store failure did (`onStoreError: 'closed'`).
+   * Counts one decision of `key` and answers whether the key is hot now. Reads (`peek`) are not
+   * traffic. A denial counts as limited when the key's own limits refused it, not when a store
+   * failure did (`onStoreError: 'closed'`).
    */
-  record(key: string, decision: Decision, peek: boolean): void {
-    if (peek) return;
-    this.traffic.observe(key);
+  record(key: string, decision: Decision, peek: boolean): boolean {
+    if (peek) return false;
     if (!decision.allowed && isLimited(decision)) this.denied.observe(key);
+    return this.traffic.observe(key);
   }
 }
 

@@ -103,12 +103,32 @@ describe('hotKeys option', () => {
     [{ halfLife: '1500us' }, 'RateLimiter.hotKeys.halfLife'],
     [{ halfLife: -1 }, 'RateLimiter.hotKeys.halfLife'],
     [{ clock: 5 }, 'RateLimiter.hotKeys.clock'],
+    [{ clock: () => Number.NaN }, 'RateLimiter.hotKeys.clock'],
     [{ capacty: 8 }, 'RateLimiter.hotKeys.capacty'],
     ['on', 'RateLimiter.hotKeys'],
   ])('refuses hotKeys %p, naming %s', (hotKeys, field) => {
     const build = () => new RateLimiter({ ...base(), hotKeys: hotKeys as never });
     expect(build).toThrow(RateLimitConfigError);
     expect(build).toThrow(expect.objectContaining({ field }));
+  });
+
+  it('survives a clock that throws after construction: decisions go on, one warning', async () => {
+    let broken = false;
+    const clock = () => {
+      if (broken) throw new Error('clock gone');
+      return 1_000_000;
+    };
+    const limiter = new RateLimiter({ ...base(), hotKeys: { clock } });
+    const warnings = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    try {
+      broken = true;
+      for (let i = 0; i < 200; i++) await limiter.consume(`k-${i % 3}`);
+      expect(limiter.hotKeys(3)).toHaveLength(3);
+      const codes = warnings.mock.calls.map((c) => (c[1] as { code?: string } | undefined)?.code);
+      expect(codes).toEqual(['FLOODGATE_HOOK_ERROR']);
+    } finally {
+      warnings.mockRestore();
+    }
   });
 
   it('refuses a bad n with a typed error', () => {
