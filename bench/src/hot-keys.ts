@@ -30,9 +30,9 @@ import { Redis } from 'ioredis';
 import { closedLoop, keySet, median, rotate, SCALE, tightLoop } from './measure.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const REPS = Number(process.env.BENCH_REPS ?? 5) || 5;
-const MEASURE_MS = 1000 * SCALE;
-const WARMUP_MS = 300 * SCALE;
+const REPS = Number(process.env.BENCH_REPS ?? 9) || 9;
+const MEASURE_MS = 600 * SCALE;
+const WARMUP_MS = 200 * SCALE;
 const NEVER_DENY = 1_000_000_000;
 
 function log(message: string) {
@@ -205,13 +205,16 @@ async function memoryChild(): Promise<MemoryRow[]> {
       }
       gc();
       const used = process.memoryUsage().heapUsed - before;
-      if (hotKeys !== false && limiters[0]!.deniedKeys(1000).length !== CAPACITY / 2) {
-        throw new Error('the denials sketch is not full');
+      for (const limiter of hotKeys === false ? [] : limiters) {
+        if (limiter.hotKeys(1000).length !== CAPACITY) throw new Error('a sketch is not full');
+        if (limiter.deniedKeys(1000).length !== CAPACITY / 2) throw new Error('not full');
       }
       return used;
     };
     const off = median([await heapOf(false), await heapOf(false), await heapOf(false)]);
-    const on = median([await heapOf(true), await heapOf(true), await heapOf(true)]);
+    // A long half-life: nothing decays (or is forgotten) while the heap is measured.
+    const full: HotKeysOptions = { halfLife: '1h' };
+    const on = median([await heapOf(full), await heapOf(full), await heapOf(full)]);
     const perLimiter = (on - off) / N;
     rows.push({ characters, perLimiter, perSketch: (perLimiter * 2) / 3 });
   }

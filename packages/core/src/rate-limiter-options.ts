@@ -81,7 +81,7 @@ export interface RateLimiterOptions {
   /**
    * The fixed-memory sketches behind `limiter.hotKeys()` (the keys taking the most decisions)
    * and `limiter.deniedKeys()` (the keys denied most): `false` turns them off, an object tunes
-   * them (docs/observability.md#hot-keys).
+   * them (docs/observability.md#hot-keys-and-who-is-being-limited).
    * @default on: { capacity: 128, share: 0.05, halfLife: '200ms' }
    */
   hotKeys?: boolean | HotKeysOptions;

@@ -16,8 +16,8 @@ export interface HotKeysOptions {
   /**
    * Keys tracked by the traffic sketch; the denials sketch tracks half as many. Any key above
    * 1 / capacity of the decisions (2 / capacity of the denials) is guaranteed to be tracked.
-   * Memory grows with it: ≈ 48 KiB per limiter at 128 with keys of 128 characters or more
-   * (docs/benchmarks.md#hot-key-detection).
+   * Memory grows with it: at most ~45 KiB per limiter at 128 with keys of 128 characters or
+   * more, ~62 KiB with two-byte characters (docs/benchmarks.md#hot-key-detection).
    * @default 128
    */
   capacity?: number;
