@@ -53,6 +53,7 @@ export type {
   StoreErrorEvent,
   StoreFailure,
 } from './failure-options.js';
+export type { HotKey, HotKeysOptions } from './hot-keys/hot-key-tracker.js';
 export type {
   Carry,
   ClearLimitOptions,

@@ -13,6 +13,11 @@ import {
   type RateLimiterHooks,
   readFailureOptions,
 } from './failure-options.js';
+import {
+  type HotKeysOptions,
+  type HotKeyTracker,
+  readHotKeysOption,
+} from './hot-keys/hot-key-tracker.js';
 import { configError, isCost, optionNames, ownValue, readOptions } from './options.js';
 import type { Policy } from './policy.js';
 import {
@@ -94,6 +99,13 @@ export interface RateLimiterOptions {
    * @default no leasing
    */
   lease?: LeaseOption;
+  /**
+   * The fixed-memory sketches behind `limiter.hotKeys()` (the keys taking the most decisions)
+   * and `limiter.deniedKeys()` (the keys denied most): `false` turns them off, an object tunes
+   * them (docs/observability.md#hot-keys-and-who-is-being-limited).
+   * @default on: { capacity: 128, share: 0.05, halfLife: '200ms' }
+   */
+  hotKeys?: boolean | HotKeysOptions;
 }
 
 /** A caller's state on redisStore: one key for all policies, or one key per policy. */
@@ -127,6 +139,7 @@ export const RATE_LIMITER_OPTION_NAMES = optionNames<RateLimiterOptions>({
   maxQueueSize: true,
   ban: true,
   lease: true,
+  hotKeys: true,
 });
 
 /** A RateLimiter's options, read once into fully defined values. */
@@ -142,6 +155,8 @@ export interface RateLimiterConfig {
   readonly maxQueueSize: number;
   readonly ban: BanConfig | undefined;
   readonly lease: LeaseConfig | undefined;
+  /** The `hotKeys` sketches; undefined when `hotKeys: false`. */
+  readonly hotKeys: HotKeyTracker | undefined;
 }
 
 /**
@@ -162,6 +177,7 @@ export function readRateLimiterOptions(options: unknown, where: string): RateLim
     maxQueueSize: readMaxQueueSize(o.maxQueueSize, where),
     ban: readBanOption(o.ban, where),
     lease: readLeaseOption(o.lease, where, policies),
+    hotKeys: readHotKeysOption(o.hotKeys, where),
   };
 }
 

@@ -13,6 +13,7 @@ import type { Duration } from './duration.js';
 import { RateLimitStoreError } from './errors.js';
 import { type CallContext, DEFAULT_CIRCUIT_COOLDOWN_MS } from './failure-options.js';
 import { FailureAnswer } from './failure-policy.js';
+import { type HotKey, type HotKeyTracker, readTopCount } from './hot-keys/hot-key-tracker.js';
 import { type KeyMemo, KeyMemoTable } from './key-memo.js';
 import { encodeKey, keyTails } from './keys.js';
 import {
@@ -91,6 +92,8 @@ export class RateLimiter {
   readonly deniedCache: DeniedCache | undefined;
   /** Quota leases, when `lease` is on (quota-lease/). */
   private readonly leases: QuotaLeases | undefined;
+  /** The `hotKeys` sketches (hot-keys/hot-key-tracker.ts), unless `hotKeys: false`. */
+  private readonly tracker: HotKeyTracker | undefined;
 
   constructor(options: RateLimiterOptions) {
     const config = readRateLimiterOptions(options, fieldPathOf(options, 'RateLimiter'));
@@ -109,9 +112,11 @@ export class RateLimiter {
       liveLimits || this.policies.some(extendsOnDenial) ? undefined : config.deniedCache;
     this.live = new LiveLimits(this.policies, this.prepared.changeLimits, liveLimits);
     this.lines = new AcquireLines(config.maxQueueSize);
+    this.tracker = config.hotKeys;
     const ban = config.ban;
     const counter =
-      ban && new RateLimiter({ store, prefix: `${prefix}:ban`, policies: ban.counter });
+      ban &&
+      new RateLimiter({ store, prefix: `${prefix}:ban`, policies: ban.counter, hotKeys: false });
     this.ban = ban && new Ban(ban, this, counter!);
     this.guard = new StoreGuard(
       config.failure,
@@ -155,6 +160,40 @@ export class RateLimiter {
   consume(key: string, options?: ConsumeOptions): Promise<Decision> {
     const decision = this.decide(key, options, false);
     return this.ban ? decision.then((d) => this.ban!.judge(key, d, false)) : decision;
+  }
+
+  /**
+   * The `n` keys (default 10) taking the most of this limiter's recent decisions (`consume` and
+   * `acquire`; `peek` is a read), highest rate first, from a fixed-memory sketch of this process's
+   * traffic: `rate` is decisions per second over the last second or so (an over-estimate by at
+   * most `error`), `share` the fraction of all decisions. `[]` when the `hotKeys` option is false.
+   *
+   * @example
+   * ```ts
+   * for (const { key, rate, share } of limiter.hotKeys(5)) {
+   *   console.log(`${key}: ${rate.toFixed(0)}/s, ${(share * 100).toFixed(1)} % of decisions`);
+   * }
+   * ```
+   */
+  hotKeys(n?: number): HotKey[] {
+    const count = readTopCount(n);
+    return this.tracker?.traffic.top(count) ?? [];
+  }
+
+  /**
+   * The `n` keys (default 10) denied most in this process recently (by a policy, a block or a
+   * ban; not failure-policy answers), most denials per second first: "who is being limited".
+   * `share` is the fraction of all such denials. `[]` when the `hotKeys` option is false.
+   *
+   * @example
+   * ```ts
+   * const [worst] = limiter.deniedKeys(1);
+   * if (worst) console.log(`${worst.key} is denied ${worst.rate.toFixed(0)} times a second`);
+   * ```
+   */
+  deniedKeys(n?: number): HotKey[] {
+    const count = readTopCount(n);
+    return this.tracker?.denied.top(count) ?? [];
   }
 
   /** Internal (the HTTP layer): `consume` answered as if its store call had timed out. */
@@ -332,6 +371,7 @@ export class RateLimiter {
     const decision = outcome.ok
       ? toDecision(outcome.value, this.policies)
       : await this.failure.answer(context, outcome);
+    this.tracker?.record(key, decision, false);
     if (this.guard.config.hooks.onDecision) this.guard.notify('onDecision', decision, context);
     return decision;
   }
@@ -366,6 +406,7 @@ export class RateLimiter {
         // A cached denial was validated and decided by the store: no keys, no round trip.
         const cached = cache.lookup(key, cost);
         if (cached !== undefined) {
+          this.tracker?.record(key, cached, peek);
           if (this.guard.config.hooks.onDecision) {
             this.guard.notify('onDecision', cached, { key, cost, peek, cached: true });
           }
@@ -396,6 +437,7 @@ export class RateLimiter {
         if (cache !== undefined && !decision.allowed) {
           cache.remember(key, cost, decision, cache.now());
         }
+        this.tracker?.record(key, decision, peek);
         if (this.guard.config.hooks.onDecision) {
           this.guard.notify('onDecision', decision, { key, cost, peek });
         }
@@ -431,6 +473,7 @@ export class RateLimiter {
     if (cache !== undefined && outcome.ok && !decision.allowed) {
       cache.remember(key, cost, decision, sentAt);
     }
+    this.tracker?.record(key, decision, peek);
     if (this.guard.config.hooks.onDecision) this.guard.notify('onDecision', decision, context);
     return decision;
   }

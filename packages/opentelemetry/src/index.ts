@@ -180,3 +180,13 @@ export {
   overloadMetrics,
   type StopOverloadMetrics,
 } from './overload.js';
+export {
+  DEFAULT_TOP_KEYS,
+  keyId,
+  MAX_TOP_KEYS,
+  type StopTopKeyMetrics,
+  TOP_KEY_METRIC_NAMES,
+  type TopKeyMetricsOptions,
+  type TopKeySource,
+  topKeyMetrics,
+} from './top-keys.js';

@@ -65,6 +65,8 @@ const TYPES = [
   'Duration',
   'FallbackLimiter',
   'FixedWindowOptions',
+  'HotKey',
+  'HotKeysOptions',
   'GcraOptions',
   'LeakyBucketOptions',
   'Lease',
