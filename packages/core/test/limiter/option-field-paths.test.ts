@@ -100,6 +100,8 @@ describe('option-name lists tied to their options types', () => {
       'circuitBreaker',
       'deniedCache',
       'hooks',
+      'hotKeys',
+      'lease',
       'liveLimits',
       'maxQueueSize',
       'onStoreError',
