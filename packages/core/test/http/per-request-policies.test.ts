@@ -112,6 +112,43 @@ describe.each(FRAMEWORKS)('%s', (framework, serve) => {
       expect(warnings()).toEqual([]);
     });
 
+    it('live limits: an override set on limiterFor(req) answers the next request, per plan set', async () => {
+      let handles: readonly MountedLimiter[] = [];
+      let seen: unknown;
+      const url = await start({
+        limiters: [
+          {
+            store,
+            prefix: `${prefix}-live`,
+            key: () => 'acme',
+            liveLimits: true,
+            policies: (req: unknown) => plans[planOf(req)]!(),
+          },
+        ],
+        onMounted: (mounted) => {
+          handles = mounted;
+        },
+        onHandler: (req) => {
+          seen = req;
+        },
+      });
+      const get = (plan: string) => request(url).get('/').set('x-plan', plan);
+      expect((await get('free')).status).toBe(200);
+      expect((await get('free')).status).toBe(200);
+      expect((await get('free')).status).toBe(429);
+      // The customer's free plan raised to 4 for this key: 2 used, 2 more at once.
+      const limiter = (await handles[0]!.limiterFor(seen)) as RateLimiter;
+      await limiter.setLimit('acme', { policy: 'free', limit: 4 }, { carry: 'additive' });
+      const raised = await get('free');
+      expect(raised.status).toBe(200);
+      expect(raised.headers.ratelimit).toBe('"free";r=1;t=45');
+      expect(raised.headers['ratelimit-policy']).toBe('"free";q=4;w=60');
+      expect((await get('free')).status).toBe(200);
+      expect((await get('free')).status).toBe(429);
+      // The pro set is a limiter of its own: untouched.
+      expect((await get('pro')).headers.ratelimit).toBe('"pro";r=4;t=45');
+    });
+
     it('a plan whose limits change in the database takes effect at once, despite a cached denial', async () => {
       let freeLimit = 1;
       const url = await start({

@@ -1,0 +1,107 @@
+/**
+ * `pnpm --filter @floodgate/bench run live-limits`: what live limits cost on Redis, side by side
+ * in one run (ratios, never asserted). One fixedWindow + gcra limiter, 64 callers in flight over
+ * 1 000 keys, on its own redis-server; rounds interleave the subjects so drift hits them alike:
+ *   off           liveLimits: false (batched, one key per caller: the default)
+ *   off, single   liveLimits: false, batch: false, stateKeys 'per-policy' (what a live limiter
+ *                 sends, minus the override step)
+ *   on            liveLimits: true, no key overridden
+ *   on, 10 %      liveLimits: true, every tenth key overridden
+ */
+import { fixedWindow, gcra, RateLimiter, redisStore } from '@floodgate/core';
+import { startRedisServer } from '@floodgate/redis-server';
+import { Redis } from 'ioredis';
+
+const KEYS = 1000;
+const IN_FLIGHT = 64;
+const ROUND_MS = 2000;
+const ROUNDS = 3;
+
+const policies = () => [
+  fixedWindow({ limit: 1_000_000, window: '1h', name: 'hour' }),
+  gcra({ limit: 1_000_000, window: '1m', name: 'minute' }),
+];
+
+/** Decisions per second of `limiter` for ROUND_MS, IN_FLIGHT calls at a time. */
+async function throughput(limiter: RateLimiter): Promise<number> {
+  const end = Date.now() + ROUND_MS;
+  let done = 0;
+  let next = 0;
+  const caller = async () => {
+    while (Date.now() < end) {
+      await limiter.consume(`user${next++ % KEYS}`);
+      done++;
+    }
+  };
+  const started = Date.now();
+  await Promise.all(Array.from({ length: IN_FLIGHT }, caller));
+  return (done * 1000) / (Date.now() - started);
+}
+
+async function main(): Promise<void> {
+  const server = await startRedisServer();
+  const client = new Redis(server.url);
+  try {
+    const subjects: Array<[string, RateLimiter]> = [
+      [
+        'off',
+        new RateLimiter({ store: redisStore({ client }), policies: policies(), prefix: 'a' }),
+      ],
+      [
+        'off, single',
+        new RateLimiter({
+          store: redisStore({ client, batch: false }),
+          policies: policies(),
+          prefix: 'b',
+          stateKeys: 'per-policy',
+        }),
+      ],
+      [
+        'on',
+        new RateLimiter({
+          store: redisStore({ client }),
+          policies: policies(),
+          prefix: 'c',
+          liveLimits: true,
+        }),
+      ],
+      [
+        'on, 10 %',
+        new RateLimiter({
+          store: redisStore({ client }),
+          policies: policies(),
+          prefix: 'd',
+          liveLimits: true,
+        }),
+      ],
+    ];
+    const overridden = subjects[3]![1];
+    for (let k = 0; k < KEYS; k += 10) {
+      await overridden.setLimit(`user${k}`, { policy: 'hour', limit: 2_000_000 });
+    }
+    const rates = new Map<string, number[]>(subjects.map(([name]) => [name, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, limiter] of subjects) rates.get(name)!.push(await throughput(limiter));
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const base = median(rates.get('off')!);
+    const single = median(rates.get('off, single')!);
+    console.log(
+      `live limits: ${IN_FLIGHT} in flight, ${KEYS} keys, median of ${ROUNDS} rounds of ${ROUND_MS} ms`,
+    );
+    for (const [name] of subjects) {
+      const r = median(rates.get(name)!);
+      console.log(
+        `${name.padEnd(12)} ${Math.round(r).toString().padStart(7)}/s  ×${(r / base).toFixed(3)} of off  ×${(r / single).toFixed(3)} of off, single`,
+      );
+    }
+  } finally {
+    client.disconnect();
+    await server.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
