@@ -67,8 +67,8 @@ export class CompletionController {
   }
 }
 
-// biome-ignore lint/complexity/noStaticOnlyClass: Nest modules are classes with static forRoot().
 @Module({})
+// biome-ignore lint/complexity/noStaticOnlyClass: Nest modules are classes with static forRoot().
 export class LlmModule {
   /**
    * `authGuard` is global, so it runs before the controller's rate-limit guard and sets
