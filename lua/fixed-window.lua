@@ -26,15 +26,18 @@
 --         moves the end to now + window: 3 when denied, 4 always; check writes a consuming
 --         denial's new end itself (the count unchanged).
 -- Debt    layout 1: a charge (MODE '7') past the limit carries the overrun into the following
---         windows, each taking up to `limit` of it: the key holds the packed value of the last
---         window it reaches, last · (limit + 1) + r (r in 1 … limit), read as windows index …
---         last - 1 full and r in `last`; TTL until `last` ends. A value of a later window than
---         the current one is a key in debt (one comparison, only when the value is not this
---         window's): nothing is left, a cost c is admitted from the first window with room for
---         it, a read (cost 0) is admitted, and a refund lowers what is owed, the last window's
---         units first. Past the last window any clock reaches (floor((2^53 - 1) / window)) the
---         debt stops there. Layouts 0 and 2-4: the charge fills the window (used = limit until
---         it ends), whose end forgives the rest.
+--         windows, each taking up to `limit` of it: the key holds -1 - (last · (limit + 1) + r)
+--         (r in 1 … limit), read as windows index … last - 1 full and r in window `last`; TTL
+--         until `last` ends. Negative, so that it never reads as a count of another window (a
+--         clock that steps back still reads a later window's count as nothing), and only a value
+--         that is not this window's count is tested for it (one comparison). Owing more than the
+--         current window: nothing is left, a cost c is admitted from the first window with room
+--         for it, a read (cost 0) is admitted, and a refund lowers what is owed, the last
+--         window's units first. Once the clock reaches window `last` the value reads as r used.
+--         Past the last window any clock reaches (floor((2^53 - 1) / window)) the debt stops
+--         there. The arithmetic is written out where it is needed (a function would be a
+--         closure made on every script call). Layouts 0 and 2-4: the charge fills the window
+--         (used = limit until it ends), whose end forgives the rest.
 -- Reply   allowed; remaining = limit - used; reset_after = until the window ends (0 when
 --         nothing is used); retry_after = until the window ends (-1 when cost > limit).
 --         packed: (window_left - 1) · (limit + 1) + count (count after this request when
@@ -53,22 +56,41 @@ local function fixed_window_check(key, o, cost)
     base = index * (limit + 1)
     if not ALONE then
       local stored = tonumber(redis.call('GET', key))
+      -- owed: units owed from this window on, when the key is in debt or a charge puts it there.
+      local owed, r, last
       if stored and stored >= base and stored - base <= limit then
         used = stored - base
-      elseif stored and stored > base + limit and limit > 0 then
-        -- In debt (see Debt): r in window `last`, the windows before it full.
-        local r = stored % (limit + 1)
-        local last = (stored - r) / (limit + 1)
-        local reset = (last + 1) * window - now
-        if MODE == '7' and cost > 0 then
-          used = (last - index) * limit + r
-        elseif cost == 0 then
-          return 1, 0, reset, 0, 0, nil
-        else
-          local retry = reset
-          if cost > limit then retry = -1 elseif r + cost <= limit then retry = last * window - now end
-          return 0, 0, reset, retry, 0, nil
+      elseif stored and stored < 0 and limit > 0 then
+        -- A debt (see Debt): r in window `last`, the windows before it full; an older one is over.
+        r = (-1 - stored) % (limit + 1)
+        last = (-1 - stored - r) / (limit + 1)
+        if last >= index then owed = (last - index) * limit + r end
+      end
+      if MODE == '7' and cost > 0 and limit > 0 and (owed or used + cost > limit) then
+        -- A charge: what does not fit this window carries into the following ones.
+        owed = (owed or used) + cost
+        local q = 0
+        if owed > limit then q = (owed - 1 - (owed - 1) % limit) / limit end
+        last, r = index + q, owed - q * limit
+        local top = (9007199254740991 - 9007199254740991 % window) / window
+        if last > top then last, r = top, limit end
+        local value, ttl = last * (limit + 1) + r, (last + 1) * window - now
+        if q > 0 then value = -1 - value end
+        local remaining = 0
+        if q == 0 then remaining = limit - r end
+        return 1, remaining, ttl, 0, 0, nil, count_key, value, ttl, 0
+      elseif owed then
+        local reset, remaining = (last + 1) * window - now, 0
+        if last == index then remaining = limit - r end
+        if cost == 0 then return 1, remaining, reset, 0, 0, nil end
+        if last == index and r + cost <= limit then
+          -- The debt's last window has come, with room: an ordinary count from now on.
+          local value = base + r + cost
+          return 1, limit - r - cost, reset, 0, 0, nil, count_key, value, reset, 0
         end
+        local retry = reset
+        if cost > limit then retry = -1 elseif last > index and r + cost <= limit then retry = last * window - now end
+        return 0, remaining, reset, retry, 0, nil
       end
     end
     if window * (limit + 1) < 9007199254740992 then packed = limit + 1 end
@@ -119,17 +141,7 @@ local function fixed_window_check(key, o, cost)
     return 1, limit - after, after > 0 and window_left or 0, 0, 0,
       packed and (window_left - 1) * packed + after, count_key, base + after, window_left, used
   elseif MODE == '7' then
-    if layout == '1' and limit > 0 then
-      -- The overrun carries into the following windows (see Debt); used is what is owed.
-      local owed = used + cost
-      local q = (owed - 1 - (owed - 1) % limit) / limit
-      local last, r = index + q, owed - q * limit
-      local top = (9007199254740991 - 9007199254740991 % window) / window
-      if last > top then last, r = top, limit end
-      local ttl = (last + 1) * window - now
-      return 1, 0, ttl, 0, 0, nil, count_key, last * (limit + 1) + r, ttl, 0
-    end
-    -- Per window key, a charge past the limit fills the window (see Debt).
+    -- A charge past the limit fills the window (layout 0, and limit 0: see Debt).
     return 1, 0, window_left, 0, 0, nil, count_key, base + limit, window_left, 0
   end
   return 0, limit - used, used > 0 and window_left or 0, cost > limit and -1 or window_left, 0,
@@ -180,16 +192,16 @@ local function fixed_window_refund(key, o, cost)
     local stored = tonumber(redis.call('GET', key))
     if stored and stored >= base and stored - base <= limit then
       used = stored - base
-    elseif stored and stored > base + limit and limit > 0 then
-      -- In debt: what is owed goes down, the last window's units first (see Debt).
-      local r = stored % (limit + 1)
-      local last = (stored - r) / (limit + 1)
-      local owed = (last - index) * limit + r - cost
-      local value, ttl = base, (index + 1) * window - now
-      if owed > 0 then
-        local q = (owed - 1 - (owed - 1) % limit) / limit
-        value, ttl = (index + q) * (limit + 1) + owed - q * limit, (index + q + 1) * window - now
-      end
+    elseif stored and stored < 0 and limit > 0 then
+      -- A debt: what is owed goes down, the last window's units first (see Debt).
+      local r = (-1 - stored) % (limit + 1)
+      local last = (-1 - stored - r) / (limit + 1)
+      if last < index then return end
+      local owed = (last - index) * limit + r - math.min(cost, (last - index) * limit + r)
+      local q = 0
+      if owed > limit then q = (owed - 1 - (owed - 1) % limit) / limit end
+      local value, ttl = (index + q) * (limit + 1) + owed - q * limit, (index + q + 1) * window - now
+      if q > 0 then value = -1 - value end
       redis.call('SET', key, string.format('%d', value), 'PX', ttl_ms(ttl))
       return
     end

@@ -11,8 +11,8 @@
 --- @inline
 local function count_first(count_key, cost, incr, limit, base, window_left, wp, spread)
   -- wp: the packed reply's part for the time left, (window_left - 1) · (limit + 1), or nil
-  -- (layout 0: no packed reply). spread: the window (µs) in layout 1, where a count of a later
-  -- window is a key in debt (lua/fixed-window.lua's Debt); nil in layout 0. The count after this request is this window's when the count
+  -- (layout 0: no packed reply). spread: the window (µs) in layout 1, where a negative value is
+  -- a key in debt (lua/fixed-window.lua's Debt); nil in layout 0. The count after this request is this window's when the count
   -- before it lies in [base, base + limit]; otherwise (a missing key, another window's count, a
   -- value that is not one) the window starts with this request.
   local counted = redis.pcall('INCRBY', count_key, incr)
@@ -32,15 +32,27 @@ local function count_first(count_key, cost, incr, limit, base, window_left, wp, 
     return 1, limit - after, window_left, 0, 0, wp and wp + after
   end
   local used, reset, retry = 0, nil, nil
-  if spread and after and after - cost > limit and limit > 0 then
-    -- The count before was a later window's: in debt, denied (r in window `last`, the windows
-    -- from this one to it full); nothing is left, a cost fits in the first window with room.
-    local r = (counted - cost) % (limit + 1)
-    local last = (counted - cost - r) / (limit + 1)
-    reset = window_left + (last - base / (limit + 1)) * spread
-    retry = reset
-    if cost > limit then retry = -1 elseif r + cost <= limit then retry = reset - spread end
-    used = limit
+  if spread and counted and counted < cost and limit > 0 then
+    -- The value before was negative: a debt (r in window `last`, the windows before it full).
+    local r = (cost - 1 - counted) % (limit + 1)
+    local last = (cost - 1 - counted - r) / (limit + 1)
+    local ahead = last - base / (limit + 1)
+    if ahead < 0 or ahead == 0 and r + cost <= limit then
+      -- A debt that is over, or whose last window has come with room: counted from here.
+      if ahead < 0 then r = 0 end
+      if cost <= limit then
+        local value = base + r + cost
+        redis.call('SET', count_key, string.format('%d', value), 'PX', ttl_ms(window_left))
+        return 1, limit - r - cost, window_left, 0, 0, wp and wp + r + cost
+      end
+    else
+      -- Denied: nothing is left before window `last`; a cost fits in the first with room.
+      reset = window_left + ahead * spread
+      retry = reset
+      if cost > limit then retry = -1 elseif ahead > 0 and r + cost <= limit then retry = reset - spread end
+      used = limit
+      if ahead == 0 then used = r end
+    end
   elseif not after or after < cost or after - cost > limit then
     -- Not this window's count: the window starts with this request, if it can ever be admitted.
     if cost <= limit then
@@ -56,7 +68,7 @@ local function count_first(count_key, cost, incr, limit, base, window_left, wp, 
   elseif counted then
     redis.call('DECRBY', count_key, incr)
   end
-  if reset then return 0, 0, reset, retry, 0, nil end
+  if reset then return 0, limit - used, reset, retry, 0, nil end
   return 0, limit - used, used > 0 and window_left or 0, cost > limit and -1 or window_left, 0,
     wp and -(wp + used) - 1
 end

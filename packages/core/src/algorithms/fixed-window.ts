@@ -244,20 +244,32 @@ function windowVerdict(
 }
 
 /**
- * Debt in the packed layout (lua/fixed-window.lua's Debt): a key that owes more than the current
- * window `index` holds the packed value of the last window it reaches, last · (limit + 1) + r:
- * windows index … last − 1 are full and `last` holds r (1 … limit). Units owed from `index` on.
+ * Debt in the packed layout (lua/fixed-window.lua's Debt): a key that owes more than window
+ * `index` holds −1 − (last · (limit + 1) + r): windows up to `last` − 1 full, r (1 … limit) in
+ * window `last`. Negative, so it never reads as a count of another window. Its last window and
+ * r, or undefined when the value is not a debt or the debt is over.
  */
-function owedFrom(state: number, index: number, limit: number): number {
-  const r = state % (limit + 1);
-  const last = (state - r) / (limit + 1);
+function debtOf(
+  state: FixedWindowState | undefined,
+  index: number,
+  limit: number,
+): { last: number; r: number } | undefined {
+  if (typeof state !== 'number' || state >= 0 || limit === 0) return undefined;
+  const r = (-1 - state) % (limit + 1);
+  const last = (-1 - state - r) / (limit + 1);
+  return last >= index ? { last, r } : undefined;
+}
+
+/** Units owed from window `index` on by a debt. */
+function owedOf({ last, r }: { last: number; r: number }, index: number, limit: number): number {
   return (last - index) * limit + r;
 }
 
 /**
- * `owed` units (> 0) from window `index` on, packed: the value and its TTL (until the last
- * window ends). Past the last window any clock reaches (about the year 2255 for a 1 s window)
- * the debt stops there, so the value stays an exact integer.
+ * `owed` units from window `index` on, as the key stores them: the count itself while it fits
+ * the window, else a debt (debtOf); its TTL runs until the last owing window ends. Past the last
+ * window any clock reaches (about the year 2255 for a 1 s window) the debt stops there, so the
+ * value stays an exact integer.
  */
 function packOwed(
   owed: number,
@@ -265,7 +277,7 @@ function packOwed(
   now: number,
   [limit, window]: FixedWindowParams,
 ): { next: number; ttl: number } {
-  const q = Math.floor((owed - 1) / limit);
+  const q = owed > limit ? Math.floor((owed - 1) / limit) : 0;
   let last = index + q;
   let r = owed - q * limit;
   const top = Math.floor(Number.MAX_SAFE_INTEGER / window);
@@ -273,10 +285,11 @@ function packOwed(
     last = top;
     r = limit;
   }
-  return { next: last * (limit + 1) + r, ttl: (last + 1) * window - now };
+  const value = last * (limit + 1) + r;
+  return { next: q > 0 ? -1 - value : value, ttl: (last + 1) * window - now };
 }
 
-/** A charge that leaves `owed` units (> limit) from window `index` on: admitted, in debt. */
+/** A charge that leaves `owed` units (> 0) from window `index` on: admitted, maybe in debt. */
 function chargeOwed(
   owed: number,
   index: number,
@@ -284,9 +297,10 @@ function chargeOwed(
   params: FixedWindowParams,
 ): CheckResult<FixedWindowState> {
   const charge = packOwed(owed, index, now, params);
+  const limit = params[0];
   return {
     allowed: true,
-    remaining: 0,
+    remaining: owed <= limit ? limit - owed : 0,
     resetAfter: charge.ttl,
     retryAfter: 0,
     delay: 0,
@@ -295,12 +309,12 @@ function chargeOwed(
 }
 
 /**
- * Check of a packed key in debt (`state` dates a later window than `index`): nothing is left
- * until the last window; a cost fits in the first window with room for it. A read (cost 0) is
- * admitted; a charge adds to what is owed.
+ * Check of a packed key holding a debt whose last window is `index` or later: before that window
+ * nothing is left, and a cost fits in the first window with room for it; once it has come, the
+ * debt's r units are that window's count. A read (cost 0) is admitted; a charge adds to it.
  */
-function checkInDebt(
-  state: number,
+function checkDebt(
+  debt: { last: number; r: number },
   index: number,
   now: number,
   cost: number,
@@ -308,14 +322,27 @@ function checkInDebt(
   force: boolean,
 ): CheckResult<FixedWindowState> {
   const [limit, window] = params;
-  const r = state % (limit + 1);
-  const last = (state - r) / (limit + 1);
-  if (force && cost > 0)
-    return chargeOwed(owedFrom(state, index, limit) + cost, index, now, params);
+  const { last, r } = debt;
+  if (force && cost > 0) return chargeOwed(owedOf(debt, index, limit) + cost, index, now, params);
   const resetAfter = (last + 1) * window - now;
-  if (cost === 0) return { allowed: true, remaining: 0, resetAfter, retryAfter: 0, delay: 0 };
-  const retryAfter = cost > limit ? -1 : r + cost <= limit ? last * window - now : resetAfter;
-  return { allowed: false, remaining: 0, resetAfter, retryAfter, delay: 0 };
+  const remaining = last === index ? limit - r : 0;
+  if (cost === 0) return { allowed: true, remaining, resetAfter, retryAfter: 0, delay: 0 };
+  if (last === index && r + cost <= limit) {
+    const next = index * (limit + 1) + r + cost;
+    const left = limit - r - cost;
+    return {
+      allowed: true,
+      remaining: left,
+      resetAfter,
+      retryAfter: 0,
+      delay: 0,
+      next,
+      ttl: resetAfter,
+    };
+  }
+  const retryAfter =
+    cost > limit ? -1 : last > index && r + cost <= limit ? last * window - now : resetAfter;
+  return { allowed: false, remaining, resetAfter, retryAfter, delay: 0 };
 }
 
 /** Twin of lua/fixed-window.lua. */
@@ -334,8 +361,9 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
     if (packed) {
       base = index * (limit + 1);
       if (typeof state === 'number' && state >= base && state - base <= limit) used = state - base;
-      else if (typeof state === 'number' && state > base + limit && limit > 0) {
-        return checkInDebt(state, index, now, cost, params, force);
+      else {
+        const debt = debtOf(state, index, limit);
+        if (debt !== undefined) return checkDebt(debt, index, now, cost, params, force);
       }
     } else if (typeof state === 'object' && 'index' in state && state.index === index) {
       used = state.used;
@@ -373,12 +401,11 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
     const windowLeft = (index + 1) * window - now;
     if (layout === LAYOUT_PACKED) {
       const base = index * (limit + 1);
-      if (typeof state === 'number' && state > base + limit && limit > 0) {
-        // In debt: what is owed goes down, the last window's units first (Debt).
-        const owed = owedFrom(state, index, limit) - cost;
-        return owed > 0
-          ? packOwed(owed, index, now, [limit, window, layout])
-          : { next: base, ttl: windowLeft };
+      const debt = debtOf(state, index, limit);
+      if (debt !== undefined) {
+        // A debt: what is owed goes down, the last window's units first (Debt).
+        const owed = owedOf(debt, index, limit);
+        return packOwed(owed - Math.min(cost, owed), index, now, [limit, window, layout]);
       }
       if (typeof state !== 'number' || state < base || state - base > limit) return undefined;
       const used = state - base;

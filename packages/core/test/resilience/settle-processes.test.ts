@@ -234,11 +234,13 @@ test(`fixedWindow on Redis, ${PROCESSES} processes, ${REQUESTS_PER_WINDOW} reque
         ),
       ),
     async (at) => {
-      // The key's one integer, last · (LIMIT + 1) + r: full windows up to `last`, r in it.
+      // The key's one integer: this window's count, or in debt −1 − (last · (LIMIT + 1) + r),
+      // windows up to `last` full and r in it (lua/fixed-window.lua's Debt).
       const value = Number(await redis.get(stateKey!));
       const index = Math.floor((at * 1000) / 60_000_000);
-      const r = value % (LIMIT + 1);
-      const last = (value - r) / (LIMIT + 1);
+      const packed = value < 0 ? -1 - value : value;
+      const r = packed % (LIMIT + 1);
+      const last = (packed - r) / (LIMIT + 1);
       return last < index ? 0 : (last - index) * LIMIT + r;
     },
   );
