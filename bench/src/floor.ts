@@ -12,7 +12,7 @@ import type { CommandSubject } from './callgrind.js';
 import { scriptCommand } from './commands.js';
 
 const TIME = `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])`;
+local now = t[1] * 1000000 + t[2]`;
 
 /** fixedWindow's aligned packed layout ('1'): one INCRBY, a PEXPIRE on a window's first count. */
 const FIXED_WINDOW = `redis.call('GET', KEYS[2])
