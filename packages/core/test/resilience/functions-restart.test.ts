@@ -62,7 +62,9 @@ describe.each([
       policies: [gcra({ limit: 4, window: '1h' })],
       prefix: `functions-restart-${process.pid}`,
       onStoreError: 'closed',
-      timeout: 200,
+      // The first call loads the library (an FCALL, FUNCTION LOAD, the FCALL again): room for a
+      // loaded machine.
+      timeout: 1000,
       circuitBreaker: false,
       hooks: { onStoreError: (event) => messages.push(event.error.message) },
     });

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { useOwnRedisServer } from '../../../../../test/harness/redis';
 import {
   ConcurrencyLimiter,
@@ -225,3 +226,26 @@ test.each([['fcall'], [''], [true], [null]])(
     });
   },
 );
+
+test('an ACL user that may not FUNCTION LOAD gets store errors naming NOPERM, answered by the failure policy', async () => {
+  const user = `fg-no-load-${process.pid}`;
+  await redis().call('ACL', 'SETUSER', user, 'on', '>secret', '~*', '+@all', '-function|load');
+  const limited = new Redis(own().server.port, { username: user, password: 'secret' });
+  try {
+    const limiter = new RateLimiter({
+      store: redisStore({ client: limited, scripts: 'functions', batch: false }),
+      policies: [gcra({ limit: 3, window: '1m' })],
+      prefix: prefix('acl'),
+      onStoreError: 'closed',
+      circuitBreaker: false,
+    });
+    const prepared = limiter.store.prepare(limiter.policies);
+    const error = await prepared.decide(limiter.storageKeys('k'), 1, false).catch((e) => e);
+    expect(error).toBeInstanceOf(RateLimitStoreError);
+    expect((error as Error).message).toMatch(/NOPERM/);
+    expect(await limiter.consume('k')).toMatchObject({ allowed: false, reason: 'store-error' });
+  } finally {
+    limited.disconnect();
+    await redis().call('ACL', 'DELUSER', user);
+  }
+});
