@@ -100,6 +100,7 @@ describe('option-name lists tied to their options types', () => {
       'circuitBreaker',
       'deniedCache',
       'hooks',
+      'lease',
       'maxQueueSize',
       'onStoreError',
       'policies',

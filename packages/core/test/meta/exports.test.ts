@@ -59,6 +59,8 @@ const TYPES = [
   'GcraOptions',
   'LeakyBucketOptions',
   'Lease',
+  'LeaseOption',
+  'LeaseOptions',
   'MemoryStoreOptions',
   'OnStoreError',
   'Policy',
