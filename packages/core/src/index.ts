@@ -77,6 +77,7 @@ export type { FleetOptions, FleetReserve } from './overload/fleet.js';
 export type { Gradient2Options } from './overload/gradient2.js';
 export type { VegasOptions } from './overload/vegas.js';
 export type { BlockDuration, Policy } from './policy.js';
+export type { LeaseOption, LeaseOptions } from './quota-lease/lease-options.js';
 export { RateLimiter } from './rate-limiter.js';
 export type {
   AcquireOptions,

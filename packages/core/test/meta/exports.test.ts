@@ -70,6 +70,8 @@ const TYPES = [
   'GcraOptions',
   'LeakyBucketOptions',
   'Lease',
+  'LeaseOption',
+  'LeaseOptions',
   'MemoryStoreOptions',
   'OnStoreError',
   'Policy',
