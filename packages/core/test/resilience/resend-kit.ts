@@ -52,6 +52,56 @@ async function charged(server: RedisServerHandle, prefix: string, key: string): 
 }
 
 /**
+ * 3,000 consumes, 64 in flight, while CLIENT KILL every 7 ms drops the limiter's connection with
+ * commands in flight. Checks that every admitted decision was charged once and nothing ran twice;
+ * answers how many decisions the failure policy answered (their connection dropped).
+ */
+async function churnRound(server: RedisServerHandle, limiter: RateLimiter): Promise<number> {
+  const admin = new Redis(server.url);
+  let killing = true;
+  const killer = (async () => {
+    while (killing) {
+      await admin.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes').catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 7));
+    }
+  })();
+  const TOTAL = 3_000;
+  const IN_FLIGHT = 64;
+  let next = 0;
+  let byStore = 0;
+  let byPolicy = 0;
+  const worker = async () => {
+    while (next < TOTAL) {
+      next++;
+      const d: Decision = await limiter.consume('victim');
+      if (d.reason === undefined) {
+        expect(d.allowed).toBe(true);
+        byStore++;
+      } else {
+        byPolicy++;
+      }
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  } finally {
+    killing = false;
+    await killer;
+    admin.disconnect();
+  }
+  // Let any command still queued in the client reach Redis before counting.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const units = await charged(server, limiter.prefix, 'victim');
+  expect(byStore + byPolicy).toBe(TOTAL);
+  // Every admitted decision was charged once; a decision the failure policy answered may or
+  // may not have run (its reply was lost), but nothing ran twice.
+  expect(units).toBeGreaterThanOrEqual(byStore);
+  expect(units).toBeLessThanOrEqual(TOTAL);
+  expect(units).toBeLessThanOrEqual(byStore + byPolicy);
+  return byPolicy;
+}
+
+/**
  * Defines the two send-once tests for `connect` (a client on `server()`, as a user sets it up),
  * batched or one EVALSHA per decision (or, with `scripts: 'functions'`, FCALL): CLIENT KILL
  * churn mid-flight, and a Redis killed and restarted while the failure policy answers.
@@ -64,51 +114,17 @@ export function resendSafetyTests(
 ): void {
   test('connections killed mid-flight never charge a decision twice', async () => {
     const { client, close } = await connect();
-    const limiter = limiterOn(client, batch, scripts);
-    const admin = new Redis(server().url);
-    let killing = true;
-    // CLIENT KILL every 7 ms drops the limiter's connection with commands in flight.
-    const killer = (async () => {
-      while (killing) {
-        await admin.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes').catch(() => undefined);
-        await new Promise((resolve) => setTimeout(resolve, 7));
-      }
-    })();
-    const TOTAL = 3_000;
-    const IN_FLIGHT = 64;
-    let next = 0;
-    let byStore = 0;
-    let byPolicy = 0;
-    const worker = async () => {
-      while (next < TOTAL) {
-        next++;
-        const d: Decision = await limiter.consume('victim');
-        if (d.reason === undefined) {
-          expect(d.allowed).toBe(true);
-          byStore++;
-        } else {
-          byPolicy++;
-        }
-      }
-    };
     try {
-      await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+      // A round whose churn happened to drop no connection mid-flight (a client that reconnects
+      // between kills) proves nothing: up to three rounds, each checked in full.
+      let dropped = 0;
+      for (let round = 0; round < 3 && dropped === 0; round++) {
+        dropped = await churnRound(server(), limiterOn(client, batch, scripts));
+      }
+      expect(dropped).toBeGreaterThan(0); // the churn did drop connections mid-flight
     } finally {
-      killing = false;
-      await killer;
-      admin.disconnect();
+      await close();
     }
-    // Let any command still queued in the client reach Redis before counting.
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    const units = await charged(server(), limiter.prefix, 'victim');
-    await close();
-    expect(byStore + byPolicy).toBe(TOTAL);
-    expect(byPolicy).toBeGreaterThan(0); // the churn did drop connections mid-flight
-    // Every admitted decision was charged once; a decision the failure policy answered may or
-    // may not have run (its reply was lost), but nothing ran twice.
-    expect(units).toBeGreaterThanOrEqual(byStore);
-    expect(units).toBeLessThanOrEqual(TOTAL);
-    expect(units).toBeLessThanOrEqual(byStore + byPolicy);
   });
 
   test('decisions answered by the failure policy while Redis is down are not charged when it returns', async () => {
