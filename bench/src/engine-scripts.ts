@@ -1,7 +1,8 @@
 /**
  * The core's assembled scripts, for the sections that run them by hand (callgrind, memory per
- * key). They are engine internals, not part of @floodgate/core's public entry, so the bench
- * loads them from the built package's own files, next to its entry point.
+ * key). They are engine internals, not part of @floodgate/core's public entry (whose build is
+ * one bundle per entry), so the bench loads them from the core compiled one file per module
+ * (packages/core/.bench-modules, written by `scripts/core-modules.mjs` in the bench's build).
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -28,7 +29,10 @@ interface KeySlotModule {
   crc16Step(crc: number, byte: number): number;
 }
 
-const dist = dirname(createRequire(import.meta.url).resolve('@floodgate/core'));
+const dist = join(
+  dirname(createRequire(import.meta.url).resolve('@floodgate/core/package.json')),
+  '.bench-modules',
+);
 const load = async <T>(file: string) => (await import(pathToFileURL(join(dist, file)).href)) as T;
 
 /** The script a limiter with these algorithm kinds runs (core's `scriptFor`). */
