@@ -18,7 +18,7 @@ const CALLS = Number(process.env.BENCH_CALLS ?? 6_400);
 /** `BENCH_ONLY=fixedWindow,gcra`: only the algorithms whose name starts with one of these. */
 const ONLY = process.env.BENCH_ONLY?.split(',');
 /**
- * FLOODGATE_CORE_BEFORE=<another build's packages/core/dist/index.js>: each algorithm row is
+ * FLOODGATE_CORE_BEFORE=<another checkout's packages/core/.bench-modules/index.js>: each algorithm row is
  * measured with that build's script too, the same command, in the same run (before/after).
  */
 const BEFORE = process.env.FLOODGATE_CORE_BEFORE;
