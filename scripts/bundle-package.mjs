@@ -30,6 +30,7 @@ const require = createRequire(import.meta.url);
 const { rollup } = require('rollup');
 const { dts } = require('rollup-plugin-dts');
 const swc = require('@swc/core');
+const ts = require('typescript');
 
 /**
  * Class names kept (`error.name`, `constructor.name`, `instanceof` messages read as in the
@@ -90,6 +91,11 @@ export async function bundlePackage(packageDir, manifest) {
       chunkFileNames: 'chunks/[name].ts',
       minifyInternalExports: false,
     });
+    for (const file of readdirSync(dist, { recursive: true }).map(String)) {
+      if (!file.endsWith('.d.ts')) continue;
+      const path = join(dist, file);
+      writeFileSync(path, unattachedDocsRemoved(path, readFileSync(path, 'utf8')));
+    }
   } finally {
     rmSync(compiled, { recursive: true, force: true });
   }
@@ -110,6 +116,48 @@ function entryPoints(manifest) {
     .map((target) => target?.require?.default)
     .filter((path) => typeof path === 'string' && path.endsWith('.js'))
     .map((path) => path.replace(/^\.\/dist\//, '').replace(/\.js$/, ''));
+}
+
+/**
+ * The declarations without the doc comments no hover shows as written: a file's opening comment
+ * (tsc keeps it before the file's first declaration; bundled, it sits detached before whichever
+ * declaration comes first, whose hover then shows the file's summary, or is hidden behind that
+ * declaration's own comment, as TypeScript shows only the last), and private members' comments.
+ * A comment is kept when it is the last doc comment before a declaration, on the line above it.
+ */
+function unattachedDocsRemoved(path, text) {
+  const file = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
+  const isDoc = (range) => text.startsWith('/**', range.pos);
+  const all = new Map();
+  const kept = new Set();
+  const visit = (node) => {
+    const docs = (ts.getLeadingCommentRanges(text, node.pos) ?? []).filter(isDoc);
+    for (const range of docs) all.set(range.pos, range);
+    // The parser's own attachment (`jsDoc`: the doc comments of a declaration, not of its
+    // first token): the last one is what a hover shows.
+    const last = node.jsDoc?.at(-1);
+    const isPrivate =
+      node.modifiers?.some((m) => m.kind === ts.SyntaxKind.PrivateKeyword) ||
+      (node.name && ts.isPrivateIdentifier(node.name));
+    if (last && !isPrivate && !/\n[ \t]*\r?\n/.test(text.slice(last.end, node.getStart(file))))
+      kept.add(last.pos);
+    ts.forEachChild(node, visit);
+  };
+  ts.forEachChild(file, visit);
+  let out = '';
+  let from = 0;
+  for (const range of [...all.values()].sort((a, b) => a.pos - b.pos)) {
+    if (kept.has(range.pos)) continue;
+    // The comment's whole lines when it has them to itself (indentation and line break).
+    const lineStart = text.lastIndexOf('\n', range.pos - 1) + 1;
+    const lineEnd = text.indexOf('\n', range.end) + 1 || text.length;
+    const alone =
+      !text.slice(lineStart, range.pos).trim() && !text.slice(range.end, lineEnd).trim();
+    const [start, end] = alone ? [lineStart, lineEnd] : [range.pos, range.end];
+    out += text.slice(from, start);
+    from = end;
+  }
+  return (out + text.slice(from)).replace(/\n{3,}/g, '\n\n');
 }
 
 async function minify(code) {
