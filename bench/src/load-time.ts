@@ -1,8 +1,9 @@
 /**
- * `pnpm --filter @floodgate/bench run load-time`: how long `require` takes, in a fresh Node
- * process each time, for @floodgate/core (its Redis store, a limiter made and its first script
- * assembled) against express-rate-limit + rate-limit-redis, side by side in alternating rounds,
- * and the size of core's packed tarball. Prints a markdown table with the medians and the ratio.
+ * `pnpm --filter @floodgate/bench run load-time`: how long `require` and `import` take, in a
+ * fresh Node process each time, for @floodgate/core (its Redis store, a limiter made and its
+ * first script assembled) against express-rate-limit + rate-limit-redis loaded the same way,
+ * side by side in alternating rounds, and the size of core's packed tarball (kB of 1000 bytes,
+ * as npm counts). Prints a markdown table with the medians and the ratios.
  * FLOODGATE_CORE_BEFORE=<another build's dist/index.js> times that build in the same rounds.
  */
 import { execFileSync } from 'node:child_process';
@@ -14,13 +15,25 @@ import { dirname, join } from 'node:path';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
 const require = createRequire(import.meta.url);
 const resolved = (name: string) => JSON.stringify(require.resolve(name));
+/** The file `import` loads (the `import` condition of the package's exports), as a URL. */
+const imported = (name: string) => JSON.stringify(import.meta.resolve(name));
 
-/** Each subject: the code a fresh process times (ms from before its first require to after). */
-const subjects: Record<string, string> = {
-  '@floodgate/core (require)': `require(${resolved('@floodgate/core')});`,
+const PEERS_REQUIRE = 'express-rate-limit + rate-limit-redis (require)';
+const PEERS_IMPORT = 'express-rate-limit + rate-limit-redis (import)';
+
+/**
+ * Each subject: the code a fresh process times (ms from before its first require or import to
+ * after), and the peers it is compared with (loaded the same way).
+ */
+const subjects: Record<string, { code: string; peers: string }> = {
+  '@floodgate/core (require)': {
+    code: `require(${resolved('@floodgate/core')});`,
+    peers: PEERS_REQUIRE,
+  },
   // Through the public API (the build has no file per module): a limiter on a Redis store whose
   // client never answers, and one consume, which assembles its script and its batch script.
-  '@floodgate/core (require, then its fixedWindow script and batch script assembled)': `
+  '@floodgate/core (require, then its fixedWindow script and batch script assembled)': {
+    code: `
     const core = require(${resolved('@floodgate/core')});
     const never = () => new Promise(() => {});
     const client = { evalSha: never, eval: never, sendCommand: never };
@@ -30,13 +43,31 @@ const subjects: Record<string, string> = {
     });
     void limiter.consume('k');
     await new Promise((resolve) => process.nextTick(resolve));`,
-  'express-rate-limit + rate-limit-redis (require)': `require(${resolved('express-rate-limit')}); require(${resolved('rate-limit-redis')});`,
+    peers: PEERS_REQUIRE,
+  },
+  // The ESM entry: a wrapper re-exporting the CommonJS build by name.
+  '@floodgate/core (import)': {
+    code: `await import(${imported('@floodgate/core')});`,
+    peers: PEERS_IMPORT,
+  },
+  [PEERS_REQUIRE]: {
+    code: `require(${resolved('express-rate-limit')}); require(${resolved('rate-limit-redis')});`,
+    peers: PEERS_REQUIRE,
+  },
+  [PEERS_IMPORT]: {
+    code: `await import(${imported('express-rate-limit')}); await import(${imported('rate-limit-redis')});`,
+    peers: PEERS_IMPORT,
+  },
 };
 
 // Another build of core to compare in the same rounds (e.g. an older commit's dist/index.js).
 const before = process.env.FLOODGATE_CORE_BEFORE;
-if (before)
-  subjects[`@floodgate/core (require) from ${before}`] = `require(${JSON.stringify(before)});`;
+if (before) {
+  subjects[`@floodgate/core (require) from ${before}`] = {
+    code: `require(${JSON.stringify(before)});`,
+    peers: PEERS_REQUIRE,
+  };
+}
 
 function timeOnce(code: string): number {
   const script = `const t = performance.now(); (async () => { ${code}; })().then(() => { process.stdout.write(String(performance.now() - t)); process.exit(0); });`;
@@ -50,15 +81,15 @@ const median = (xs: number[]) => {
 
 const samples = new Map<string, number[]>(Object.keys(subjects).map((k) => [k, []]));
 for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, code] of Object.entries(subjects)) samples.get(name)!.push(timeOnce(code));
+  for (const [name, { code }] of Object.entries(subjects)) samples.get(name)!.push(timeOnce(code));
 }
-const peers = median(samples.get('express-rate-limit + rate-limit-redis (require)')!);
 const lines = [
-  '| subject | median ms | × express-rate-limit + rate-limit-redis |',
+  '| subject | median ms | × express-rate-limit + rate-limit-redis, loaded the same way |',
   '|---|---|---|',
 ];
 for (const [name, xs] of samples) {
   const m = median(xs);
+  const peers = median(samples.get(subjects[name]!.peers)!);
   lines.push(`| ${name} | ${m.toFixed(1)} | ${(m / peers).toFixed(2)}× |`);
 }
 
@@ -74,7 +105,7 @@ try {
   const file = readdirSync(out)[0]!;
   lines.push(
     '',
-    `@floodgate/core tarball: ${(statSync(join(out, file)).size / 1024).toFixed(0)} KB packed, ${(info!.unpackedSize / 1024).toFixed(0)} KB unpacked`,
+    `@floodgate/core tarball: ${(statSync(join(out, file)).size / 1000).toFixed(0)} KB packed, ${(info!.unpackedSize / 1000).toFixed(0)} KB unpacked (${info!.unpackedSize} bytes)`,
   );
 } finally {
   rmSync(out, { recursive: true, force: true });
