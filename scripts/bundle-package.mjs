@@ -1,15 +1,17 @@
 // The compact build of a package (`build-package.mjs --bundle`), for @floodgate/core, whose
-// file-per-module build weighed 738 KB unpacked (docs/benchmarks.md "Package weight"):
+// file-per-module build weighed 738 KB unpacked (docs/benchmarks.md "Load time and weight"):
 //
 // - tsc compiles src/ as ES modules with their declarations into a temporary folder;
 // - rollup bundles each entry of `exports` into dist/<entry>.js as CommonJS (still the one real
 //   build: the ESM wrappers of build-package.mjs re-export it), the modules that several entries
 //   share in dist/chunks/, so `@floodgate/core`, `/http` and `/testing` share one instance of
-//   each; swc minifies them, keeping class names (error names);
+//   each; swc minifies them, keeping class names (error names): not minified, the JavaScript
+//   alone would weigh 428 KB, over the package's 300 KB target;
 // - rollup-plugin-dts does the same for the declarations (shared types stay one declaration, so
 //   a RateLimiter from /http is the RateLimiter of the main entry), with their doc comments: an
-//   editor's hover is where most users read them (177 KB of the 471 KB unpacked; without them
-//   the package would weigh 347 KB, docs/benchmarks.md "Load time and weight");
+//   editor's hover is where most users read them (102 KB of the 452 KB unpacked; without them
+//   the package would weigh 350 KB), less those no hover shows as written (see
+//   `unattachedDocsRemoved`);
 // - the CommonJS sources (`src/**/*.cjs`, the Lua assembler) are minified the same way, beside
 //   their declarations (`.d.cts`).
 import { execFileSync } from 'node:child_process';

@@ -7,10 +7,12 @@
  * FLOODGATE_CORE_BEFORE=<another build's dist/index.js> times that build in the same rounds.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { LOAD_TIME_HEADING, withSection } from './results-section.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
 const require = createRequire(import.meta.url);
@@ -87,11 +89,14 @@ const lines = [
   '| subject | median ms | × express-rate-limit + rate-limit-redis, loaded the same way |',
   '|---|---|---|',
 ];
+let slowest = 0;
 for (const [name, xs] of samples) {
   const m = median(xs);
-  const peers = median(samples.get(subjects[name]!.peers)!);
-  lines.push(`| ${name} | ${m.toFixed(1)} | ${(m / peers).toFixed(2)}× |`);
+  const ratio = m / median(samples.get(subjects[name]!.peers)!);
+  if (name.startsWith('@floodgate/core (')) slowest = Math.max(slowest, ratio);
+  lines.push(`| ${name} | ${m.toFixed(1)} | ${ratio.toFixed(2)}× |`);
 }
+const hit = (ok: boolean) => (ok ? 'hit' : '**missed**');
 
 // The packed tarball of core, as npm would publish it: packed and unpacked bytes.
 const coreDir = dirname(require.resolve('@floodgate/core/package.json'));
@@ -103,11 +108,30 @@ try {
   });
   const [info] = JSON.parse(json) as { size: number; unpackedSize: number }[];
   const file = readdirSync(out)[0]!;
+  const unpacked = info!.unpackedSize;
   lines.push(
     '',
-    `@floodgate/core tarball: ${(statSync(join(out, file)).size / 1000).toFixed(0)} KB packed, ${(info!.unpackedSize / 1000).toFixed(0)} KB unpacked (${info!.unpackedSize} bytes)`,
+    `@floodgate/core tarball: ${(statSync(join(out, file)).size / 1000).toFixed(0)} KB packed, ${(unpacked / 1000).toFixed(0)} KB unpacked (${unpacked} bytes)`,
+    '',
+    `Targets: load time within 1.5× of express-rate-limit + rate-limit-redis (the slowest row of core: ${slowest.toFixed(2)}×): ${hit(slowest <= 1.5)}; ≤ 300 KB unpacked: ${hit(unpacked <= 300_000)}.`,
   );
 } finally {
   rmSync(out, { recursive: true, force: true });
 }
 process.stdout.write(`${lines.join('\n')}\n`);
+
+// The same table in bench/results.md, under its own heading (`pnpm bench` keeps it).
+const results = join(dirname(fileURLToPath(import.meta.url)), '..', 'results.md');
+const section = [
+  LOAD_TIME_HEADING,
+  '',
+  `Written by \`pnpm --filter @floodgate/bench run load-time\` (bench/src/load-time.ts), ${new Date().toISOString()}:`,
+  `${ROUNDS} rounds, each subject in a fresh Node ${process.version} process per round, the subjects in`,
+  `alternating order; medians; load average ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')} at the end (only the ratios within one run mean anything).`,
+  '',
+  ...lines,
+];
+writeFileSync(results, withSection(readFileSync(results, 'utf8'), section.join('\n')));
+process.stdout.write('wrote the "Load time and weight" section of bench/results.md\n');

@@ -22,6 +22,7 @@ import { ENGINE_SCRIPT } from './engine-scripts.js';
 import { floodgateExpress, HTTP_MODES } from './http-server.js';
 import { median, rotate, SCALE } from './measure.js';
 import { type BenchResults, renderMarkdown, renderSvg } from './report.js';
+import { LOAD_TIME_HEADING, sectionOf, withSection } from './results-section.js';
 import { NEVER_DENY, onePolicy, threePolicies } from './subjects.js';
 
 const run = promisify(execFile);
@@ -395,7 +396,14 @@ async function main() {
       cluster,
     };
     writeFileSync(join(benchDir, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
-    writeFileSync(join(benchDir, 'results.md'), renderMarkdown(results, median));
+    // load-time.ts's section, carried over from the file this run replaces.
+    const previous = readFileSync(join(benchDir, 'results.md'), 'utf8');
+    const loadTime = sectionOf(previous, LOAD_TIME_HEADING);
+    const markdown = renderMarkdown(results, median);
+    writeFileSync(
+      join(benchDir, 'results.md'),
+      loadTime ? withSection(markdown, loadTime) : markdown,
+    );
     writeFileSync(join(benchDir, 'results.svg'), renderSvg(results, median));
     log(`wrote bench/results.md, results.json, results.svg in ${results.seconds}s`);
   } finally {
