@@ -12,7 +12,6 @@
 --- @respell combined algorithms: redis.call( => CALL(
 --- @respell combined algorithms: CALL('SET', $key, string.format('%d', $value), 'PX', => SETN($key, $value,
 --- @respell combined algorithms: CALL('INCRBY', $key, ARGV[3]) => COUNT($key, cost)
---- @respell combined algorithms: CALL('DECRBY', $key, ARGV[3]) => COUNT($key, -cost)
 --- @respell combined algorithms: tonumber(CALL('GET', $key)) => GETN($key)
 --- @respell combined algorithms: ttl_ms( => ttl_number(
 --

@@ -21,11 +21,10 @@
 --            and the first element says which: admitted + 4 · packed_mask (the engine's end).
 --            Refund answers like a peek of cost 0 after the refund.
 --
--- Every algorithm file defines, as local functions, and ends with
--- register(name, check, commit, clear, refund, nargs[, lone]), a line the assembler (packages/core/src/lua/assemble.cjs)
--- replaces: a script of one algorithm gets locals CHECK, COMMIT, CLEAR, REFUND, NARGS; a mixed
--- script a table ALG of name -> { check, commit, clear, refund, nargs } (and CHECK nil).
--- Nothing else is built per call.
+-- Every algorithm file defines, as local functions, and ends with its binding: in a script of
+-- that algorithm alone (`--- @if solo`) the locals CHECK, COMMIT, CLEAR, REFUND, NARGS; in a
+-- script of several, its entry ALG['<name>'] = { check, commit, clear, refund, nargs } (and
+-- CHECK nil, include/blocks.lua). Nothing else is built per call.
 --   check(key, o, cost) reads (never writes, unless ALONE: see the prelude) and returns, as
 --   values (no table):
 --     allowed (0|1), remaining, reset_after, retry_after, delay, packed, then, when allowed,
@@ -38,11 +37,13 @@
 --   clear(key, o) deletes the state (nil: DEL key).
 --   refund(key, o, cost) gives back up to `cost` units; never creates a key.
 --   nargs: how many ARGV the algorithm takes after its name.
---   lone(o, cost) (optional; defined between `--- @batch` and `--- @end batch`, which only a
---     one-algorithm batch script keeps): a decider of one key for a shape of lone consumes, or
---     nil (include/batch.lua).
+--   lone(o, cost) (optional; set as LONE under `--- @if solo batch !combined`, a one-algorithm
+--     batch script): a decider of one key for a shape of lone consumes, or nil (include/batch.lua).
 -- The steps on blocks (include/blocks.lua) are defined before this part; those that read or
--- write a block come from block_steps(), called only on the paths that need them.
+-- write a block come from block_steps(), called only on the paths that need them. Several
+-- policies go on in include/several.lua: in a single-call script its body runs after this part,
+-- in place of the call at the end; a batch script defines it before, and wraps this part in the
+-- per-call function make_engine() returns.
 --- @if batch !combined
 return function()
 --- @end

@@ -1,25 +1,14 @@
-// The one assembler of Floodgate's Redis scripts: builds each script from lua/, for the store at
-// run time (lazily, the first time a limiter needs it) and for `pnpm generate` (which writes every
-// fixed variant as a readable file to lua/build/ and pins their SHA1s in lua/scripts.sha1).
-//
+// The one assembler of Floodgate's Redis scripts, for the store at run time (the first time a
+// limiter needs a script) and for `pnpm generate` (lua/build/ and the SHA1s in lua/scripts.sha1).
 // A script is a list of lua/ files joined by blank lines, each opening with a marker naming it
-// (`-- >>> lua/gcra.lua`). Every change to a file's text is asked for by a directive line in the
-// Lua (`--- @…`, kept in the script), and keeps the file's lines where they are, so `sourceLine`
-// traces any line of a script Redis ran back to its file and line:
-//   --- @if <flags> / @else / @end   lines for some variants only (the others get blank lines);
-//                                   flags: batch, combined, solo (one algorithm), mixed, live
-//   --- @include "<step>"           a shared step (lua/include/<step>.lua) put once, before the
-//                                   algorithms; a step marked `--- @inline` is pasted where it is
-//                                   called instead (between `-- >>> <its file>:<line>` and `-- <<<`)
-//   --- @offsets NAME n, …          names whose numbers are written in their place in that file
-//   --- @respell <flag> <scope>: a => b   in scripts of that variant, the token sequence a reads b
-//                                   in the algorithms and steps (scope `algorithms`) or the engine
-//   --- @own-key                    the algorithm's state is no string: no combined layout
-// Substitutions work on Lua tokens (never inside a string or a comment), not on text.
-//
-// The package ships lua/ with its comments' text removed (`stripComments`: each comment line
-// becomes `--`), and the store assembles from those files; the repository's files assemble into
-// the same lines with their comments.
+// (`-- >>> lua/gcra.lua`). Every change to a file is asked for by a directive in the Lua (`--- @…`
+// lines, kept in the script; docs/engine.md lists them) and keeps its lines where they are, so
+// `sourceLine` traces a line of a script Redis ran to its file and line: `--- @if <flags>` …
+// `--- @else` … `--- @end` keep lines for some variants only (blank in the others); `--- @include`
+// puts a step before the algorithms, or pastes its `--- @inline` steps where they are called
+// (between `-- >>> <file>:<line>` and `-- <<<`); `--- @offsets` names numbers; `--- @respell`
+// spells a token sequence otherwise in one variant. All of it works on Lua tokens, never inside a
+// string or a comment. The package ships lua/ with comments' text removed (`stripComments`).
 'use strict';
 
 const { createHash } = require('node:crypto');
@@ -63,7 +52,8 @@ const directives = (text, name) =>
 function select(text, flags, file) {
   const open = [];
   const on = () => open.every((o) => o);
-  const holds = (cond) => cond.split(/\s+/).every((f) => (f[0] === '!') !== flags.has(f.replace('!', '')));
+  const holds = (cond) =>
+    cond.split(/\s+/).every((f) => (f[0] === '!') !== flags.has(f.replace('!', '')));
   const out = mapLines(text, (line) => {
     const [, what, arg] = DIRECTIVE.exec(line) ?? [];
     if (what === 'if') open.push(holds(arg));
@@ -100,7 +90,9 @@ function respell(line, from, to) {
       return j > start;
     });
     if (ok) {
-      const text = tokens(to).map((x) => got[x] ?? x).join('');
+      const text = tokens(to)
+        .map((x) => got[x] ?? x)
+        .join('');
       t.splice(s, j - s, text);
     }
   }
@@ -121,7 +113,8 @@ function rename(line, map) {
 
 // A `--- @inline` step of an include: `local function name(params)` … `end`, defined nowhere and
 // written out where it is called (a `local function` costs Redis a closure on every EVALSHA).
-const INLINE = /(?:^--(?!- @inline).*\n)*^--- @inline\nlocal function (\w+)\(([^)]*)\)\n([\s\S]*?)^end$/gm;
+const INLINE =
+  /(?:^--(?!- @inline).*\n)*^--- @inline\nlocal function (\w+)\(([^)]*)\)\n([\s\S]*?)^end$/gm;
 const names = (list) => codeOf(list).filter((t) => t !== ',');
 
 /** An include's inline steps by name, and the rest of its text (blank where a step was). */
@@ -129,7 +122,10 @@ function takeInline(text, file) {
   const steps = new Map();
   for (const m of text.matchAll(INLINE)) {
     const line = text.slice(0, m.index + m[0].indexOf('\nlocal function')).split('\n').length + 2;
-    const lines = m[3].trimEnd().split('\n').filter((l) => !/^\s*--/.test(l));
+    const lines = m[3]
+      .trimEnd()
+      .split('\n')
+      .filter((l) => !/^\s*--/.test(l));
     const code = lines.flatMap(codeOf);
     // Its locals (`local a, b`, `for i`) and the names it assigns (`a, b =`).
     const locals = new Set();
@@ -137,12 +133,21 @@ function takeInline(text, file) {
     code.forEach((t, i) => {
       if (t !== 'local' && t !== 'for' && t !== '=') return;
       const list = t === '=' ? code.slice(0, i).reverse() : code.slice(i + 1);
-      const run = list.slice(0, list.findIndex((x, k) => (k % 2 ? x !== ',' : !/^\w+$/.test(x))));
+      const run = list.slice(
+        0,
+        list.findIndex((x, k) => (k % 2 ? x !== ',' : !/^\w+$/.test(x))),
+      );
       for (const n of run.filter((x) => x !== ',')) (t === '=' ? assigned : locals).add(n);
     });
     steps.set(m[1], { name: m[1], params: names(m[2]), lines, locals, assigned, file, line });
   }
-  return { steps, rest: text.replace(INLINE, '').replace(/\n{3,}/g, '\n\n').trim() };
+  return {
+    steps,
+    rest: text
+      .replace(INLINE, '')
+      .replace(/\n{3,}/g, '\n\n')
+      .trim(),
+  };
 }
 
 /**
@@ -224,7 +229,10 @@ class Assembler {
   // lua/include/<name>.lua: its inline steps, and the rest ('' when it holds nothing else).
   include(name) {
     return this.once(`include:${name}`, () => {
-      const { steps, rest } = takeInline(this.read(`include/${name}.lua`), `lua/include/${name}.lua`);
+      const { steps, rest } = takeInline(
+        this.read(`include/${name}.lua`),
+        `lua/include/${name}.lua`,
+      );
       return { steps, rest: rest.replace(/^--.*$/gm, '').trim() === '' ? '' : rest };
     });
   }
@@ -240,7 +248,8 @@ class Assembler {
       if (!select(source, new Set(['mixed']), file).includes(`ALG['${name}'] = {`))
         throw new Error(`lua/${file} must add ALG['${name}'] (its file name) outside \`@if solo\``);
       const uses = includes.filter((n) => this.include(n).rest !== '');
-      return { name, uses, part: part(`lua/${file}`, expandInline(source, steps, file)) };
+      const text = expandInline(source, steps, file);
+      return { name, uses, part: { file: `lua/${file}`, text, scope: 'algorithms' } };
     });
   }
 
@@ -273,46 +282,51 @@ class Assembler {
     });
   }
 
-  // A script's files in order: the prelude (and the combined layout's state), the steps and the
-  // algorithms, the block steps and the engine (and the batch loop), each for the variant.
+  // A script's files in order, each with the lines of the variant (`flags`), then the names its
+  // `--- @offsets` line gives numbers and the respellings the variant's files declare for its
+  // scope (`algorithms`: steps and algorithm files; `engine`: blocks, engine and several).
   parts(algorithms, flags) {
-    const file = (f) => part(`lua/${f}`, this.read(f));
-    const steps = [...new Set(algorithms.flatMap((a) => a.uses))].sort();
-    const engine = flags.has('batch')
-      ? ['include/several.lua', 'include/engine.lua']
-      : ['include/engine.lua', 'include/several.lua'];
-    let tail = engine.map(file);
-    if (flags.has('combined')) {
-      const [before, after] = [file('include/combined-decide.lua'), file('include/combined-end.lua')];
-      tail = flags.has('batch') ? [tail[0], before, tail[1], after] : [before, ...tail, after];
+    const has = (flag) => flags.has(flag);
+    const file = (f, scope) => ({ file: `lua/${f}`, text: this.read(f), scope });
+    const [engine, several] = [
+      file('include/engine.lua', 'engine'),
+      file('include/several.lua', 'engine'),
+    ];
+    let tail = has('batch') ? [several, engine] : [engine, several];
+    if (has('combined')) {
+      const [open, close] = [file('include/combined-decide.lua'), file('include/combined-end.lua')];
+      tail = has('batch') ? [several, open, engine, close] : [open, engine, several, close];
     }
-    if (flags.has('live')) tail = this.withLive(tail);
+    if (has('live')) tail = this.withLive(tail);
+    const steps = [...new Set(algorithms.flatMap((a) => a.uses))].sort();
     const parts = [
       file('include/prelude.lua'),
-      ...(flags.has('combined') ? [file('include/combined.lua')] : []),
-      ...steps.map((s) => part(`lua/include/${s}.lua`, this.include(s).rest)),
+      ...(has('combined') ? [file('include/combined.lua')] : []),
+      ...steps.map((s) => ({
+        ...file(`include/${s}.lua`, 'algorithms'),
+        text: this.include(s).rest,
+      })),
       ...algorithms.map((a) => a.part),
-      file('include/blocks.lua'),
+      file('include/blocks.lua', 'engine'),
       ...tail,
-      ...(flags.has('batch') ? [file('include/batch.lua')] : []),
-    ].map((p) => part(p.file, select(p.text, flags, p.file)));
-    // The respellings the variant's files declare, each on the parts of its scope.
+      ...(has('batch') ? [file('include/batch.lua')] : []),
+    ].map((p) => ({ ...p, text: select(p.text, flags, p.file) }));
     const rules = parts.flatMap((p) =>
-      directives(p.text, 'respell').map((r) => /^(\S+) (\S+): (.+) => (.+)$/.exec(r)),
+      directives(p.text, 'respell').map((r) => {
+        const rule = /^(\S+) (algorithms|engine): (.+) => (.+)$/.exec(r);
+        if (!rule)
+          throw new Error(`${p.file}: \`--- @respell <flag> algorithms|engine: a => b\`: ${r}`);
+        return rule;
+      }),
     );
-    return parts.map((p, i) => {
-      const scope = i > 0 && i <= steps.length + algorithms.length + (flags.has('combined') ? 1 : 0);
-      const engineScope = /include\/(blocks|engine|several)\.lua$/.test(p.file);
-      const apply = rules.filter(
-        ([, flag, s]) =>
-          flags.has(flag) && (s === 'algorithms' ? scope && !/combined/.test(p.file) : engineScope),
-      );
-      const offsets = directives(p.text, 'offsets').flatMap((o) => o.split(', '));
-      const map = new Map(offsets.map((o) => o.split(' ')));
+    return parts.map((p) => {
+      const names = directives(p.text, 'offsets').flatMap((o) => o.split(', '));
+      const map = new Map(names.map((o) => o.split(' ')));
+      const mine = rules.filter(([, flag, scope]) => has(flag) && scope === p.scope);
       const text = mapLines(p.text, (line) =>
-        !isCode(line.trim() || '--')
+        /^\s*(--|$)/.test(line)
           ? line
-          : apply.reduce((l, [, , , from, to]) => respell(l, from, to), rename(line, map)),
+          : mine.reduce((l, [, , , from, to]) => respell(l, from, to), rename(line, map)),
       );
       return part(p.file, text);
     });
@@ -334,24 +348,20 @@ class Assembler {
     ];
   }
 
-  /** A standalone script of lua/leases/ (ConcurrencyLimiter's leases): the prelude and the file. */
+  /** A lease script (lua/leases/<name>.lua, after the prelude of a single call). */
   lease(name) {
-    return this.once(`lease:${name}`, () => {
-      if (!this.leases().includes(name)) throw new Error(`unknown lease script: ${name}`);
-      const prelude = select(this.read('include/prelude.lua'), new Set(['solo']), 'prelude');
-      const parts = [
-        part('lua/include/prelude.lua', prelude),
-        part(`lua/leases/${name}.lua`, this.read(`leases/${name}.lua`)),
-      ];
-      return finish(`lease-${name}`, [], parts, false);
-    });
+    if (!this.leases().includes(name)) throw new Error(`unknown lease script: ${name}`);
+    const prelude = select(this.read('include/prelude.lua'), new Set(['solo']), 'prelude');
+    const lease = part(`lua/leases/${name}.lua`, this.read(`leases/${name}.lua`));
+    return this.once(`lease:${name}`, () =>
+      finish(`lease-${name}`, [], [part('lua/include/prelude.lua', prelude), lease]),
+    );
   }
 
   /** The store's clock probe (lua/probes/clock.lua): the file alone, without the prelude. */
   clockProbe() {
-    return this.once('clock-probe', () =>
-      finish('clock-probe', [], [part('lua/probes/clock.lua', this.read('probes/clock.lua'))]),
-    );
+    const probe = part('lua/probes/clock.lua', this.read('probes/clock.lua'));
+    return this.once('clock-probe', () => finish('clock-probe', [], [probe]));
   }
 
   /** The lease scripts' names (lua/leases/<name>.lua). */
@@ -443,4 +453,11 @@ function fixedScripts(assembler) {
   return out;
 }
 
-module.exports = { ASSEMBLER, createAssembler, expandInline, fixedScripts, stripComments, takeInline };
+module.exports = {
+  ASSEMBLER,
+  createAssembler,
+  expandInline,
+  fixedScripts,
+  stripComments,
+  takeInline,
+};
