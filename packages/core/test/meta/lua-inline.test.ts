@@ -244,7 +244,7 @@ describe('the real lua/', () => {
     }
   });
 
-  // packages/core/src/lua/unroll.cjs: a single-call script runs once per EVALSHA, so the several-policies
+  // lua/include/several.lua: a single-call script runs once per EVALSHA, so the several-policies
   // part is its body inline (a closure would make an upvalue object of every local it captures,
   // ~9 000 instructions per call); a batch script defines it once and calls it per decision.
   test('single-call scripts run decide_several inline; batch scripts define it once', () => {
