@@ -133,10 +133,8 @@ function takeInline(text, file) {
     code.forEach((t, i) => {
       if (t !== 'local' && t !== 'for' && t !== '=') return;
       const list = t === '=' ? code.slice(0, i).reverse() : code.slice(i + 1);
-      const run = list.slice(
-        0,
-        list.findIndex((x, k) => (k % 2 ? x !== ',' : !/^\w+$/.test(x))),
-      );
+      const end = list.findIndex((x, k) => (k % 2 ? x !== ',' : !/^\w+$/.test(x)));
+      const run = end < 0 ? list : list.slice(0, end);
       for (const n of run.filter((x) => x !== ',')) (t === '=' ? assigned : locals).add(n);
     });
     steps.set(m[1], { name: m[1], params: names(m[2]), lines, locals, assigned, file, line });
