@@ -211,7 +211,7 @@ local function fixed_window_refund(key, o, cost)
   end
   if used > 0 then redis.call('DECRBY', count_key, string.format('%d', math.min(cost, used))) end
 end
---- @batch
+--- @if solo batch !combined
 -- A batch's lone consumes of this policy (include/batch.lua: one policy, cost > 0, no lockout,
 -- no block in the batch): a decider of one key, made once per shape of calls, with what the
 -- shape and the batch's clock settle (limit, window, index, base, time left, packed width)
@@ -236,5 +236,13 @@ local function fixed_window_lone(o, cost)
     return count_first(count_key, cost, incr, limit, base, window_left, wp, spread)
   end
 end
---- @end batch
-register('fixed-window', fixed_window_check, fixed_window_commit, fixed_window_clear, fixed_window_refund, 3, fixed_window_lone)
+--- @end
+-- Its binding (include/engine.lua): alone in a script, the locals CHECK …; among several, an ALG entry.
+--- @if solo
+local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = fixed_window_check, fixed_window_commit, fixed_window_clear, fixed_window_refund, 3, nil
+--- @if batch !combined
+LONE = fixed_window_lone
+--- @end
+--- @else
+ALG['fixed-window'] = { fixed_window_check, fixed_window_commit, fixed_window_clear, fixed_window_refund, 3 }
+--- @end

@@ -43,4 +43,9 @@ local function gcra_refund(key, o, cost)
     redis.call('SET', key, string.format('%d', tat), 'PX', ttl_ms(tat - now))
   end
 end
-register('gcra', gcra_check, gcra_commit, nil, gcra_refund, 2)
+-- Its binding (include/engine.lua): alone in a script, the locals CHECK …; among several, an ALG entry.
+--- @if solo
+local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = gcra_check, gcra_commit, nil, gcra_refund, 2, nil
+--- @else
+ALG['gcra'] = { gcra_check, gcra_commit, nil, gcra_refund, 2 }
+--- @end

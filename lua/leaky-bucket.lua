@@ -67,4 +67,9 @@ local function leaky_bucket_refund(key, o, cost)
   level = level - cost * unit
   set_pair(key, o, cost, nil, level - unit, since, since - now + math.ceil(level / rate))
 end
-register('leaky-bucket', leaky_bucket_check, set_pair, nil, leaky_bucket_refund, 4)
+-- Its binding (include/engine.lua): alone in a script, the locals CHECK …; among several, an ALG entry.
+--- @if solo
+local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = leaky_bucket_check, set_pair, nil, leaky_bucket_refund, 4, nil
+--- @else
+ALG['leaky-bucket'] = { leaky_bucket_check, set_pair, nil, leaky_bucket_refund, 4 }
+--- @end

@@ -57,4 +57,9 @@ local function sliding_log_refund(key, o, cost)
   local newest = tonumber(redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')[2])
   redis.call('PEXPIRE', key, ttl_ms(newest + window - now))
 end
-register('sliding-log', sliding_log_check, sliding_log_commit, nil, sliding_log_refund, 2)
+-- Its binding (include/engine.lua): alone in a script, the locals CHECK …; among several, an ALG entry.
+--- @if solo
+local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = sliding_log_check, sliding_log_commit, nil, sliding_log_refund, 2, nil
+--- @else
+ALG['sliding-log'] = { sliding_log_check, sliding_log_commit, nil, sliding_log_refund, 2 }
+--- @end

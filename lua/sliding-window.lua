@@ -103,4 +103,9 @@ local function sliding_window_refund(key, o, cost)
   redis.call('SET', key, string.format('%d:', index) .. table.concat(parts, ','), 'PX',
     ttl_ms((index - last + 1 + buckets) * size - now))
 end
-register('sliding-window', sliding_window_check, sliding_window_commit, nil, sliding_window_refund, 3)
+-- Its binding (include/engine.lua): alone in a script, the locals CHECK …; among several, an ALG entry.
+--- @if solo
+local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = sliding_window_check, sliding_window_commit, nil, sliding_window_refund, 3, nil
+--- @else
+ALG['sliding-window'] = { sliding_window_check, sliding_window_commit, nil, sliding_window_refund, 3 }
+--- @end

@@ -67,4 +67,9 @@ local function smooth_bursty_refund(key, o, cost)
   next_free = next_free - back
   set_pair(key, o, cost, nil, next_free, stored, next_free - now + math.ceil((max_stored - stored) / rate) + retention)
 end
-register('smooth-bursty', smooth_bursty_check, set_pair, nil, smooth_bursty_refund, 5)
+-- Its binding (include/engine.lua): alone in a script, the locals CHECK …; among several, an ALG entry.
+--- @if solo
+local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = smooth_bursty_check, set_pair, nil, smooth_bursty_refund, 5, nil
+--- @else
+ALG['smooth-bursty'] = { smooth_bursty_check, set_pair, nil, smooth_bursty_refund, 5 }
+--- @end

@@ -108,4 +108,9 @@ local function smooth_warming_up_refund(key, o, cost)
   local per_us = 5 * d + c
   set_pair(key, o, cost, nil, next_free, stored, next_free - now + math.ceil((warmup * per_us - stored) / per_us))
 end
-register('smooth-warming-up', smooth_warming_up_check, set_pair, nil, smooth_warming_up_refund, 6)
+-- Its binding (include/engine.lua): alone in a script, the locals CHECK …; among several, an ALG entry.
+--- @if solo
+local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = smooth_warming_up_check, set_pair, nil, smooth_warming_up_refund, 6, nil
+--- @else
+ALG['smooth-warming-up'] = { smooth_warming_up_check, set_pair, nil, smooth_warming_up_refund, 6 }
+--- @end

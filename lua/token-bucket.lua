@@ -52,4 +52,9 @@ local function token_bucket_refund(key, o, cost)
   units = units + cost * unit
   set_pair(key, o, cost, nil, units, since, math.ceil((capacity - units) / rate))
 end
-register('token-bucket', token_bucket_check, set_pair, nil, token_bucket_refund, 3)
+-- Its binding (include/engine.lua): alone in a script, the locals CHECK …; among several, an ALG entry.
+--- @if solo
+local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = token_bucket_check, set_pair, nil, token_bucket_refund, 3, nil
+--- @else
+ALG['token-bucket'] = { token_bucket_check, set_pair, nil, token_bucket_refund, 3 }
+--- @end

@@ -4,6 +4,10 @@
 -- it is called: only where a block is read or written). The block state is a string
 -- '<until µs>:<by>:<level>:<forget at µs>' (include/engine.lua's header).
 
+--- @if mixed
+local CHECK, COMMIT, CLEAR, REFUND, NARGS
+--- @end
+
 -- The algorithm of the policy whose group starts at ARGV[o].
 local function algorithm(o)
   if CHECK then return CHECK, COMMIT, CLEAR, REFUND, NARGS end
@@ -12,9 +16,13 @@ local function algorithm(o)
 end
 
 -- A batch script makes what follows only when a call of the batch goes through the engine
--- (the assembler (packages/core/src/lua/assemble.cjs): make_engine): a closure, and a local that one captures (an upvalue
--- object), is made on every EVALSHA, and a batch of lone consumes (include/batch.lua) needs none.
---- @engine-state
+-- (make_engine, closed at the end of include/engine.lua): a closure, and a local that one
+-- captures (an upvalue object), is made on every EVALSHA, and a batch of lone consumes
+-- (include/batch.lua) needs none.
+--- @if batch !combined
+local decide
+local function make_engine()
+--- @end
 
 -- The steps on the block state: parse_block, write_block, lockout_us, lock_out, made only
 -- where the engine needs them (a stored block to read, a block to write, a lockout). A `local
@@ -81,4 +89,6 @@ end
 -- decisions share it). The first ten are written by each decision before they are read; the
 -- last three once per ARGV table, the one in PLANNED (a batch's calls of one shape share theirs).
 local VALUES, PLANNED
---- @unrolled-state
+-- The paths for two to four policies (include/several.lua): each policy i's check Ci, commit Mi
+-- and ARGV offset Oi, planned once per ARGV table (the one in UNROLLED).
+local C1, C2, C3, C4, M1, M2, M3, M4, O1, O2, O3, O4, UNROLLED

@@ -1,11 +1,19 @@
 -- Floodgate combined layout (DESIGN §5, one key per caller): a limiter of several policies whose
 -- states are all strings keeps them in one key, read with one GET and written with one SET … PX
--- per decision instead of one of each per policy. packages/core/src/lua/combined.cjs makes the combined
--- variant of a script from the same sources: this part comes right after the prelude, the
--- algorithms' `redis.call(` becomes `CALL(` and the engine hands policy i the number i as its
--- key, so every algorithm's GET, SET … PX, DEL, INCRBY and DECRBY lands on policy i's entry here.
--- The entries are written once the decision is made (write_state): a decision that fails in the
--- script writes nothing, where a key per policy kept the writes made before the error.
+-- per decision instead of one of each per policy. A combined script is made from the same
+-- sources: this part comes right after the prelude, and the respellings below (the assembler
+-- applies them to whole Lua tokens, never inside strings or comments) have the algorithms' and
+-- steps' `redis.call(` land on policy i's entry here, and the engine hand policy i the number i
+-- as its key (include/combined-decide.lua and combined-end.lua wrap the engine). The entries are
+-- written once the decision is made (write_state): a decision that fails in the script writes
+-- nothing, where a key per policy kept the writes made before the error.
+--- @respell combined engine: redis.call('DEL', KEYS[$i]) => CALL('DEL', $i)
+--- @respell combined engine: KEYS[$i] => $i
+--- @respell combined algorithms: redis.call( => CALL(
+--- @respell combined algorithms: CALL('SET', $key, string.format('%d', $value), 'PX', => SETN($key, $value,
+--- @respell combined algorithms: CALL('INCRBY', $key, ARGV[3]) => COUNT($key, cost)
+--- @respell combined algorithms: tonumber(CALL('GET', $key)) => GETN($key)
+--- @respell combined algorithms: ttl_ms( => ttl_number(
 --
 -- KEYS[1]  the caller's state: per policy in order, its entry packed with Redis's struct
 --          library as '<dds' (little-endian): expiry (ms), a number, a zero-terminated string.
@@ -21,10 +29,10 @@
 -- KEYS[2]  the block state, as in include/engine.lua.
 --
 -- An entry past its expiry reads as missing, as the key would (Redis keeps a key through the
--- millisecond of its expiry), and is dropped at the next write. The generator turns an
--- algorithm's `redis.call('SET', key, string.format('%d', x), 'PX', ms)` into `SETN(key, x, ms)`:
--- the integer is kept as a number, and GET answers it as one, which the algorithms read with
--- tonumber() as they read a key's string (`tonumber(GET)` becomes GETN). SET takes a string.
+-- millisecond of its expiry), and is dropped at the next write. An algorithm's SET of a `%d`
+-- integer becomes `SETN(key, x, ms)` (respelled above): the integer is kept as a number, and GET
+-- answers it as one, which the algorithms read with tonumber() as they read a key's string
+-- (`tonumber(GET)` becomes GETN). SET takes a string.
 
 -- ENTRIES: the entries as struct.unpack gives them, three values per policy (expiry, number,
 -- string), read on the first step of a decision that needs them; NOW_MS: the clock in whole ms then; WRITTEN: a
@@ -32,7 +40,7 @@
 -- (set by the engine, for the ARGV table in COUNTED).
 local ENTRIES, NOW_MS, READ, WRITTEN, POLICIES, FORMAT, COUNTED
 
--- The prelude's ttl_ms as a number: an entry's expiry is a number (packages/core/src/lua/combined.cjs has
+-- The prelude's ttl_ms as a number: an entry's expiry is a number (the respellings above have
 -- the algorithms call this one, and count with the cost as a number where they pass ARGV[3]).
 local function ttl_number(us)
   return (us + (-us) % 1000) / 1000 + TTL_PAD
@@ -51,7 +59,7 @@ local function read_state()
 end
 
 -- The commands the algorithms give the decision's hot path, each a function of its own (the
--- generator rewrites them; CALL below takes the rest): GETN for `tonumber(GET)`, policy i's
+-- respellings above; CALL below takes the rest): GETN for `tonumber(GET)`, policy i's
 -- state as a number or nil; SETN for `SET <integer> PX`; COUNT for INCRBY and DECRBY by the
 -- cost. A step of CALL's command chain and a tonumber() each cost Redis about what a Lua table
 -- store does (callgrind: docs/benchmarks.md "Three policies").

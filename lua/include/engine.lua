@@ -21,11 +21,10 @@
 --            and the first element says which: admitted + 4 · packed_mask (the engine's end).
 --            Refund answers like a peek of cost 0 after the refund.
 --
--- Every algorithm file defines, as local functions, and ends with
--- register(name, check, commit, clear, refund, nargs[, lone]), a line the assembler (packages/core/src/lua/assemble.cjs)
--- replaces: a script of one algorithm gets locals CHECK, COMMIT, CLEAR, REFUND, NARGS; a mixed
--- script a table ALG of name -> { check, commit, clear, refund, nargs } (and CHECK nil).
--- Nothing else is built per call.
+-- Every algorithm file defines, as local functions, and ends with its binding: in a script of
+-- that algorithm alone (`--- @if solo`) the locals CHECK, COMMIT, CLEAR, REFUND, NARGS; in a
+-- script of several, its entry ALG['<name>'] = { check, commit, clear, refund, nargs } (and
+-- CHECK nil, include/blocks.lua). Nothing else is built per call.
 --   check(key, o, cost) reads (never writes, unless ALONE: see the prelude) and returns, as
 --   values (no table):
 --     allowed (0|1), remaining, reset_after, retry_after, delay, packed, then, when allowed,
@@ -38,106 +37,21 @@
 --   clear(key, o) deletes the state (nil: DEL key).
 --   refund(key, o, cost) gives back up to `cost` units; never creates a key.
 --   nargs: how many ARGV the algorithm takes after its name.
---   lone(o, cost) (optional; defined between `--- @batch` and `--- @end batch`, which only a
---     one-algorithm batch script keeps): a decider of one key for a shape of lone consumes, or
---     nil (include/batch.lua).
+--   lone(o, cost) (optional; set as LONE under `--- @if solo batch !combined`, a one-algorithm
+--     batch script): a decider of one key for a shape of lone consumes, or nil (include/batch.lua).
 -- The steps on blocks (include/blocks.lua) are defined before this part; those that read or
--- write a block come from block_steps(), called only on the paths that need them.
-
--- Several policies, a function of its own: the per-call part below is a batch script's per-call
--- function, and Lua clears a function's whole frame on every call, so the locals of these paths
--- (ten per policy where they are written out) would cost every one-policy decision too (~270
--- instructions a decision for two and three policies: callgrind, docs/benchmarks.md).
-local function decide_several(n, o, block_key, level)
-  -- Several policies: each check's values go into V (VALUES, include/blocks.lua; a local is
-  -- cheaper to index than an upvalue), no table per policy, made at its size for up to four policies (a Lua table that grows is reallocated at 1, 2, 4,
-  -- 8 … entries; a run of nils is one instruction to make): docs/benchmarks.md.
-  local V = VALUES or { nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
-    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
-    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
-    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }
-  VALUES = V
-  -- Two to four policies: written out per count by the generator (packages/core/src/lua/unroll.cjs), with
-  -- each check's values in locals. When every policy admits it commits and replies; when one denies
-  -- it leaves V and PLANNED as the loop below would have, and admitted = 0.
-  local admitted
-  --- @unrolled
-  -- Policy i's values in V start after b = STRIDE · (i - 1): the ten its check gave (ALLOWED …
-  -- PACKED, then NEW1 … NEW4, the state it hands commit), then its ARGV offset (ARG), its
-  -- CHECK_FN and its COMMIT_FN (the written-out paths above store them in this order). Lua 5.1
-  -- has no constants, and a local costs an instruction and a register on every call: the
-  -- assembler writes each name's number in its place (`V[b + ARG]` runs as `V[b + 11]`).
-  --- @offsets STRIDE 13, ALLOWED 1, REMAINING 2, RESET 3, RETRY 4, DELAY 5, PACKED 6, NEW1 7, NEW2 8, NEW3 9, NEW4 10, ARG 11, CHECK_FN 12, COMMIT_FN 13
-  if not admitted then
-    -- Each policy's ARGV offset, check and commit depend on ARGV alone: worked out once for the
-    -- decisions of a batch that share it (PLANNED, include/blocks.lua).
-    if PLANNED ~= ARGV then
-      for i = 1, n do
-        local check, commit, _, _, nargs = algorithm(o)
-        local b = STRIDE * (i - 1)
-        V[b + ARG], V[b + CHECK_FN], V[b + COMMIT_FN] = o + 1, check, commit
-        o = o + 1 + nargs
-      end
-      PLANNED = ARGV
-    end
-    admitted = 1
-    for i = 1, n do
-      local b = STRIDE * (i - 1)
-      V[b + ALLOWED], V[b + REMAINING], V[b + RESET], V[b + RETRY], V[b + DELAY], V[b + PACKED],
-        V[b + NEW1], V[b + NEW2], V[b + NEW3], V[b + NEW4] = V[b + CHECK_FN](KEYS[i], V[b + ARG], COST)
-      if V[b + ALLOWED] == 0 then admitted = 0 end
-    end
-  end
-
-  if admitted == 0 and MODE ~= '1' then
-    local _, _, lockout_us, lock_out = block_steps()
-    -- The longest lockout among the policies that denied a cost they could admit.
-    local by, longest, forget_by = nil, -1, 0
-    for i = 1, n do
-      local b = STRIDE * (i - 1)
-      if V[b + ALLOWED] == 0 and V[b + RETRY] >= 0 then
-        local d, forget = lockout_us(n, i, level)
-        if d and d > longest then by, longest, forget_by = i, d, forget end
-      end
-    end
-    if by then return lock_out(block_key, by, V[STRIDE * (by - 1) + ARG], longest, forget_by, level) end
-  end
-
-  -- The reply: { admitted + 4 · packed_mask, then per policy its packed value when bit i - 1 of
-  -- packed_mask is set, else its five fields }. A packed value is as the policy's check gave it
-  -- for the call's cost (for cost 0 when it describes its key as it stands), read by its
-  -- algorithm's `unpack`: a table costs Redis per element. A check of cost 0 that denies (only a
-  -- stale state can) sends its fields. Past 48 policies the mask would lose digits: fields.
-  -- h: where the reply starts (1 here; a batch script writes it into its own reply, include/batch.lua).
-  local reply, h = { admitted, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }, 1
-  local c, mask, bit = h, 0, 4
-  for i = 1, n do
-    local b = STRIDE * (i - 1)
-    if admitted == 1 then
-      if MODE ~= '1' and COST > 0 then
-        V[b + COMMIT_FN](KEYS[i], V[b + ARG], COST, V[b + RESET], V[b + NEW1], V[b + NEW2], V[b + NEW3], V[b + NEW4])
-      end
-    elseif V[b + ALLOWED] == 1 and COST > 0 then
-      -- Another policy denied, so nothing was taken: describe this key as it stands.
-      V[b + ALLOWED], V[b + REMAINING], V[b + RESET], V[b + RETRY], V[b + DELAY], V[b + PACKED] = V[b + CHECK_FN](KEYS[i], V[b + ARG], 0)
-      if V[b + ALLOWED] == 0 then V[b + PACKED] = nil end
-    end
-    if V[b + PACKED] and i <= 48 then
-      reply[c + 1] = V[b + PACKED]
-      c, mask = c + 1, mask + bit
-    else
-      reply[c + 1], reply[c + 2], reply[c + 3], reply[c + 4], reply[c + 5] = V[b + ALLOWED], V[b + REMAINING], V[b + RESET], V[b + RETRY], V[b + DELAY]
-      c = c + 5
-    end
-    bit = bit * 2
-  end
-  reply[h] = admitted + mask
-  return reply
-end
-
---- @decide: the per-call part (a batch script's decide(); packages/core/src/lua/unroll.cjs splitEngine)
+-- write a block come from block_steps(), called only on the paths that need them. Several
+-- policies go on in include/several.lua: in a single-call script its body runs after this part,
+-- in place of the call at the end; a batch script defines it before, and wraps this part in the
+-- per-call function make_engine() returns.
+--- @if batch !combined
+return function()
+--- @end
+-- A combined script counts its policies from ARGV (include/combined-decide.lua) instead.
+--- @if !combined
 local n = #KEYS - 1
 local block_key = KEYS[n + 1]
+--- @end
 local o = FIRST_ARG
 
 if MODE == '2' or MODE == '6' then
@@ -270,4 +184,11 @@ if n == 1 then
   return { allowed, allowed, remaining, reset, retry, delay }
 end
 
+--- @if batch
 return decide_several(n, o, block_key, level)
+--- @end
+--- @if batch !combined
+-- The end of the batch's decide() and of make_engine() (opened in include/blocks.lua).
+end
+end
+--- @end

@@ -1,6 +1,6 @@
 -- Floodgate live limits: per-key overrides of a limiter's policy parameters (RateLimiter option
 -- `liveLimits`), read by the same script call as the decision. Only a script's live variant has
--- this part (the assembler (packages/core/src/lua/assemble.cjs): `live`): between the block steps
+-- this part (the assembler's `live` variant): between the block steps
 -- and the engine, which it wraps in run_engine(), so limiters without live limits run exactly
 -- the scripts they ran before and pay nothing for it.
 --

@@ -1,5 +1,18 @@
 -- Floodgate script prelude: included first in every generated script.
 --
+-- A batch script (include/batch.lua says how it runs) reads the KEYS and ARGV of the call being
+-- decided through these locals, which include/batch.lua points at each call's own; redis.pcall
+-- and tonumber are upvalues (cheaper than globals, read on every decision). Its algorithms read
+-- their numbers from NUMS, parsed once per shape of calls, where a single script parses each on
+-- every call (a tonumber() costs Redis about as much as a GET): the two spellings below.
+--- @if batch
+--- @respell batch algorithms: tonumber(ARGV[ => (NUMS[
+--- @respell batch algorithms: redis.pcall( => redis_pcall(
+local BATCH_KEYS, BATCH_ARGV = KEYS, ARGV
+local KEYS, ARGV, NUMS, OUT, OUTN, LONE
+local tonumber, redis_pcall = tonumber, redis.pcall
+--- @end
+--
 -- ARGV[1]  mode: 0 consume, 1 peek (decide, write nothing), 2 reset (delete the keys),
 --          3 reserve (consume, but smooth policies admit when their next-free time is at most
 --          ARGV[5] µs away and report that wait as delay: Guava tryAcquire(timeout)),
@@ -22,8 +35,8 @@
 -- docs/benchmarks.md), so the common values are compared as strings: MODE stays a string, and
 -- cost '1' and TTL pad '0' are not parsed.
 -- The call's values, set by read_call(): once per script call, and in a batch script
--- (include/batch.lua) once per shape of calls (calls of one shape share their ARGV). the assembler (packages/core/src/lua/assemble.cjs)
--- writes its body inline in a single-call script (a function is a closure made on every call).
+-- (include/batch.lua) once per shape of calls (calls of one shape share their ARGV). A single-call script
+-- runs its body in place, in `do … end` (a function is a closure made on every call).
 local MODE, now, COST, TTL_PAD, SLACK, FIRST_ARG
 -- Set by the engine for each decision: true when the limiter has one policy and the call
 -- consumes (cost > 0, not a peek), so nothing but that policy can deny and its check may write
@@ -33,7 +46,11 @@ local ALONE
 -- GETs are skipped until a decision writes a block (include/blocks.lua's write_block). nil in a
 -- single script, which reads its block key.
 local NO_BLOCKS
+--- @if batch
 local function read_call()
+--- @else
+do -- read_call()
+--- @end
   MODE = ARGV[1]
   -- A batch puts its one TIME here as a number, which tonumber() returns as it is.
   now = tonumber(ARGV[2])
@@ -64,3 +81,9 @@ local SATURATED_WAIT_US = 86400000000000
 local function ttl_ms(us)
   return string.format('%d', (us + (-us) % 1000) / 1000 + TTL_PAD)
 end
+
+-- A script of several algorithms finds each in ALG by its name (each algorithm file adds its
+-- entry; include/blocks.lua declares the engine's CHECK … of a one-algorithm script as nil).
+--- @if mixed
+local ALG = {}
+--- @end

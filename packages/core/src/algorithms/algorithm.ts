@@ -83,6 +83,11 @@ export interface Algorithm<S = unknown, P extends Params = Params> {
    * `--- @own-key` in lua/<kind>.lua too (the registry test checks both agree).
    */
   sharesKey?(params: P): boolean;
+  /**
+   * Whether its policies can be leased (a quota lease, docs/algorithms.md#quota-leases): a
+   * consume of g units is the same charge however it is split, and `remaining` is the room left.
+   */
+  readonly leasable?: true;
 }
 
 /** What a refund does to a key's state. */

@@ -348,6 +348,7 @@ function checkDebt(
 /** Twin of lua/fixed-window.lua. */
 export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams> = {
   kind: 'fixed-window',
+  leasable: true,
   // Per window key (layout 0), the count is at <base>:<window index>, not at the base key;
   // extendWindow (layouts 3 and 4) writes on a denial, in a key of its own.
   sharesKey: ([, , layout]) => layout !== LAYOUT_PER_WINDOW_KEY && layout < LAYOUT_EXTEND_ON_DENIAL,

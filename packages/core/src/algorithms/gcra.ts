@@ -96,6 +96,7 @@ export type GcraParams = readonly [interval: number, burst: number];
 /** Twin of lua/gcra.lua. State: the theoretical arrival time (µs). */
 export const gcraAlgorithm: Algorithm<number, GcraParams> = {
   kind: 'gcra',
+  leasable: true,
   check(state, now, cost, [interval, burst], _slack, force) {
     const tolerance = burst * interval;
     const tat = Math.max(state ?? 0, now);

@@ -99,6 +99,7 @@ export type SlidingWindowParams = readonly [limit: number, size: number, buckets
 /** Twin of lua/sliding-window.lua. */
 export const slidingWindowAlgorithm: Algorithm<SlidingWindowState, SlidingWindowParams> = {
   kind: 'sliding-window',
+  leasable: true,
   check(state, now, cost, [limit, size, buckets], _slack, force) {
     let current = Math.floor(now / size);
     // counts[i] is sub-window current − i (0-based; missing is 0); only i < buckets counts.

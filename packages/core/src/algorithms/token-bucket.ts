@@ -91,6 +91,7 @@ export type TokenBucketParams = readonly [unit: number, rate: number, burst: num
 /** Twin of lua/token-bucket.lua. */
 export const tokenBucketAlgorithm: Algorithm<TokenBucketState, TokenBucketParams> = {
   kind: 'token-bucket',
+  leasable: true,
   check(state, now, cost, [unit, rate, burst], _slack, force) {
     const capacity = burst * unit;
     let units = capacity;

@@ -1,34 +1,30 @@
-// The one assembler of Floodgate's Redis scripts: builds each script from lua/, for the store at
-// run time (lazily, the first time a limiter needs it) and for `pnpm generate` (which writes every
-// fixed variant as a readable file to lua/build/ and pins their SHA1s in lua/scripts.sha1).
-//
-// A script is a list of parts joined by blank lines, each opening with a marker naming where it
-// comes from (`-- >>> lua/gcra.lua`): the prelude, the shared steps its algorithms include, the
-// algorithm file(s), the block steps and the engine; a batch variant wraps the engine and ends
-// with include/batch.lua. Text the assembler writes itself (an inline step pasted in place, the
-// engine's written-out paths) sits between `-- >>> <source>` and `-- <<<`, so `sourceLine` can
-// trace any line of a script Redis ran back to a source file and line.
-//
-// The package ships lua/ with its comments' text removed (`stripComments`: each comment line
-// becomes `--`), and the store assembles from those files; the repository's files assemble into
-// the same lines with their comments. `--- @…` lines are directives and are kept.
+// The one assembler of Floodgate's Redis scripts, for the store at run time (the first time a
+// limiter needs a script) and for `pnpm generate` (lua/build/ and the SHA1s in lua/scripts.sha1).
+// A script is a list of lua/ files joined by blank lines, each opening with a marker naming it
+// (`-- >>> lua/gcra.lua`). Every change to a file is asked for by a directive in the Lua (`--- @…`
+// lines, kept in the script; docs/engine.md lists them) and keeps its lines where they are, so
+// `sourceLine` traces a line of a script Redis ran to its file and line: `--- @if <flags>` …
+// `--- @else` … `--- @end` keep lines for some variants only (blank in the others); `--- @include`
+// puts a step before the algorithms, or pastes its `--- @inline` steps where they are called
+// (between `-- >>> <file>:<line>` and `-- <<<`); `--- @offsets` names numbers; `--- @respell`
+// spells a token sequence otherwise in one variant. All of it works on Lua tokens, never inside a
+// string or a comment. The package ships lua/ with comments' text removed (`stripComments`).
 'use strict';
 
 const { createHash } = require('node:crypto');
-const { combinedVariant } = require('./combined.cjs');
-const { expandInline, takeInline } = require('./inline.cjs');
-const {
-  batchReply,
-  singleEngine,
-  splitEngine,
-  unrollEngine,
-  unrollState,
-} = require('./unroll.cjs');
 
-/** How the assembler names itself in a marker, for the text it writes. */
+/** How the assembler names itself in a marker, for the few lines it writes (live scripts). */
 const ASSEMBLER = 'packages/core/src/lua/assemble.cjs';
 const MARKER = /^\s*-- >>> (\S+?)(?::(\d+))?(?: .*)?$/;
 const END_MARKER = /^\s*-- <<</;
+const DIRECTIVE = /^\s*--- @([\w-]+) ?(.*)$/;
+// Lua's tokens, as far as the assembler needs them: space, comment, string, name, number, `$name`
+// (a respelling's placeholder), and operators.
+const TOKEN =
+  /\s+|--.*|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|[A-Za-z_]\w*|\$\w+|\d[\w.]*|\.\.\.?|[=~<>]=|./g;
+const tokens = (line) => line.match(TOKEN) ?? [];
+const isCode = (t) => !/^\s|^--/.test(t);
+const codeOf = (text) => tokens(text).filter(isCode);
 
 /** `text` with each comment line's text removed (the line stays, as `--`); directives kept. */
 function stripComments(text) {
@@ -43,55 +39,160 @@ function stripComments(text) {
     .join('\n');
 }
 
-/** A part's opening marker: the source file, and its line when the part does not start at 1. */
-function marker(file, line = 1) {
-  return `-- >>> ${file}${line > 1 ? `:${line}` : ''}`;
+const marker = (file, line = 1) => `-- >>> ${file}${line > 1 ? `:${line}` : ''}`;
+const mapLines = (text, f) => text.split('\n').map(f).join('\n');
+const directives = (text, name) =>
+  text
+    .split('\n')
+    .map((l) => DIRECTIVE.exec(l))
+    .filter((d) => d?.[1] === name)
+    .map((d) => d[2]);
+
+/** The lines of `text` for a variant (`flags`: a Set): `--- @if` blocks it is not in are blanked. */
+function select(text, flags, file) {
+  const open = [];
+  const on = () => open.every((o) => o);
+  const holds = (cond) =>
+    cond.split(/\s+/).every((f) => (f[0] === '!') !== flags.has(f.replace('!', '')));
+  const out = mapLines(text, (line) => {
+    const [, what, arg] = DIRECTIVE.exec(line) ?? [];
+    if (what === 'if') open.push(holds(arg));
+    else if (what === 'else') open.push(!open.pop());
+    else if (what === 'end') open.pop();
+    else return on() ? line : '';
+    return line;
+  });
+  if (open.length > 0) throw new Error(`${file}: a \`--- @if\` has no \`--- @end\``);
+  return out;
 }
 
-// include/prelude.lua defines `local function read_call() … end`, which reads one call's ARGV.
-// A batch script calls it once per shape of calls; a single-call script runs its body in place
-// (`do … end`, same lines), so no closure is made for it on every EVALSHA.
-const READ_CALL = /^local function read_call\(\)\n([\s\S]*?)^end$/m;
-// A batch script's algorithms and engine read the KEYS and ARGV of the call being decided:
-// these locals, which include/batch.lua points at each call's own.
-const BATCH_HEADER =
-  '-- Floodgate batch script (include/batch.lua says how it runs).\nlocal BATCH_KEYS, BATCH_ARGV = KEYS, ARGV\nlocal KEYS, ARGV, NUMS, OUT, OUTN, LONE\n' +
-  '-- Read on every decision: an upvalue costs less than a global (forBatch: redis_pcall).\n' +
-  'local tonumber, redis_pcall = tonumber, redis.pcall';
-// Every algorithm file ends with `register('<name>', check, commit, clear|nil, refund, nargs[,
-// lone])`. That line is not Lua the script runs: it is replaced, so that no table or closure is
-// made on each call to bind an algorithm (a script body runs on every EVALSHA).
-//   one-algorithm script: local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = check, …, nil
-//                         and in its batch variant also `LONE = lone` (BATCH_HEADER declares it)
-//   mixed script:         ALG['<name>'] = { check, commit, clear, refund, nargs }, between
-//                         MIXED_HEADER and MIXED_FOOTER
-// lone (optional) makes a batch's decider for a shape of lone consumes (include/batch.lua). It is
-// defined between the lines `--- @batch` and `--- @end batch`, which only a one-algorithm batch
-// script keeps (other scripts get blank lines there, so lines stay where they are).
-const REGISTER = /^register\('([a-z-]+)', (\w+), (\w+), (\w+), (\w+), (\d+)(?:, (\w+))?\)$/m;
-const BATCH_ONLY = /^--- @batch\n([\s\S]*?)^--- @end batch\n/m;
-const MIXED_HEADER = 'local ALG = {}';
-const MIXED_FOOTER = 'local CHECK, COMMIT, CLEAR, REFUND, NARGS';
-// Shared steps (lua/include/<name>.lua) come in through a line `--- @include "<name>"` in an
-// algorithm file; the step is put once, before every algorithm, in each script whose algorithms
-// ask for it. A step marked `--- @inline` is pasted where it is called (inline.cjs); an include
-// that holds nothing else is put in no script.
-const INCLUDE = /^--- @include "([a-z-]+)"$/gm;
-// An algorithm whose state is not a string (a sorted set) declares it in its own file: its
-// policies keep a key of their own, never an entry of the combined key.
-const OWN_KEY = /^--- @own-key\b/m;
-// include/engine.lua names the offsets of a policy's values in the multi-policy table V on one
-// line, `--- @offsets STRIDE 13, ALLOWED 1, …`; its code lines get each name's number in place,
-// since Lua 5.1 has no constants (a local would cost every call an instruction and a register).
-const OFFSETS = /^ *--- @offsets ((?:[A-Z_0-9]+ \d+)(?:, [A-Z_0-9]+ \d+)*)$/m;
-// In a batch script the algorithms read their numbers from NUMS, parsed once per shape of calls
-// (include/batch.lua), where a single script parses each on every call (a tonumber() costs Redis
-// about as much as a GET), and redis.pcall from a local the batch header makes.
-const forBatch = (text) =>
-  text.replaceAll('tonumber(ARGV[', '(NUMS[').replaceAll('redis.pcall(', 'redis_pcall(');
+/**
+ * `line` with each run of code tokens that spells `from` written as `to`: `$x` in `from` stands for
+ * one token, or for a balanced run up to the token that follows it; `to` repeats it.
+ */
+function respell(line, from, to) {
+  const t = tokens(line);
+  const p = codeOf(from);
+  for (let s = 0; s < t.length; s++) {
+    if (!isCode(t[s])) continue;
+    const got = {};
+    let j = s;
+    const ok = p.every((want, k) => {
+      while (j < t.length && !isCode(t[j])) j++;
+      if (!want.startsWith('$')) return t[j++] === want;
+      const start = j;
+      for (let depth = 0; j < t.length; j++) {
+        if (depth === 0 && (k === p.length - 1 ? j > start : t[j] === p[k + 1])) break;
+        if ('([{'.includes(t[j])) depth++;
+        if (')]}'.includes(t[j])) depth--;
+      }
+      got[want] = t.slice(start, j).join('').trim();
+      return j > start;
+    });
+    if (ok) {
+      const text = tokens(to)
+        .map((x) => got[x] ?? x)
+        .join('');
+      t.splice(s, j - s, text);
+    }
+  }
+  return t.join('');
+}
+
+/** `line` with each name in `map` (not a field: after no `.` or `:`) written as its value. */
+function rename(line, map) {
+  let before = '';
+  return tokens(line)
+    .map((t) => {
+      const out = before !== '.' && before !== ':' && map.has(t) ? map.get(t) : t;
+      if (isCode(t)) before = t;
+      return out;
+    })
+    .join('');
+}
+
+// A `--- @inline` step of an include: `local function name(params)` … `end`, defined nowhere and
+// written out where it is called (a `local function` costs Redis a closure on every EVALSHA).
+const INLINE =
+  /(?:^--(?!- @inline).*\n)*^--- @inline\nlocal function (\w+)\(([^)]*)\)\n([\s\S]*?)^end$/gm;
+const names = (list) => codeOf(list).filter((t) => t !== ',');
+
+/** An include's inline steps by name, and the rest of its text (blank where a step was). */
+function takeInline(text, file) {
+  const steps = new Map();
+  for (const m of text.matchAll(INLINE)) {
+    const line = text.slice(0, m.index + m[0].indexOf('\nlocal function')).split('\n').length + 2;
+    const lines = m[3]
+      .trimEnd()
+      .split('\n')
+      .filter((l) => !/^\s*--/.test(l));
+    const code = lines.flatMap(codeOf);
+    // Its locals (`local a, b`, `for i`) and the names it assigns (`a, b =`).
+    const locals = new Set();
+    const assigned = new Set();
+    code.forEach((t, i) => {
+      if (t !== 'local' && t !== 'for' && t !== '=') return;
+      const list = t === '=' ? code.slice(0, i).reverse() : code.slice(i + 1);
+      const end = list.findIndex((x, k) => (k % 2 ? x !== ',' : !/^\w+$/.test(x)));
+      const run = end < 0 ? list : list.slice(0, end);
+      for (const n of run.filter((x) => x !== ',')) (t === '=' ? assigned : locals).add(n);
+    });
+    steps.set(m[1], { name: m[1], params: names(m[2]), lines, locals, assigned, file, line });
+  }
+  return {
+    steps,
+    rest: text
+      .replace(INLINE, '')
+      .replace(/\n{3,}/g, '\n\n')
+      .trim(),
+  };
+}
+
+/**
+ * `source` with each statement `[local] x, y = step(a, b)` or `return step(a, b)` of an inline
+ * step written out: its body with the call's names for its parameters, in `do … end` when it has
+ * locals, its last line `return e, f` as `x, y = e, f` (a `return step(…)` keeps its returns).
+ */
+function expandInline(source, steps, file) {
+  return mapLines(source, (line) => {
+    const c = codeOf(line);
+    const at = c.findIndex((t) => steps.has(t));
+    if (at < 0) return line;
+    const step = steps.get(c[at]);
+    const fail = (why) => {
+      throw new Error(`lua/${file}: inline step ${step.name}: ${why}`);
+    };
+    const ret = at === 1 && c[0] === 'return';
+    const targets = ret ? [] : names(c.slice(c[0] === 'local' ? 1 : 0, at - 1).join(' '));
+    const args = names(c.slice(at + 2, -1).join(' '));
+    if ((!ret && c[at - 1] !== '=') || c[at + 1] !== '(' || c.at(-1) !== ')')
+      fail('is used other than as `[local] x, … = step(…)` or `return step(…)`');
+    if (args.length !== step.params.length || c.slice(at + 2, -1).some((t) => /[^\w,]/.test(t)))
+      fail(`takes ${step.params.length} names as arguments: ${/\((.*)\)\s*$/.exec(line)[1]}`);
+    for (const n of [...args, ...targets])
+      if (step.locals.has(n)) fail(`its local ${n} would hide the caller's`);
+    const map = new Map(step.params.map((p, i) => [p, args[i]]));
+    for (const p of step.assigned)
+      if (map.has(p) && !targets.includes(map.get(p)))
+        fail(`assigns its parameter ${p}, so the call must assign ${map.get(p)} too`);
+    let body = step.lines.map((l) => rename(l.replace(/^ {2}/, ''), map));
+    if (!ret) {
+      const result = /^return (.*)$/.exec(body.pop() ?? '');
+      if (!result || body.some((l) => codeOf(l).includes('return')))
+        fail('used as a value, so it must end with its only `return`');
+      if (result[1].replace(/\s/g, '') !== targets.join(','))
+        body.push(`${targets.join(', ')} = ${result[1]}`);
+    }
+    if (step.locals.size > 0) body = ['do', ...body.map((l) => `  ${l}`), 'end'];
+    if (c[0] === 'local' && !ret) body.unshift(`local ${targets.join(', ')}`);
+    const indent = /^ */.exec(line)[0];
+    return [`-- >>> ${step.file}:${step.line} (inline ${step.name})`, ...body, '-- <<<']
+      .map((l) => `${indent}${l}`)
+      .join('\n');
+  });
+}
 
 const part = (file, text) => ({ file, text });
-const own = (text) => part(ASSEMBLER, text);
 
 /**
  * An assembler over one copy of lua/: `read(path)` answers the text of lua/<path>, `list(dir)`
@@ -102,9 +203,6 @@ class Assembler {
   constructor(files) {
     this.files = files;
     this.cache = new Map();
-    // Per include: the steps it pastes (`--- @inline`) and the rest it defines, if anything.
-    this.inline = {};
-    this.rest = {};
   }
 
   once(key, make) {
@@ -121,149 +219,47 @@ class Assembler {
     return this.once('kinds', () =>
       this.files
         .list('')
-        .filter((f) => f.endsWith('.lua'))
         .map((f) => f.slice(0, -'.lua'.length))
         .sort(),
     );
   }
 
-  prelude() {
-    return this.once('prelude', () => {
-      const text = this.read('include/prelude.lua');
-      if (!READ_CALL.test(text)) {
-        throw new Error('lua/include/prelude.lua must define `local function read_call()` … `end`');
-      }
-      return {
-        batch: text,
-        single: text.replace(READ_CALL, (_, body) => `do -- read_call()\n${body}end`),
-      };
-    });
-  }
-
-  // include/engine.lua with its named offsets written as numbers (OFFSETS).
-  engine() {
-    return this.once('engineText', () => {
-      const text = this.read('include/engine.lua');
-      const found = OFFSETS.exec(text);
-      if (!found) throw new Error('lua/include/engine.lua no longer holds a `--- @offsets` line');
-      const offsets = new Map(found[1].split(', ').map((pair) => pair.split(' ')));
-      const name = new RegExp(`\\b(${[...offsets.keys()].join('|')})\\b`, 'g');
-      return text.replace(/^(?!\s*--).*$/gm, (line) => line.replace(name, (n) => offsets.get(n)));
-    });
-  }
-
-  // The engine with its paths for two to four policies written out (unroll.cjs), in its two parts.
-  engineParts() {
-    return this.once('engine', () => splitEngine(unrollEngine(this.engine(), (i) => `KEYS[${i}]`)));
-  }
-
-  // include/blocks.lua: before the engine. Its `--- @engine-state` line starts what a batch script
-  // makes in make_engine() (its state), so a batch of lone consumes never makes it.
-  blocks() {
-    return this.once('blocks', () => {
-      const ENGINE_STATE = /^--- @engine-state\n/m;
-      const text = unrollState(this.read('include/blocks.lua'));
-      const at = text.search(ENGINE_STATE);
-      if (at < 0)
-        throw new Error('lua/include/blocks.lua no longer holds a `--- @engine-state` line');
-      return {
-        single: text.replace(ENGINE_STATE, '--\n'),
-        batch: text.slice(0, at).trimEnd(),
-        state: text.slice(at).replace(ENGINE_STATE, ''),
-        stateLine: text.slice(0, at).split('\n').length + 1,
-      };
-    });
-  }
-
-  // The engine of a batch script, made by make_engine() for the first call of a batch that needs
-  // it: its state, decide_several and decide() (the per-call part). At the script's top they would
-  // be closures and upvalue objects made on every EVALSHA (~500 instructions per decision in a
-  // fixedWindow batch of 32 that never uses them, ~1 000 in a gcra one: docs/benchmarks.md).
-  batchEngine() {
-    return this.once('batchEngine', () => {
-      const { defined, perCall } = this.engineParts();
-      const b = this.blocks();
-      return [
-        'local decide',
-        'local function make_engine()',
-        marker('lua/include/blocks.lua', b.stateLine),
-        b.state.trimEnd(),
-        '',
-        marker('lua/include/engine.lua'),
-        batchReply(defined),
-        '',
-        marker(ASSEMBLER),
-        'return function()',
-        marker('lua/include/engine.lua'),
-        perCall,
-        marker(ASSEMBLER),
-        'end',
-        'end',
-      ].join('\n');
-    });
-  }
-
-  // Reads lua/include/<name>.lua once: its inline steps and the rest.
+  // lua/include/<name>.lua: its inline steps, and the rest ('' when it holds nothing else).
   include(name) {
-    if (!(name in this.inline)) {
-      const file = `include/${name}.lua`;
-      const { rest, steps } = takeInline(this.read(file), `lua/${file}`);
-      this.inline[name] = steps;
-      if (rest.replace(/^--.*$/gm, '').trim() !== '') this.rest[name] = rest;
-    }
+    return this.once(`include:${name}`, () => {
+      const { steps, rest } = takeInline(
+        this.read(`include/${name}.lua`),
+        `lua/include/${name}.lua`,
+      );
+      return { steps, rest: rest.replace(/^--.*$/gm, '').trim() === '' ? '' : rest };
+    });
   }
 
-  // lua/<name>.lua with its includes taken in and its inline steps pasted, and the three ways a
-  // script binds it (the `register` line replaced): alone, mixed, alone in a batch script.
+  // lua/<name>.lua with its inline steps written out, and the includes whose rest it needs.
   algorithm(name) {
     return this.once(`algorithm:${name}`, () => {
       if (!this.kinds().includes(name)) throw new Error(`unknown algorithm: ${name}`);
       const file = `${name}.lua`;
-      const uses = [];
-      const steps = new Map();
-      let source = this.read(file).replace(INCLUDE, (line, include) => {
-        this.include(include);
-        for (const [step, body] of this.inline[include]) steps.set(step, body);
-        if (include in this.rest) uses.push(include);
-        return line;
-      });
-      source = expandInline(source, steps, file);
-      const match = REGISTER.exec(source);
-      if (!match || match[1] !== name) {
-        throw new Error(
-          `lua/${file} must end with register('${name}', check, commit, clear or nil, refund, nargs[, lone]) (the file name is the algorithm name)`,
-        );
-      }
-      return { name, uses, ...bindings(`lua/${file}`, source, match) };
+      const source = this.read(file);
+      const includes = directives(source, 'include').map((n) => JSON.parse(n));
+      const steps = new Map(includes.flatMap((n) => [...this.include(n).steps]));
+      if (!select(source, new Set(['mixed']), file).includes(`ALG['${name}'] = {`))
+        throw new Error(`lua/${file} must add ALG['${name}'] (its file name) outside \`@if solo\``);
+      const uses = includes.filter((n) => this.include(n).rest !== '');
+      const text = expandInline(source, steps, file);
+      return { name, uses, part: { file: `lua/${file}`, text, scope: 'algorithms' } };
     });
   }
 
-  // The shared steps these algorithms use, each once, in name order.
-  stepsFor(algorithms) {
-    return [...new Set(algorithms.flatMap((a) => a.uses))]
-      .sort()
-      .map((name) => part(`lua/include/${name}.lua`, this.rest[name]));
-  }
-
-  // The combined layout (one key per caller: include/combined.lua, combined.cjs).
-  combined() {
-    return this.once('combined', () =>
-      combinedVariant(this.engine(), this.blocks().single, this.read('include/combined.lua')),
-    );
-  }
-
-  /**
-   * Whether an algorithm's states can be entries of the combined key: all but those whose file
-   * declares `--- @own-key` (a state that is not a string).
-   */
+  /** Whether an algorithm's states can be entries of the combined key (no `--- @own-key`). */
   combines(kind) {
     this.algorithm(kind);
-    return !OWN_KEY.test(this.read(`${kind}.lua`));
+    return directives(this.read(`${kind}.lua`), 'own-key').length === 0;
   }
 
   /**
    * The script for these algorithm kinds (any order, repeats allowed): `batch` for its batch
-   * variant (include/batch.lua), `combined` for the combined layout.
+   * variant (include/batch.lua), `combined` for the combined layout, `live` for per-key overrides.
    */
   script(kindList, { batch = false, combined = false, live = false } = {}) {
     const names = [...new Set(kindList)].sort();
@@ -278,84 +274,92 @@ class Assembler {
       const algorithms = names.map((n) => this.algorithm(n));
       const refused = combined ? names.filter((n) => !this.combines(n)) : [];
       if (refused.length > 0) throw new Error(`no combined layout for ${refused.join(', ')}`);
-      const parts = this.parts(algorithms, batch, combined ? this.combined() : undefined);
-      return finish(name, names, live ? this.withLive(parts) : parts, combined);
+      const flags = new Set([names.length === 1 ? 'solo' : 'mixed']);
+      for (const [flag, on] of Object.entries({ batch, combined, live })) if (on) flags.add(flag);
+      return finish(name, names, this.parts(algorithms, flags), combined);
     });
   }
 
-  // A single-call script's parts with include/live.lua (per-key overrides): its first half
-  // before the engine, which becomes `run_engine()`, and its second half (from `--- @engine`)
-  // after it.
-  withLive(parts) {
+  // A script's files in order, each with the lines of the variant (`flags`), then the names its
+  // `--- @offsets` line gives numbers and the respellings the variant's files declare for its
+  // scope (`algorithms`: steps and algorithm files; `engine`: blocks, engine and several).
+  parts(algorithms, flags) {
+    const has = (flag) => flags.has(flag);
+    const file = (f, scope) => ({ file: `lua/${f}`, text: this.read(f), scope });
+    const [engine, several] = [
+      file('include/engine.lua', 'engine'),
+      file('include/several.lua', 'engine'),
+    ];
+    let tail = has('batch') ? [several, engine] : [engine, several];
+    if (has('combined')) {
+      const [open, close] = [file('include/combined-decide.lua'), file('include/combined-end.lua')];
+      tail = has('batch') ? [several, open, engine, close] : [open, engine, several, close];
+    }
+    if (has('live')) tail = this.withLive(tail);
+    const steps = [...new Set(algorithms.flatMap((a) => a.uses))].sort();
+    const parts = [
+      file('include/prelude.lua'),
+      ...(has('combined') ? [file('include/combined.lua')] : []),
+      ...steps.map((s) => ({
+        ...file(`include/${s}.lua`, 'algorithms'),
+        text: this.include(s).rest,
+      })),
+      ...algorithms.map((a) => a.part),
+      file('include/blocks.lua', 'engine'),
+      ...tail,
+      ...(has('batch') ? [file('include/batch.lua')] : []),
+    ].map((p) => ({ ...p, text: select(p.text, flags, p.file) }));
+    const rules = parts.flatMap((p) =>
+      directives(p.text, 'respell').map((r) => {
+        const rule = /^(\S+) (algorithms|engine): (.+) => (.+)$/.exec(r);
+        if (!rule)
+          throw new Error(`${p.file}: \`--- @respell <flag> algorithms|engine: a => b\`: ${r}`);
+        return rule;
+      }),
+    );
+    return parts.map((p) => {
+      const names = directives(p.text, 'offsets').flatMap((o) => o.split(', '));
+      const map = new Map(names.map((o) => o.split(' ')));
+      const mine = rules.filter(([, flag, scope]) => has(flag) && scope === p.scope);
+      const text = mapLines(p.text, (line) =>
+        /^\s*(--|$)/.test(line)
+          ? line
+          : mine.reduce((l, [, , , from, to]) => respell(l, from, to), rename(line, map)),
+      );
+      return part(p.file, text);
+    });
+  }
+
+  // A live script (include/live.lua, per-key overrides): its first half before the engine, which
+  // becomes `run_engine()`, and its second half (from `--- @engine`) after it.
+  withLive(engine) {
     const file = 'lua/include/live.lua';
     const text = this.read('include/live.lua');
     const at = text.search(/^--- @engine\n/m);
     if (at < 0) throw new Error(`${file} no longer holds a \`--- @engine\` line`);
-    const engine = parts[parts.length - 1];
     return [
-      ...parts.slice(0, -1),
       part(file, text.slice(0, at).trimEnd()),
-      own('local function run_engine()'),
-      engine,
-      own('end'),
-      { file: `${file}:${text.slice(0, at).split('\n').length}`, text: text.slice(at) },
+      part(ASSEMBLER, 'local function run_engine()'),
+      ...engine,
+      part(ASSEMBLER, 'end'),
+      part(`${file}:${text.slice(0, at).split('\n').length}`, text.slice(at)),
     ];
   }
 
-  // A script's parts: the prelude (and the combined layout's), the steps and algorithms, the
-  // block steps and the engine (and the batch loop).
-  parts(algorithms, batch, c) {
-    const one = algorithms.length === 1;
-    let body = [
-      ...this.stepsFor(algorithms),
-      ...(one
-        ? [batch && !c ? algorithms[0].soloBatch : algorithms[0].solo]
-        : [own(MIXED_HEADER), ...algorithms.map((a) => a.mixed), own(MIXED_FOOTER)]),
-    ];
-    if (c) body = body.map((p) => part(p.file, c.toCall(p.text)));
-    if (batch) body = body.map((p) => part(p.file, forBatch(p.text)));
-    const prelude = this.prelude();
-    const head = [part('lua/include/prelude.lua', batch ? prelude.batch : prelude.single)];
-    if (batch) head.unshift(own(BATCH_HEADER));
-    if (c) head.push(part('lua/include/combined.lua', c.part));
-    const tail = c
-      ? [part('lua/include/blocks.lua', c.blocks), own(batch ? c.batchEngine : c.engine)]
-      : batch
-        ? [part('lua/include/blocks.lua', this.blocks().batch), own(this.batchEngine())]
-        : [
-            part('lua/include/blocks.lua', this.blocks().single),
-            part('lua/include/engine.lua', singleEngine(this.engineParts())),
-          ];
-    if (batch) tail.push(part('lua/include/batch.lua', this.read('include/batch.lua')));
-    return [...head, ...body, ...tail];
-  }
-
-  /** A standalone script of lua/leases/ (ConcurrencyLimiter's leases): the prelude and the file. */
+  /** A lease script (lua/leases/<name>.lua, after the prelude of a single call). */
   lease(name) {
-    return this.once(`lease:${name}`, () => {
-      const file = `leases/${name}.lua`;
-      if (!this.leases().includes(name)) throw new Error(`unknown lease script: ${name}`);
-      const parts = [
-        part('lua/include/prelude.lua', this.prelude().single),
-        part(`lua/${file}`, this.read(file)),
-      ];
-      return finish(`lease-${name}`, [], parts, false);
-    });
+    if (!this.leases().includes(name)) throw new Error(`unknown lease script: ${name}`);
+    const prelude = select(this.read('include/prelude.lua'), new Set(['solo']), 'prelude');
+    const lease = part(`lua/leases/${name}.lua`, this.read(`leases/${name}.lua`));
+    return this.once(`lease:${name}`, () =>
+      finish(`lease-${name}`, [], [part('lua/include/prelude.lua', prelude), lease]),
+    );
   }
 
-  /**
-   * The store's clock probe (lua/probes/clock.lua): the file alone, without the prelude (it reads
-   * no ARGV and decides nothing).
-   */
+  /** The store's clock probe (lua/probes/clock.lua): the file alone, without the prelude. */
   clockProbe() {
-    return this.once('clock-probe', () =>
-      finish(
-        'clock-probe',
-        [],
-        [part('lua/probes/clock.lua', this.read('probes/clock.lua'))],
-        false,
-      ),
-    );
+    const probe = part('lua/probes/clock.lua', this.read('probes/clock.lua'));
+    return this.once('clock-probe', () => finish('clock-probe', [], [probe]));
   }
 
   /** The lease scripts' names (lua/leases/<name>.lua). */
@@ -411,32 +415,12 @@ class Assembler {
   }
 }
 
-// How a script binds an algorithm, in place of its `register(…)` line (`match`): alone (locals
-// CHECK, COMMIT, …), mixed (an entry of ALG), and alone in a batch script (with its lone decider,
-// the lines between `--- @batch` and `--- @end batch`, which the others get as blank lines).
-function bindings(file, source, match) {
-  const [line, , check, commit, clear, refund, nargs, lone] = match;
-  const single = source.replace(BATCH_ONLY, (all) => all.replace(/[^\n]+/g, ''));
-  const inBatch = source.replace(BATCH_ONLY, (_, body) => `--\n${body}--\n`);
-  if ((single !== source) !== (lone !== undefined))
-    throw new Error(
-      `${file}: a lone decider is registered and defined under --- @batch, or neither`,
-    );
-  const solo = `local CHECK, COMMIT, CLEAR, REFUND, NARGS, ALG = ${check}, ${commit}, ${clear}, ${refund}, ${nargs}, nil`;
-  const entry = `ALG['${match[1]}'] = { ${check}, ${commit}, ${clear}, ${refund}, ${nargs} }`;
-  return {
-    solo: part(file, single.replace(line, solo)),
-    mixed: part(file, single.replace(line, entry)),
-    soloBatch: part(file, inBatch.replace(line, lone ? `${solo}; LONE = ${lone}` : solo)),
-  };
-}
-
 /** An assembler over one copy of lua/ (see Assembler). */
 function createAssembler(files) {
   return new Assembler(files);
 }
 
-function finish(name, algorithms, parts, combined) {
+function finish(name, algorithms, parts, combined = false) {
   const source = `${parts.map((p) => `${marker(p.file)}\n${p.text}`).join('\n\n')}\n`;
   return Object.freeze({
     name,
@@ -467,4 +451,11 @@ function fixedScripts(assembler) {
   return out;
 }
 
-module.exports = { ASSEMBLER, createAssembler, fixedScripts, stripComments };
+module.exports = {
+  ASSEMBLER,
+  createAssembler,
+  expandInline,
+  fixedScripts,
+  stripComments,
+  takeInline,
+};

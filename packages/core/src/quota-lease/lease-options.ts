@@ -9,6 +9,11 @@ import { configError, optionNames, readOptions } from '../options.js';
 import type { Policy } from '../policy.js';
 import { LEASE_KINDS } from '../stores/lease-take.js';
 
+/** The factories of the kinds that can be leased, as a message names them (fixedWindow, gcra). */
+const LEASABLE = [...LEASE_KINDS]
+  .map((kind) => kind.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase()))
+  .join(', ');
+
 /** Leased blocks of units for every key, or only the hot ones. */
 export interface LeaseOptions {
   /**
@@ -95,7 +100,7 @@ export function readLeaseOption(
   }
   policies.forEach((p, i) => {
     const reason = !LEASE_KINDS.has(p.kind)
-      ? `a ${p.kind} policy cannot be leased (fixedWindow, slidingWindow, tokenBucket and gcra can)`
+      ? `a ${p.kind} policy cannot be leased (${LEASABLE} can)`
       : p.options.extendWindow !== undefined
         ? 'a fixedWindow with extendWindow cannot be leased (a hit moves its window)'
         : p.lockout !== undefined

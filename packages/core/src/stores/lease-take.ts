@@ -6,6 +6,7 @@
  * runs, and the reader of the Redis reply.
  */
 import type { Algorithm, CheckResult, Params } from '../algorithms/algorithm.js';
+import { ALGORITHMS } from '../algorithms/index.js';
 import type { StoreDecision, StoreResult } from '../decision.js';
 import { RateLimitStoreError } from '../errors.js';
 import { decodeDecision, type Unpacker } from './redis-reply.js';
@@ -19,13 +20,15 @@ export interface LeaseTaken extends StoreDecision {
   readonly granted: number;
 }
 
-/** The algorithm kinds whose policies can be leased (docs/algorithms.md#quota-leases). */
-export const LEASE_KINDS: ReadonlySet<string> = new Set([
-  'fixed-window',
-  'sliding-window',
-  'token-bucket',
-  'gcra',
-]);
+/**
+ * The algorithm kinds whose policies can be leased (docs/algorithms.md#quota-leases): those whose
+ * twin declares `leasable`.
+ */
+export const LEASE_KINDS: ReadonlySet<string> = new Set(
+  Object.values(ALGORITHMS)
+    .filter((a) => a.leasable)
+    .map((a) => a.kind),
+);
 
 /** What the twin needs of a memory store's prepared limiter. */
 export interface LeaseTakePlan {

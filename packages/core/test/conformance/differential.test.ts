@@ -331,7 +331,7 @@ describe.each(MODES)('Lua scripts and TypeScript twins agree on random traces (%
         mode as fc.Arbitrary<number | undefined>,
         policySet(
           ALGORITHM_CASES.map((c) => withLockout(c.arbitrary)),
-          // 2–4 policies take the engine's written-out paths, 5 its loop (scripts/lua-unroll.mjs).
+          // 2–4 policies take the engine's written-out paths, 5 its loop (lua/include/several.lua).
           5,
         ),
         fc.array(step, { minLength: 1, maxLength: 60 }),

@@ -1,5 +1,5 @@
 /**
- * packages/core/src/lua/inline.cjs: a `--- @inline` step is pasted where it is called, with the caller's
+ * packages/core/src/lua/assemble.cjs: a `--- @inline` step is pasted where it is called, with the caller's
  * names, and every call it cannot paste without changing what the script decides fails the
  * generator with a message naming the step and the problem.
  */
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fixedScripts } from '../../src/stores/scripts';
 
 const root = join(__dirname, '../../../..');
-const { expandInline, takeInline } = require('../../src/lua/inline.cjs') as {
+const { expandInline, takeInline } = require('../../src/lua/assemble.cjs') as {
   takeInline(text: string, file: string): { rest: string; steps: Map<string, unknown> };
   expandInline(source: string, steps: Map<string, unknown>, file: string): string;
 };
@@ -244,7 +244,7 @@ describe('the real lua/', () => {
     }
   });
 
-  // packages/core/src/lua/unroll.cjs: a single-call script runs once per EVALSHA, so the several-policies
+  // lua/include/several.lua: a single-call script runs once per EVALSHA, so the several-policies
   // part is its body inline (a closure would make an upvalue object of every local it captures,
   // ~9 000 instructions per call); a batch script defines it once and calls it per decision.
   test('single-call scripts run decide_several inline; batch scripts define it once', () => {
