@@ -100,30 +100,60 @@ local function fixed_window_check(key, o, cost)
   else
     -- Layouts 2-4 (no function of its own: a script's functions are closures made on every call).
     -- The window's end and count; without a current window, an admitted cost starts one now.
+    -- A count past the limit is a debt carried into the windows that follow back to back, each
+    -- taking up to `limit` (see Debt): the current one of them ends at window_end, used is
+    -- what is owed from it on.
     local window_end, stored = now + window, redis.call('GET', key)
     if stored then
       local e, u = string.match(stored, '^(%d+):(%d+)$')
-      e = tonumber(e)
-      if e and e > now then window_end, used = e, tonumber(u) end
+      e, u = tonumber(e), tonumber(u)
+      if e and e > now then
+        window_end, used = e, u
+      elseif e and u > limit and limit > 0 then
+        -- Windows passed since e, each repaying `limit`.
+        local k = (now - e - (now - e) % window) / window + 1
+        if u - k * limit > 0 then window_end, used = e + k * window, u - k * limit end
+      end
+    end
+    -- The windows still owed after the current one, and the last one's count.
+    local ahead, r = 0, used
+    if used > limit and limit > 0 then
+      ahead = (used - 1 - (used - 1) % limit) / limit
+      r = used - ahead * limit
     end
     -- extendWindow: a hit of a cost the policy could admit starts the window over from now
     -- (3: when denied, 4: any); a consuming denial writes that itself, charging nothing.
     if cost > 0 and cost <= limit and (layout == '4' or (layout == '3' and used + cost > limit)) then
       window_end = now + window
       if used + cost > limit and MODE ~= '1' then
-        redis.call('SET', key, string.format('%d:%d', window_end, used), 'PX', ttl_ms(window))
+        redis.call('SET', key, string.format('%d:%d', window_end, used), 'PX',
+          ttl_ms(window + ahead * window))
       end
     end
     local window_left = window_end - now
     if window * (limit + 1) < 9007199254740992 then packed = limit + 1 end
-    if used + cost <= limit then
+    if MODE == '7' and cost > 0 and limit > 0 and used + cost > limit then
+      -- A charge past the limit: what does not fit carries into the following windows (Debt).
+      local owed = used + cost
+      local q = (owed - 1 - (owed - 1) % limit) / limit
+      local ttl = window_left + q * window
+      return 1, 0, ttl, 0, 0, nil, key, string.format('%d:%d', window_end, owed), ttl, -1
+    elseif ahead > 0 then
+      -- In debt: nothing is left before the last owing window; a cost fits in it when it has
+      -- room, else in the window started after it.
+      local reset = window_left + ahead * window
+      if cost == 0 then return 1, 0, reset, 0, 0, nil end
+      local retry = reset
+      if cost > limit then retry = -1 elseif r + cost <= limit then retry = reset - window end
+      return 0, 0, reset, retry, 0, nil
+    elseif used + cost <= limit then
       local after = used + cost
       -- used = -1 tells commit to write the pair.
       return 1, limit - after, after > 0 and window_left or 0, 0, 0,
         packed and (window_left - 1) * packed + after, key,
         string.format('%d:%d', window_end, after), window_left, -1
     elseif MODE == '7' then
-      -- A charge past the limit fills the window (see Debt).
+      -- limit 0: a charge admits, the count stays 0.
       return 1, 0, window_left, 0, 0, nil, key, string.format('%d:%d', window_end, limit),
         window_left, -1
     end
@@ -179,9 +209,19 @@ local function fixed_window_refund(key, o, cost)
     if not stored then return end
     local e, u = string.match(stored, '^(%d+):(%d+)$')
     local window_end, used = tonumber(e), tonumber(u)
-    if window_end and window_end > now and used > 0 then
-      local value = string.format('%d:%d', window_end, used - math.min(cost, used))
-      redis.call('SET', key, value, 'PX', ttl_ms(window_end - now))
+    if not window_end then return end
+    if window_end <= now and used > limit and limit > 0 then
+      -- A debt (see Debt): the window of the chain in force now, and what is owed from it on.
+      local k = (now - window_end - (now - window_end) % window) / window + 1
+      window_end, used = window_end + k * window, used - k * limit
+    end
+    if window_end > now and used > 0 then
+      -- What is owed goes down, the last window's units first.
+      local owed = used - math.min(cost, used)
+      local q = 0
+      if owed > limit then q = (owed - 1 - (owed - 1) % limit) / limit end
+      local value = string.format('%d:%d', window_end, owed)
+      redis.call('SET', key, value, 'PX', ttl_ms(window_end - now + q * window))
     end
     return
   end

@@ -170,18 +170,36 @@ interface StartedWindow {
  */
 export type FixedWindowParams = readonly [limit: number, window: number, layout: number];
 
-/** A current window of anchor 'first-request' in `state`, or undefined. */
+/**
+ * The current window of anchor 'first-request' in `state`, or undefined. A count past the limit
+ * is a debt carried into the windows that follow back to back, each repaying `limit`
+ * (lua/fixed-window.lua: Debt): once its window has ended, the one of the chain in force now,
+ * with what is still owed from it on.
+ */
 function startedWindow(
   state: FixedWindowState | undefined,
   now: number,
+  limit: number,
+  window: number,
 ): StartedWindow | undefined {
-  return typeof state === 'object' && 'end' in state && state.end > now ? state : undefined;
+  if (typeof state !== 'object' || !('end' in state)) return undefined;
+  if (state.end > now) return state;
+  if (state.used <= limit || limit === 0) return undefined;
+  const k = Math.floor((now - state.end) / window) + 1;
+  const used = state.used - k * limit;
+  return used > 0 ? { end: state.end + k * window, used } : undefined;
+}
+
+/** The whole windows owed after the current one by `used` units (0 when they fit it). */
+function windowsAhead(used: number, limit: number): number {
+  return used > limit && limit > 0 ? Math.floor((used - 1) / limit) : 0;
 }
 
 /**
  * Check for anchor 'first-request' (lua/fixed-window.lua's layout 2, 3 and 4). With
  * extendWindow, a hit that extends starts the window over from now; a denial that does hands
- * the store the extended window to write (written only when the call consumes).
+ * the store the extended window to write (written only when the call consumes). In debt,
+ * nothing is left before the last owing window; a charge carries what does not fit.
  */
 function checkStarted(
   state: FixedWindowState | undefined,
@@ -190,8 +208,9 @@ function checkStarted(
   [limit, window, layout]: FixedWindowParams,
   force: boolean,
 ): CheckResult<FixedWindowState> {
-  const current = startedWindow(state, now);
+  const current = startedWindow(state, now, limit, window);
   const used = current?.used ?? 0;
+  const ahead = windowsAhead(used, limit);
   // No current window: an admitted cost > 0 starts one now.
   let end = current?.end ?? now + window;
   const extend =
@@ -200,11 +219,43 @@ function checkStarted(
     (layout === LAYOUT_EXTEND_ON_HIT ||
       (layout === LAYOUT_EXTEND_ON_DENIAL && used + cost > limit));
   if (extend) end = now + window;
-  const verdict: CheckResult<FixedWindowState> = windowVerdict(used, cost, limit, end - now, force);
+  const windowLeft = end - now;
+  if (force && cost > 0 && limit > 0 && used + cost > limit) {
+    const owed = used + cost;
+    const ttl = windowLeft + windowsAhead(owed, limit) * window;
+    return {
+      allowed: true,
+      remaining: 0,
+      resetAfter: ttl,
+      retryAfter: 0,
+      delay: 0,
+      next: { end, used: owed },
+      ttl,
+    };
+  }
+  if (ahead > 0) {
+    const resetAfter = windowLeft + ahead * window;
+    const verdict: CheckResult<FixedWindowState> = {
+      allowed: cost === 0,
+      remaining: 0,
+      resetAfter,
+      retryAfter: 0,
+      delay: 0,
+    };
+    if (cost === 0) return verdict;
+    const r = used - ahead * limit;
+    verdict.retryAfter = cost > limit ? -1 : r + cost <= limit ? resetAfter - window : resetAfter;
+    if (extend) {
+      verdict.next = { end, used };
+      verdict.ttl = resetAfter;
+    }
+    return verdict;
+  }
+  const verdict: CheckResult<FixedWindowState> = windowVerdict(used, cost, limit, windowLeft, force);
   if (verdict.allowed || extend) {
-    // A charge past the limit fills the window (lua/fixed-window.lua: Debt).
+    // limit 0: a charge admits, the count stays 0.
     verdict.next = { end, used: verdict.allowed ? Math.min(used + cost, limit) : used };
-    verdict.ttl = end - now;
+    verdict.ttl = windowLeft;
   }
   return verdict;
 }
@@ -392,10 +443,14 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
     // The current window's count only; its TTL stays the window's end (Lua: DECRBY), and a
     // window of anchor 'first-request' keeps its end.
     if (layout >= LAYOUT_FIRST_REQUEST) {
-      const current = startedWindow(state, now);
+      // In debt, what is owed goes down, the last window's units first.
+      const current = startedWindow(state, now, limit, window);
       if (current === undefined || current.used === 0) return undefined;
       const used = current.used - Math.min(cost, current.used);
-      return { next: { end: current.end, used }, ttl: current.end - now };
+      return {
+        next: { end: current.end, used },
+        ttl: current.end - now + windowsAhead(used, limit) * window,
+      };
     }
     const index = Math.floor(now / window);
     const windowLeft = (index + 1) * window - now;
