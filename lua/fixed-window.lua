@@ -36,8 +36,23 @@
 --         window's units first. Once the clock reaches window `last` the value reads as r used.
 --         Past the last window any clock reaches (floor((2^53 - 1) / window)) the debt stops
 --         there. The arithmetic is written out where it is needed (a function would be a
---         closure made on every script call). Layouts 0 and 2-4: the charge fills the window
---         (used = limit until it ends), whose end forgives the rest.
+--         closure made on every script call).
+--         Layouts 2-4: the count may pass the limit: '<end>:<owed>' with owed > limit is the
+--         window ending at `end` full and owed - limit carried into the windows that follow it
+--         back to back, each of length `window` taking up to `limit` (the next one starts where
+--         the last ended, not at a request). Once `end` has passed, k = floor((now - end) /
+--         window) + 1 windows later the window in force ends at end + k · window and owes
+--         owed - k · limit (nothing left: no window, the next admitted request starts one).
+--         Owing more than the window in force: as layout 1 (nothing left, a cost is admitted
+--         from the first window with room for it, or at the end of the last when it has none; a
+--         read is admitted; a refund lowers what is owed, the last window's units first; a
+--         further charge adds to it). extendWindow starts the window in force over from now as
+--         it does without debt, so the windows owed move out with it. TTL until the last owing
+--         window ends.
+--         Layout 0 (one key per window) carries no debt: a window's check reads that window's
+--         key alone. The limiter refuses reserve and penalize on it (FLOODGATE_NO_DEBT); set
+--         past the limit fills the window (used = limit until it ends), and so does a charge
+--         with limit 0 in any layout.
 -- Reply   allowed; remaining = limit - used; reset_after = until the window ends (0 when
 --         nothing is used); retry_after = until the window ends (-1 when cost > limit).
 --         packed: (window_left - 1) · (limit + 1) + count (count after this request when
@@ -171,7 +186,7 @@ local function fixed_window_check(key, o, cost)
     return 1, limit - after, after > 0 and window_left or 0, 0, 0,
       packed and (window_left - 1) * packed + after, count_key, base + after, window_left, used
   elseif MODE == '7' then
-    -- A charge past the limit fills the window (layout 0, and limit 0: see Debt).
+    -- A charge past the limit fills the window (limit 0; layout 0, by set alone: see Debt).
     return 1, 0, window_left, 0, 0, nil, count_key, base + limit, window_left, 0
   end
   return 0, limit - used, used > 0 and window_left or 0, cost > limit and -1 or window_left, 0,

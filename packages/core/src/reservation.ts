@@ -127,10 +127,13 @@ function perWindowKey(policy: Policy): boolean {
 
 /**
  * The index of the first policy that cannot carry debt (slidingLog, leakyBucket, fixedWindow
- * with one key per window), or −1.
+ * with one key per window), or −1. `set` writes a count rather than charging work done: a
+ * per-window-key fixedWindow takes it (past the limit its window is full until it ends).
  */
-export function withoutDebt(policies: readonly Policy[]): number {
-  return policies.findIndex((p) => !DEBT_KINDS.has(p.kind) || perWindowKey(p));
+export function withoutDebt(policies: readonly Policy[], call?: string): number {
+  return policies.findIndex(
+    (p) => !DEBT_KINDS.has(p.kind) || (call !== 'set' && perWindowKey(p)),
+  );
 }
 
 /**
@@ -143,7 +146,7 @@ export function assertDebt(
   call: string,
 ): void {
   const storeKind = store.kind;
-  const i = withoutDebt(policies);
+  const i = withoutDebt(policies, call);
   if (i >= 0) {
     const policy = policies[i]!;
     const kind = policy.kind;

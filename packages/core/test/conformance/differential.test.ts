@@ -296,6 +296,29 @@ describe.each(MODES)('Lua scripts and TypeScript twins agree on random traces (%
     );
   });
 
+  test("fixed-window anchor 'first-request' in debt over several windows", async () => {
+    // Limits of 1–3 against settles and penalties of up to 36: debts of many windows, carried
+    // back to back, reached again after clock steps of one or several windows, refunded.
+    const chained = fc
+      .record({
+        limit: fc.integer({ min: 1, max: 3 }),
+        window: fc.integer({ min: 50, max: 600 }),
+        extendWindow: fc.constantFrom(undefined, 'on-denial' as const, 'on-hit' as const),
+      })
+      .map(({ extendWindow, ...o }) =>
+        fixedWindow(extendWindow ? { ...o, extendWindow } : { ...o, anchor: 'first-request' }),
+      );
+    await fc.assert(
+      fc.asyncProperty(
+        mode as fc.Arbitrary<number | undefined>,
+        policySet([chained], 1),
+        fc.array(step, { minLength: 20, maxLength: 60, size: 'max' }),
+        runTrace,
+      ),
+      { numRuns: 60 },
+    );
+  });
+
   test('lease takes (mode 9) among every other call, on the kinds that lease', async () => {
     const leasing = ALGORITHM_CASES.filter((c) => LEASE_KINDS.has(c.kind)).map((c) =>
       withLockout(c.arbitrary.filter((p) => p.options.extendWindow === undefined)),

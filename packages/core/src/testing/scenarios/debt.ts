@@ -96,6 +96,16 @@ export const debtScenarios: Scenario[] = [
     ],
   },
   {
+    name: 'debt slidingWindow: a debt larger than the window is held one window, then forgiven',
+    policies: () => [slidingWindow({ limit: 10, window: '1s' })],
+    steps: [
+      { at: 250, op: 'penalize', cost: 35, expect: { allowed: false, retryAfter: 950 } },
+      { at: 250, op: 'peek', cost: 10, expect: { allowed: false, retryAfter: 950 } },
+      { at: 1199, expect: { allowed: false, remaining: 0, retryAfter: 1 } },
+      { at: 1200, expect: { allowed: true, remaining: 9 } },
+    ],
+  },
+  {
     name: 'debt fixedWindow: an overrun carries into the next window; a settle below refunds only in the charge window',
     policies: () => [fixedWindow({ limit: 10, window: '1s' })],
     steps: [
