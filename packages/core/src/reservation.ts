@@ -131,9 +131,7 @@ function perWindowKey(policy: Policy): boolean {
  * per-window-key fixedWindow takes it (past the limit its window is full until it ends).
  */
 export function withoutDebt(policies: readonly Policy[], call?: string): number {
-  return policies.findIndex(
-    (p) => !DEBT_KINDS.has(p.kind) || (call !== 'set' && perWindowKey(p)),
-  );
+  return policies.findIndex((p) => !DEBT_KINDS.has(p.kind) || (call !== 'set' && perWindowKey(p)));
 }
 
 /**

@@ -251,7 +251,13 @@ function checkStarted(
     }
     return verdict;
   }
-  const verdict: CheckResult<FixedWindowState> = windowVerdict(used, cost, limit, windowLeft, force);
+  const verdict: CheckResult<FixedWindowState> = windowVerdict(
+    used,
+    cost,
+    limit,
+    windowLeft,
+    force,
+  );
   if (verdict.allowed || extend) {
     // limit 0: a charge admits, the count stays 0.
     verdict.next = { end, used: verdict.allowed ? Math.min(used + cost, limit) : used };

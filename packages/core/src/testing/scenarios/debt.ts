@@ -193,7 +193,12 @@ export const debtScenarios: Scenario[] = [
       },
       // Clock steps: at 2.5 s, 22 owed from [2 s, 3 s); 13 back leave 9 in it.
       { at: 2500, expect: { allowed: false, retryAfter: 1500, resetAfter: 2500 } },
-      { at: 2500, op: 'refund', cost: 13, expect: { allowed: true, remaining: 1, resetAfter: 500 } },
+      {
+        at: 2500,
+        op: 'refund',
+        cost: 13,
+        expect: { allowed: true, remaining: 1, resetAfter: 500 },
+      },
       { at: 2500, expect: { allowed: true, remaining: 0 } },
       // The chain is over at 3 s: a new window starts at the next request.
       { at: 3000, expect: { allowed: true, remaining: 9, resetAfter: 1000 } },
