@@ -111,7 +111,40 @@ local function fixed_window_check(key, o, cost)
     if window * (limit + 1) < 9007199254740992 then packed = limit + 1 end
   elseif layout == '0' then
     count_key = key .. ':' .. string.format('%d', index)
-    if not ALONE then used = tonumber(redis.call('GET', count_key) or 0) end
+    if not ALONE then
+      -- This window's count, or past the limit what is owed from it on; without one, a debt
+      -- carried from an earlier window by the base key (see Debt).
+      local stored, marked = tonumber(redis.call('GET', count_key)), false
+      if stored then
+        used = stored
+      elseif limit > 0 then
+        local carried = redis.call('GET', key)
+        local i0, o0 = string.match(carried or '', '^(%d+):(%d+)$')
+        if i0 and tonumber(i0) <= index then
+          local owed = tonumber(o0) - (index - tonumber(i0)) * limit
+          if owed > 0 then used, marked = owed, true end
+        end
+      end
+      local window_left = (index + 1) * window - now
+      if MODE == '7' and cost > 0 and limit > 0 and used + cost > limit then
+        -- A charge past the limit: the count holds what is owed, the base key carries it on.
+        local owed = used + cost
+        local ttl = window_left + (owed - 1 - (owed - 1) % limit) / limit * window
+        return 1, 0, ttl, 0, 0, nil, count_key, owed, window_left, -2
+      elseif used > limit then
+        -- In debt: nothing is left before the last owing window (as layout 1).
+        local ahead = (used - 1 - (used - 1) % limit) / limit
+        local reset = window_left + ahead * window
+        if cost == 0 then return 1, 0, reset, 0, 0, nil end
+        local retry = reset
+        if cost > limit then retry = -1 elseif used - ahead * limit + cost <= limit then retry = reset - window end
+        return 0, 0, reset, retry, 0, nil
+      elseif marked and cost > 0 and used + cost <= limit then
+        -- The debt's last window, with room: its count starts at what is owed (-3: commit
+        -- drops the base key, now paid into this window).
+        return 1, limit - used - cost, window_left, 0, 0, nil, count_key, used + cost, window_left, -3
+      end
+    end
   else
     -- Layouts 2-4 (no function of its own: a script's functions are closures made on every call).
     -- The window's end and count; without a current window, an admitted cost starts one now.
@@ -179,8 +212,9 @@ local function fixed_window_check(key, o, cost)
   if ALONE then
     -- The limiter's only policy, consuming: count first, then look (include/count-first.lua).
     -- cost is the call's: ARGV[3] as written.
-    local incr, wp, spread = ARGV[3], packed and (window_left - 1) * packed, layout == '1' and window
-    return count_first(count_key, cost, incr, limit, base, window_left, wp, spread)
+    -- marker: in layout 0, the base key, which carries a debt past its window (see Debt).
+    local incr, wp, spread, marker = ARGV[3], packed and (window_left - 1) * packed, window, layout == '0' and key
+    return count_first(count_key, cost, incr, limit, base, window_left, wp, spread, marker, index)
   elseif used + cost <= limit then
     local after = used + cost
     return 1, limit - after, after > 0 and window_left or 0, 0, 0,
@@ -201,6 +235,18 @@ local function fixed_window_commit(key, o, cost, reset, count_key, value, window
     redis.call('INCRBY', count_key, ARGV[3])
   elseif used == 0 then
     redis.call('SET', count_key, string.format('%d', value), 'PX', ttl_ms(window_left))
+  elseif used < -1 then
+    -- Layout 0 (see Debt): -2, value owed from this window on, carried on by the base key
+    -- until the last owing window ends; -3, a count that paid the carried debt off.
+    redis.call('SET', count_key, string.format('%d', value), 'PX', ttl_ms(window_left))
+    if used == -3 then
+      redis.call('DEL', key)
+    else
+      local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
+      local ahead = (value - 1 - (value - 1) % limit) / limit
+      redis.call('SET', key, string.format('%d:%d', (now - now % window) / window, value), 'PX',
+        ttl_ms(window_left + ahead * window))
+    end
   else
     redis.call('SET', count_key, value, 'PX', ttl_ms(window_left))
   end
@@ -209,7 +255,7 @@ local function fixed_window_clear(key, o)
   if ARGV[o + 2] == '0' then
     -- The window index exactly as check computes it, so the key deleted is the one it counts in.
     local window = tonumber(ARGV[o + 1])
-    redis.call('DEL', key .. ':' .. string.format('%d', (now - now % window) / window))
+    redis.call('DEL', key .. ':' .. string.format('%d', (now - now % window) / window), key)
   else
     redis.call('DEL', key)
   end
@@ -262,7 +308,31 @@ local function fixed_window_refund(key, o, cost)
     end
   else
     count_key = key .. ':' .. string.format('%d', index)
-    used = tonumber(redis.call('GET', count_key) or 0)
+    local stored = tonumber(redis.call('GET', count_key))
+    local owed = stored
+    if not stored and limit > 0 then
+      -- A debt carried from an earlier window by the base key (see Debt).
+      local i0, o0 = string.match(redis.call('GET', key) or '', '^(%d+):(%d+)$')
+      if i0 and tonumber(i0) <= index then owed = tonumber(o0) - (index - tonumber(i0)) * limit end
+      if owed and owed <= 0 then owed = nil end
+    end
+    if owed and (owed > limit or not stored) then
+      -- What is owed goes down, the last window's units first (see Debt).
+      local left = owed - math.min(cost, owed)
+      local window_left = (index + 1) * window - now
+      if stored or left > 0 then
+        redis.call('SET', count_key, string.format('%d', left), 'PX', ttl_ms(window_left))
+      end
+      if left > limit then
+        local ahead = (left - 1 - (left - 1) % limit) / limit
+        redis.call('SET', key, string.format('%d:%d', index, left), 'PX',
+          ttl_ms(window_left + ahead * window))
+      else
+        redis.call('DEL', key)
+      end
+      return
+    end
+    used = stored or 0
   end
   if used > 0 then redis.call('DECRBY', count_key, string.format('%d', math.min(cost, used))) end
 end
@@ -279,16 +349,19 @@ local function fixed_window_lone(o, cost)
   local index = (now - now % window) / window
   local window_left, base, wp, spread = (index + 1) * window - now, 0, nil, nil
   if layout == '0' then
+    -- The base key carries a debt past its window (lua/fixed-window.lua's Debt).
     local suffix = ':' .. string.format('%d', index)
+    spread = window
     return function(key)
       local count_key = key .. suffix
-      return count_first(count_key, cost, incr, limit, base, window_left, wp, spread)
+      return count_first(count_key, cost, incr, limit, base, window_left, wp, spread, key, index)
     end
   end
   base, spread = index * (limit + 1), window
   if window * (limit + 1) < 9007199254740992 then wp = (window_left - 1) * (limit + 1) end
+  local marker = false
   return function(count_key)
-    return count_first(count_key, cost, incr, limit, base, window_left, wp, spread)
+    return count_first(count_key, cost, incr, limit, base, window_left, wp, spread, marker, index)
   end
 end
 --- @end batch

@@ -116,22 +116,9 @@ const DEBT_KINDS: ReadonlySet<string> = new Set([
   'smooth-warming-up',
 ]);
 
-/**
- * Whether `policy` is a fixedWindow kept at one key per window (a limit of at least its window
- * in µs: lua/fixed-window.lua's layout 0), which cannot carry debt: a window's check reads that
- * window's key alone, so nothing could tell it that an earlier window's overrun is still owed.
- */
-function perWindowKey(policy: Policy): boolean {
-  return policy.kind === 'fixed-window' && policy.params[2] === 0;
-}
-
-/**
- * The index of the first policy that cannot carry debt (slidingLog, leakyBucket, fixedWindow
- * with one key per window), or −1. `set` writes a count rather than charging work done: a
- * per-window-key fixedWindow takes it (past the limit its window is full until it ends).
- */
-export function withoutDebt(policies: readonly Policy[], call?: string): number {
-  return policies.findIndex((p) => !DEBT_KINDS.has(p.kind) || (call !== 'set' && perWindowKey(p)));
+/** The index of the first policy that cannot carry debt (slidingLog, leakyBucket), or −1. */
+export function withoutDebt(policies: readonly Policy[]): number {
+  return policies.findIndex((p) => !DEBT_KINDS.has(p.kind));
 }
 
 /**
@@ -144,18 +131,14 @@ export function assertDebt(
   call: string,
 ): void {
   const storeKind = store.kind;
-  const i = withoutDebt(policies, call);
+  const i = withoutDebt(policies);
   if (i >= 0) {
-    const policy = policies[i]!;
-    const kind = policy.kind;
-    const what = perWindowKey(policy)
-      ? `a fixedWindow whose limit (${policy.limit}) is at least its window in µs (${policy.window * 1000}), kept at one key per window, which cannot`
-      : `${kind}, which cannot`;
+    const kind = policies[i]!.kind;
     throw new RateLimitConfigError(
       'FLOODGATE_NO_DEBT',
       `policies[${i}]`,
       kind,
-      `${call}() needs policies that can carry debt; policies[${i}] is ${what} (docs/algorithms.md#debt): use tokenBucket, gcra, fixedWindow (limit below the window in µs), slidingWindow or a smooth policy`,
+      `${call}() needs policies that can carry debt; policies[${i}] is ${kind}, which cannot (docs/algorithms.md#debt): use tokenBucket, gcra, fixedWindow, slidingWindow or a smooth policy`,
     );
   }
   if (prepared.charge === undefined) {

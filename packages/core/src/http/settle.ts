@@ -120,7 +120,7 @@ export function checkSettleOption(
     throw configError(
       `${where}.policies[${i}]`,
       limiter!.policies[i]!.kind,
-      'a policy that can carry debt with cost.actual: tokenBucket, gcra, fixedWindow (limit below the window in µs), slidingWindow or a smooth policy (docs/algorithms.md#debt)',
+      'a policy that can carry debt with cost.actual: tokenBucket, gcra, fixedWindow, slidingWindow or a smooth policy (docs/algorithms.md#debt)',
     );
   }
 }

@@ -319,6 +319,35 @@ describe.each(MODES)('Lua scripts and TypeScript twins agree on random traces (%
     );
   });
 
+  test('fixed-window kept at one key per window, in debt over several windows', async () => {
+    // A limit of at least the window in µs keeps one key per window (layout 0); windows of a
+    // few µs let costs of up to 36 owe several of them, and steps of up to 8 µs land in the
+    // windows owed, in the last one and after it. With a second policy, check reads instead of
+    // counting first.
+    const perWindowKey = fc
+      .record({ windowUs: fc.integer({ min: 2, max: 12 }), extra: fc.integer({ min: 0, max: 6 }) })
+      .map(({ windowUs, extra }) =>
+        fixedWindow({ limit: windowUs + extra, window: windowUs / 1000 }),
+      );
+    const shortSteps = step.map((s) => ({ ...s, advance: s.advance % 9 }));
+    await fc.assert(
+      fc.asyncProperty(
+        mode as fc.Arbitrary<number | undefined>,
+        fc
+          .tuple(
+            withLockout(perWindowKey),
+            fc.oneof(fc.constant(undefined), ...ALGORITHM_CASES.map((c) => c.arbitrary)),
+          )
+          .map(([own, other]) =>
+            other === undefined || other.id === own.id ? [own] : [own, other],
+          ),
+        fc.array(shortSteps, { minLength: 20, maxLength: 60, size: 'max' }),
+        runTrace,
+      ),
+      { numRuns: 100 },
+    );
+  });
+
   test('lease takes (mode 9) among every other call, on the kinds that lease', async () => {
     const leasing = ALGORITHM_CASES.filter((c) => LEASE_KINDS.has(c.kind)).map((c) =>
       withLockout(c.arbitrary.filter((p) => p.options.extendWindow === undefined)),

@@ -41,8 +41,6 @@ describe.each(stores)('reserve, settle, cancel, penalize on the %s store', (_nam
   test.each([
     ['slidingLog', () => slidingLog({ limit: 5, window: '1m' }), 1],
     ['leakyBucket', () => leakyBucket({ limit: 5, window: '1m', burst: 3 }), 1],
-    // A limit of at least the window in µs keeps one key per window: no debt to carry.
-    ['per-window-key fixedWindow', () => fixedWindow({ limit: 2_000_000, window: '1s' }), 1],
   ])(
     'a limiter with a %s policy refuses reserve and penalize (FLOODGATE_NO_DEBT), and still consumes',
     async (_kind, policy, at) => {

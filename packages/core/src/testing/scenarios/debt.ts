@@ -233,6 +233,39 @@ export const debtScenarios: Scenario[] = [
     ],
   },
   {
+    name: 'debt fixedWindow, a limit kept per window key: the base key carries a debt of several windows; refunds lower it',
+    policies: () => [fixedWindow({ limit: 2_000_000, window: '1s' })],
+    steps: [
+      // 7 000 000 owed from the window of 0 s: full until 3 s, then 1 000 000 in the window of 3 s.
+      {
+        at: 200,
+        op: 'penalize',
+        cost: 7_000_000,
+        expect: { allowed: false, remaining: 0, retryAfter: 2800, resetAfter: 3800 },
+      },
+      { at: 200, expect: { allowed: false, remaining: 0, retryAfter: 2800, resetAfter: 3800 } },
+      { at: 200, op: 'peek', cost: 1_000_001, expect: { allowed: false, retryAfter: 3800 } },
+      { at: 200, op: 'peek', cost: 2_000_001, expect: { allowed: false, retryAfter: -1 } },
+      // A window with no count of its own: the debt the base key carries reaches it.
+      { at: 1500, expect: { allowed: false, remaining: 0, retryAfter: 1500, resetAfter: 2500 } },
+      // 5 000 000 owed from the window of 1 s; 2 400 000 back leave that window full, 600 000 next.
+      {
+        at: 1500,
+        op: 'refund',
+        cost: 2_400_000,
+        expect: { allowed: true, remaining: 0, resetAfter: 1500 },
+      },
+      { at: 1500, op: 'peek', expect: { allowed: false, retryAfter: 500 } },
+      { at: 2000, cost: 1_400_000, expect: { allowed: true, remaining: 0, resetAfter: 1000 } },
+      { at: 2000, expect: { allowed: false, retryAfter: 1000 } },
+      // A penalty on a full window goes into debt again; a refund larger than the overrun ends it.
+      { at: 2000, op: 'penalize', cost: 5, expect: { allowed: false, retryAfter: 1000 } },
+      { at: 2000, op: 'refund', cost: 50, expect: { allowed: true, remaining: 45 } },
+      { at: 2000, expect: { allowed: true, remaining: 44 } },
+      { at: 3000, expect: { allowed: true, remaining: 1_999_999 } },
+    ],
+  },
+  {
     name: 'debt smoothBursty: a settle above the estimate pushes the next-free time ahead',
     policies: () => [smoothBursty({ limit: 10, window: '1s' })],
     steps: [
