@@ -49,10 +49,15 @@
 --         further charge adds to it). extendWindow starts the window in force over from now as
 --         it does without debt, so the windows owed move out with it. TTL until the last owing
 --         window ends.
---         Layout 0 (one key per window) carries no debt: a window's check reads that window's
---         key alone. The limiter refuses reserve and penalize on it (FLOODGATE_NO_DEBT); set
---         past the limit fills the window (used = limit until it ends), and so does a charge
---         with limit 0 in any layout.
+--         Layout 0: a count past the limit at <base>:<index> is what is owed from window index
+--         on (the window full), and the base key, otherwise unused, carries it: '<index>:<owed>'
+--         with the TTL until the last owing window ends, read as owed - (i - index) · limit
+--         from window i on. Only a window with no count of its own reads it (a window's first
+--         count, counting first: one GET per key and window), so the common path pays nothing.
+--         A count that takes the debt's last window in (the first admitted there, or a refund)
+--         drops the base key; a charge or a refund that leaves more than a window rewrites it.
+--         Owing more than the current window: as layout 1. A charge with limit 0 admits and
+--         counts nothing, in any layout.
 -- Reply   allowed; remaining = limit - used; reset_after = until the window ends (0 when
 --         nothing is used); retry_after = until the window ends (-1 when cost > limit).
 --         packed: (window_left - 1) · (limit + 1) + count (count after this request when
