@@ -36,8 +36,28 @@
 --         window's units first. Once the clock reaches window `last` the value reads as r used.
 --         Past the last window any clock reaches (floor((2^53 - 1) / window)) the debt stops
 --         there. The arithmetic is written out where it is needed (a function would be a
---         closure made on every script call). Layouts 0 and 2-4: the charge fills the window
---         (used = limit until it ends), whose end forgives the rest.
+--         closure made on every script call).
+--         Layouts 2-4: the count may pass the limit: '<end>:<owed>' with owed > limit is the
+--         window ending at `end` full and owed - limit carried into the windows that follow it
+--         back to back, each of length `window` taking up to `limit` (the next one starts where
+--         the last ended, not at a request). Once `end` has passed, k = floor((now - end) /
+--         window) + 1 windows later the window in force ends at end + k · window and owes
+--         owed - k · limit (nothing left: no window, the next admitted request starts one).
+--         Owing more than the window in force: as layout 1 (nothing left, a cost is admitted
+--         from the first window with room for it, or at the end of the last when it has none; a
+--         read is admitted; a refund lowers what is owed, the last window's units first; a
+--         further charge adds to it). extendWindow starts the window in force over from now as
+--         it does without debt, so the windows owed move out with it. TTL until the last owing
+--         window ends.
+--         Layout 0: a count past the limit at <base>:<index> is what is owed from window index
+--         on (the window full), and the base key, otherwise unused, carries it: '<index>:<owed>'
+--         with the TTL until the last owing window ends, read as owed - (i - index) · limit
+--         from window i on. Only a window with no count of its own reads it (a window's first
+--         count, counting first: one GET per key and window), so the common path pays nothing.
+--         A count that takes the debt's last window in (the first admitted there, or a refund)
+--         drops the base key; a charge or a refund that leaves more than a window rewrites it.
+--         Owing more than the current window: as layout 1. A charge with limit 0 admits and
+--         counts nothing, in any layout.
 -- Reply   allowed; remaining = limit - used; reset_after = until the window ends (0 when
 --         nothing is used); retry_after = until the window ends (-1 when cost > limit).
 --         packed: (window_left - 1) · (limit + 1) + count (count after this request when
@@ -96,34 +116,97 @@ local function fixed_window_check(key, o, cost)
     if window * (limit + 1) < 9007199254740992 then packed = limit + 1 end
   elseif layout == '0' then
     count_key = key .. ':' .. string.format('%d', index)
-    if not ALONE then used = tonumber(redis.call('GET', count_key) or 0) end
+    if not ALONE then
+      -- This window's count, or past the limit what is owed from it on; without one, a debt
+      -- carried from an earlier window by the base key (see Debt).
+      local stored, marked = tonumber(redis.call('GET', count_key)), false
+      if stored then
+        used = stored
+      elseif limit > 0 then
+        local carried = redis.call('GET', key)
+        local i0, o0 = string.match(carried or '', '^(%d+):(%d+)$')
+        if i0 and tonumber(i0) <= index then
+          local owed = tonumber(o0) - (index - tonumber(i0)) * limit
+          if owed > 0 then used, marked = owed, true end
+        end
+      end
+      local window_left = (index + 1) * window - now
+      if MODE == '7' and cost > 0 and limit > 0 and used + cost > limit then
+        -- A charge past the limit: the count holds what is owed, the base key carries it on.
+        local owed = used + cost
+        local ttl = window_left + (owed - 1 - (owed - 1) % limit) / limit * window
+        return 1, 0, ttl, 0, 0, nil, count_key, owed, window_left, -2
+      elseif used > limit then
+        -- In debt: nothing is left before the last owing window (as layout 1).
+        local ahead = (used - 1 - (used - 1) % limit) / limit
+        local reset = window_left + ahead * window
+        if cost == 0 then return 1, 0, reset, 0, 0, nil end
+        local retry = reset
+        if cost > limit then retry = -1 elseif used - ahead * limit + cost <= limit then retry = reset - window end
+        return 0, 0, reset, retry, 0, nil
+      elseif marked and cost > 0 and used + cost <= limit then
+        -- The debt's last window, with room: its count starts at what is owed (-3: commit
+        -- drops the base key, now paid into this window).
+        return 1, limit - used - cost, window_left, 0, 0, nil, count_key, used + cost, window_left, -3
+      end
+    end
   else
     -- Layouts 2-4 (no function of its own: a script's functions are closures made on every call).
     -- The window's end and count; without a current window, an admitted cost starts one now.
+    -- A count past the limit is a debt carried into the windows that follow back to back, each
+    -- taking up to `limit` (see Debt): the current one of them ends at window_end, used is
+    -- what is owed from it on.
     local window_end, stored = now + window, redis.call('GET', key)
     if stored then
       local e, u = string.match(stored, '^(%d+):(%d+)$')
-      e = tonumber(e)
-      if e and e > now then window_end, used = e, tonumber(u) end
+      e, u = tonumber(e), tonumber(u)
+      if e and e > now then
+        window_end, used = e, u
+      elseif e and u > limit and limit > 0 then
+        -- Windows passed since e, each repaying `limit`.
+        local k = (now - e - (now - e) % window) / window + 1
+        if u - k * limit > 0 then window_end, used = e + k * window, u - k * limit end
+      end
+    end
+    -- The windows still owed after the current one, and the last one's count.
+    local ahead, r = 0, used
+    if used > limit and limit > 0 then
+      ahead = (used - 1 - (used - 1) % limit) / limit
+      r = used - ahead * limit
     end
     -- extendWindow: a hit of a cost the policy could admit starts the window over from now
     -- (3: when denied, 4: any); a consuming denial writes that itself, charging nothing.
     if cost > 0 and cost <= limit and (layout == '4' or (layout == '3' and used + cost > limit)) then
       window_end = now + window
       if used + cost > limit and MODE ~= '1' then
-        redis.call('SET', key, string.format('%d:%d', window_end, used), 'PX', ttl_ms(window))
+        redis.call('SET', key, string.format('%d:%d', window_end, used), 'PX',
+          ttl_ms(window + ahead * window))
       end
     end
     local window_left = window_end - now
     if window * (limit + 1) < 9007199254740992 then packed = limit + 1 end
-    if used + cost <= limit then
+    if MODE == '7' and cost > 0 and limit > 0 and used + cost > limit then
+      -- A charge past the limit: what does not fit carries into the following windows (Debt).
+      local owed = used + cost
+      local q = (owed - 1 - (owed - 1) % limit) / limit
+      local ttl = window_left + q * window
+      return 1, 0, ttl, 0, 0, nil, key, string.format('%d:%d', window_end, owed), ttl, -1
+    elseif ahead > 0 then
+      -- In debt: nothing is left before the last owing window; a cost fits in it when it has
+      -- room, else in the window started after it.
+      local reset = window_left + ahead * window
+      if cost == 0 then return 1, 0, reset, 0, 0, nil end
+      local retry = reset
+      if cost > limit then retry = -1 elseif r + cost <= limit then retry = reset - window end
+      return 0, 0, reset, retry, 0, nil
+    elseif used + cost <= limit then
       local after = used + cost
       -- used = -1 tells commit to write the pair.
       return 1, limit - after, after > 0 and window_left or 0, 0, 0,
         packed and (window_left - 1) * packed + after, key,
         string.format('%d:%d', window_end, after), window_left, -1
     elseif MODE == '7' then
-      -- A charge past the limit fills the window (see Debt).
+      -- limit 0: a charge admits, the count stays 0.
       return 1, 0, window_left, 0, 0, nil, key, string.format('%d:%d', window_end, limit),
         window_left, -1
     end
@@ -134,14 +217,15 @@ local function fixed_window_check(key, o, cost)
   if ALONE then
     -- The limiter's only policy, consuming: count first, then look (include/count-first.lua).
     -- cost is the call's: ARGV[3] as written.
-    local incr, wp, spread = ARGV[3], packed and (window_left - 1) * packed, layout == '1' and window
-    return count_first(count_key, cost, incr, limit, base, window_left, wp, spread)
+    -- marker: in layout 0, the base key, which carries a debt past its window (see Debt).
+    local incr, wp, spread, marker = ARGV[3], packed and (window_left - 1) * packed, window, layout == '0' and key
+    return count_first(count_key, cost, incr, limit, base, window_left, wp, spread, marker, index)
   elseif used + cost <= limit then
     local after = used + cost
     return 1, limit - after, after > 0 and window_left or 0, 0, 0,
       packed and (window_left - 1) * packed + after, count_key, base + after, window_left, used
   elseif MODE == '7' then
-    -- A charge past the limit fills the window (layout 0, and limit 0: see Debt).
+    -- A charge past the limit fills the window (limit 0; layout 0, by set alone: see Debt).
     return 1, 0, window_left, 0, 0, nil, count_key, base + limit, window_left, 0
   end
   return 0, limit - used, used > 0 and window_left or 0, cost > limit and -1 or window_left, 0,
@@ -156,6 +240,18 @@ local function fixed_window_commit(key, o, cost, reset, count_key, value, window
     redis.call('INCRBY', count_key, ARGV[3])
   elseif used == 0 then
     redis.call('SET', count_key, string.format('%d', value), 'PX', ttl_ms(window_left))
+  elseif used < -1 then
+    -- Layout 0 (see Debt): -2, value owed from this window on, carried on by the base key
+    -- until the last owing window ends; -3, a count that paid the carried debt off.
+    redis.call('SET', count_key, string.format('%d', value), 'PX', ttl_ms(window_left))
+    if used == -3 then
+      redis.call('DEL', key)
+    else
+      local limit, window = tonumber(ARGV[o]), tonumber(ARGV[o + 1])
+      local ahead = (value - 1 - (value - 1) % limit) / limit
+      redis.call('SET', key, string.format('%d:%d', (now - now % window) / window, value), 'PX',
+        ttl_ms(window_left + ahead * window))
+    end
   else
     redis.call('SET', count_key, value, 'PX', ttl_ms(window_left))
   end
@@ -164,7 +260,7 @@ local function fixed_window_clear(key, o)
   if ARGV[o + 2] == '0' then
     -- The window index exactly as check computes it, so the key deleted is the one it counts in.
     local window = tonumber(ARGV[o + 1])
-    redis.call('DEL', key .. ':' .. string.format('%d', (now - now % window) / window))
+    redis.call('DEL', key .. ':' .. string.format('%d', (now - now % window) / window), key)
   else
     redis.call('DEL', key)
   end
@@ -179,9 +275,19 @@ local function fixed_window_refund(key, o, cost)
     if not stored then return end
     local e, u = string.match(stored, '^(%d+):(%d+)$')
     local window_end, used = tonumber(e), tonumber(u)
-    if window_end and window_end > now and used > 0 then
-      local value = string.format('%d:%d', window_end, used - math.min(cost, used))
-      redis.call('SET', key, value, 'PX', ttl_ms(window_end - now))
+    if not window_end then return end
+    if window_end <= now and used > limit and limit > 0 then
+      -- A debt (see Debt): the window of the chain in force now, and what is owed from it on.
+      local k = (now - window_end - (now - window_end) % window) / window + 1
+      window_end, used = window_end + k * window, used - k * limit
+    end
+    if window_end > now and used > 0 then
+      -- What is owed goes down, the last window's units first.
+      local owed = used - math.min(cost, used)
+      local q = 0
+      if owed > limit then q = (owed - 1 - (owed - 1) % limit) / limit end
+      local value = string.format('%d:%d', window_end, owed)
+      redis.call('SET', key, value, 'PX', ttl_ms(window_end - now + q * window))
     end
     return
   end
@@ -207,7 +313,31 @@ local function fixed_window_refund(key, o, cost)
     end
   else
     count_key = key .. ':' .. string.format('%d', index)
-    used = tonumber(redis.call('GET', count_key) or 0)
+    local stored = tonumber(redis.call('GET', count_key))
+    local owed = stored
+    if not stored and limit > 0 then
+      -- A debt carried from an earlier window by the base key (see Debt).
+      local i0, o0 = string.match(redis.call('GET', key) or '', '^(%d+):(%d+)$')
+      if i0 and tonumber(i0) <= index then owed = tonumber(o0) - (index - tonumber(i0)) * limit end
+      if owed and owed <= 0 then owed = nil end
+    end
+    if owed and (owed > limit or not stored) then
+      -- What is owed goes down, the last window's units first (see Debt).
+      local left = owed - math.min(cost, owed)
+      local window_left = (index + 1) * window - now
+      if stored or left > 0 then
+        redis.call('SET', count_key, string.format('%d', left), 'PX', ttl_ms(window_left))
+      end
+      if left > limit then
+        local ahead = (left - 1 - (left - 1) % limit) / limit
+        redis.call('SET', key, string.format('%d:%d', index, left), 'PX',
+          ttl_ms(window_left + ahead * window))
+      else
+        redis.call('DEL', key)
+      end
+      return
+    end
+    used = stored or 0
   end
   if used > 0 then redis.call('DECRBY', count_key, string.format('%d', math.min(cost, used))) end
 end
@@ -224,16 +354,19 @@ local function fixed_window_lone(o, cost)
   local index = (now - now % window) / window
   local window_left, base, wp, spread = (index + 1) * window - now, 0, nil, nil
   if layout == '0' then
+    -- The base key carries a debt past its window (lua/fixed-window.lua's Debt).
     local suffix = ':' .. string.format('%d', index)
+    spread = window
     return function(key)
       local count_key = key .. suffix
-      return count_first(count_key, cost, incr, limit, base, window_left, wp, spread)
+      return count_first(count_key, cost, incr, limit, base, window_left, wp, spread, key, index)
     end
   end
   base, spread = index * (limit + 1), window
   if window * (limit + 1) < 9007199254740992 then wp = (window_left - 1) * (limit + 1) end
+  local marker = false
   return function(count_key)
-    return count_first(count_key, cost, incr, limit, base, window_left, wp, spread)
+    return count_first(count_key, cost, incr, limit, base, window_left, wp, spread, marker, index)
   end
 end
 --- @end

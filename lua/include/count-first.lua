@@ -9,10 +9,12 @@
 -- single script's check and in the batch script's lone decider (fixed_window_lone), the same
 -- lines, no closure.
 --- @inline
-local function count_first(count_key, cost, incr, limit, base, window_left, wp, spread)
+local function count_first(count_key, cost, incr, limit, base, window_left, wp, spread, marker, index)
   -- wp: the packed reply's part for the time left, (window_left - 1) · (limit + 1), or nil
-  -- (layout 0: no packed reply). spread: the window (µs) in layout 1, where a negative value is
-  -- a key in debt (lua/fixed-window.lua's Debt); nil in layout 0. The count after this request is this window's when the count
+  -- (layout 0: no packed reply). spread: the window (µs). In layout 1 (marker false) a negative
+  -- value is a key in debt (lua/fixed-window.lua's Debt); in layout 0, marker is the base key,
+  -- which carries a debt past window `index`, and a count past the limit is what is owed from
+  -- this window on. The count after this request is this window's when the count
   -- before it lies in [base, base + limit]; otherwise (a missing key, another window's count, a
   -- value that is not one) the window starts with this request.
   local counted = redis.pcall('INCRBY', count_key, incr)
@@ -25,6 +27,28 @@ local function count_first(count_key, cost, incr, limit, base, window_left, wp, 
     counted = nil
   end
   local after = counted and counted - base
+  if marker and after == cost then
+    -- Layout 0, a window's first count: a debt the base key carries may reach this window.
+    local i0, o0 = string.match(redis.call('GET', marker) or '', '^(%d+):(%d+)$')
+    local owed = 0
+    if i0 and tonumber(i0) <= index then owed = tonumber(o0) - (index - tonumber(i0)) * limit end
+    if owed > 0 and owed + cost <= limit then
+      -- Its last window, with room: the count starts at what is owed, which is paid off.
+      redis.call('SET', count_key, string.format('%d', owed + cost), 'PX', ttl_ms(window_left))
+      redis.call('DEL', marker)
+      return 1, limit - owed - cost, window_left, 0, 0, nil
+    elseif owed > 0 then
+      redis.call('DEL', count_key)
+      if owed <= limit then
+        return 0, limit - owed, window_left, cost > limit and -1 or window_left, 0, nil
+      end
+      local ahead = (owed - 1 - (owed - 1) % limit) / limit
+      local reset_at = window_left + ahead * spread
+      local retry_at = reset_at
+      if cost > limit then retry_at = -1 elseif owed - ahead * limit + cost <= limit then retry_at = reset_at - spread end
+      return 0, 0, reset_at, retry_at, 0, nil
+    end
+  end
   -- Admitted (the common case first): the count before was this window's and had room.
   if after and after >= cost and after <= limit then
     -- A window's first count (a key INCRBY made) gets the TTL until the window ends.
@@ -32,7 +56,15 @@ local function count_first(count_key, cost, incr, limit, base, window_left, wp, 
     return 1, limit - after, window_left, 0, 0, wp and wp + after
   end
   local used, reset, retry = 0, nil, nil
-  if spread and counted and counted < cost and limit > 0 then
+  if marker and after and after - cost > limit and limit > 0 then
+    -- Layout 0 in debt: the count is what is owed from this window on (as layout 1 below).
+    local owed = after - cost
+    local ahead = (owed - 1 - (owed - 1) % limit) / limit
+    reset = window_left + ahead * spread
+    retry = reset
+    if cost > limit then retry = -1 elseif owed - ahead * limit + cost <= limit then retry = reset - spread end
+    used = limit
+  elseif not marker and counted and counted < cost and limit > 0 then
     -- The value before was negative: a debt (r in window `last`, the windows before it full).
     local r = (cost - 1 - counted) % (limit + 1)
     local last = (cost - 1 - counted - r) / (limit + 1)

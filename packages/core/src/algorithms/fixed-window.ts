@@ -3,7 +3,7 @@ import type { Duration } from '../duration.js';
 import { parseDuration } from '../duration.js';
 import { configError, fieldPathOf, optionNames, positiveInteger, readOptions } from '../options.js';
 import { type BlockDuration, definePolicy, type Policy, rateName } from '../policy.js';
-import type { Algorithm, CheckResult, Verdict } from './algorithm.js';
+import type { Algorithm, CheckResult, Refunded, Verdict } from './algorithm.js';
 
 /**
  * Options of `fixedWindow`: at most `limit` units per `window`, windows aligned to
@@ -155,7 +155,18 @@ export function packsIntoOneInteger(limit: number, windowUs: number): boolean {
  * keeps, index · (limit + 1) + used: no object per write. Per window key (0): `{ index, used }`.
  * From the first request (2): `{ end, used }`, the window's end in µs (Redis: '<end>:<used>').
  */
-type FixedWindowState = number | { index: number; used: number } | StartedWindow;
+type FixedWindowState = number | WindowCount | StartedWindow;
+
+/**
+ * A count of window `index` kept at a key of its own (layout 0); past the limit, `used` is what is
+ * owed from that window on, and `carried` is the base key that carries it into the windows after
+ * it (lua/fixed-window.lua: Debt).
+ */
+interface WindowCount {
+  index: number;
+  used: number;
+  carried?: { from: number; owed: number };
+}
 
 /** A window of anchor 'first-request': it ends at `end` (µs); `used` units admitted in it. */
 interface StartedWindow {
@@ -170,18 +181,36 @@ interface StartedWindow {
  */
 export type FixedWindowParams = readonly [limit: number, window: number, layout: number];
 
-/** A current window of anchor 'first-request' in `state`, or undefined. */
+/**
+ * The current window of anchor 'first-request' in `state`, or undefined. A count past the limit
+ * is a debt carried into the windows that follow back to back, each repaying `limit`
+ * (lua/fixed-window.lua: Debt): once its window has ended, the one of the chain in force now,
+ * with what is still owed from it on.
+ */
 function startedWindow(
   state: FixedWindowState | undefined,
   now: number,
+  limit: number,
+  window: number,
 ): StartedWindow | undefined {
-  return typeof state === 'object' && 'end' in state && state.end > now ? state : undefined;
+  if (typeof state !== 'object' || !('end' in state)) return undefined;
+  if (state.end > now) return state;
+  if (state.used <= limit || limit === 0) return undefined;
+  const k = Math.floor((now - state.end) / window) + 1;
+  const used = state.used - k * limit;
+  return used > 0 ? { end: state.end + k * window, used } : undefined;
+}
+
+/** The whole windows owed after the current one by `used` units (0 when they fit it). */
+function windowsAhead(used: number, limit: number): number {
+  return used > limit && limit > 0 ? Math.floor((used - 1) / limit) : 0;
 }
 
 /**
  * Check for anchor 'first-request' (lua/fixed-window.lua's layout 2, 3 and 4). With
  * extendWindow, a hit that extends starts the window over from now; a denial that does hands
- * the store the extended window to write (written only when the call consumes).
+ * the store the extended window to write (written only when the call consumes). In debt,
+ * nothing is left before the last owing window; a charge carries what does not fit.
  */
 function checkStarted(
   state: FixedWindowState | undefined,
@@ -190,8 +219,9 @@ function checkStarted(
   [limit, window, layout]: FixedWindowParams,
   force: boolean,
 ): CheckResult<FixedWindowState> {
-  const current = startedWindow(state, now);
+  const current = startedWindow(state, now, limit, window);
   const used = current?.used ?? 0;
+  const ahead = windowsAhead(used, limit);
   // No current window: an admitted cost > 0 starts one now.
   let end = current?.end ?? now + window;
   const extend =
@@ -200,11 +230,49 @@ function checkStarted(
     (layout === LAYOUT_EXTEND_ON_HIT ||
       (layout === LAYOUT_EXTEND_ON_DENIAL && used + cost > limit));
   if (extend) end = now + window;
-  const verdict: CheckResult<FixedWindowState> = windowVerdict(used, cost, limit, end - now, force);
+  const windowLeft = end - now;
+  if (force && cost > 0 && limit > 0 && used + cost > limit) {
+    const owed = used + cost;
+    const ttl = windowLeft + windowsAhead(owed, limit) * window;
+    return {
+      allowed: true,
+      remaining: 0,
+      resetAfter: ttl,
+      retryAfter: 0,
+      delay: 0,
+      next: { end, used: owed },
+      ttl,
+    };
+  }
+  if (ahead > 0) {
+    const resetAfter = windowLeft + ahead * window;
+    const verdict: CheckResult<FixedWindowState> = {
+      allowed: cost === 0,
+      remaining: 0,
+      resetAfter,
+      retryAfter: 0,
+      delay: 0,
+    };
+    if (cost === 0) return verdict;
+    const r = used - ahead * limit;
+    verdict.retryAfter = cost > limit ? -1 : r + cost <= limit ? resetAfter - window : resetAfter;
+    if (extend) {
+      verdict.next = { end, used };
+      verdict.ttl = resetAfter;
+    }
+    return verdict;
+  }
+  const verdict: CheckResult<FixedWindowState> = windowVerdict(
+    used,
+    cost,
+    limit,
+    windowLeft,
+    force,
+  );
   if (verdict.allowed || extend) {
-    // A charge past the limit fills the window (lua/fixed-window.lua: Debt).
+    // limit 0: a charge admits, the count stays 0.
     verdict.next = { end, used: verdict.allowed ? Math.min(used + cost, limit) : used };
-    verdict.ttl = end - now;
+    verdict.ttl = windowLeft;
   }
   return verdict;
 }
@@ -345,6 +413,107 @@ function checkDebt(
   return { allowed: false, remaining, resetAfter, retryAfter, delay: 0 };
 }
 
+/**
+ * What a per-window-key state (layout 0) counts in window `index`: that window's count when it
+ * has one, else what a debt carried from an earlier window still owes there (`marked`).
+ */
+function perWindowUsed(
+  state: FixedWindowState | undefined,
+  index: number,
+  limit: number,
+): { used: number; marked: boolean } {
+  if (typeof state !== 'object' || !('index' in state)) return { used: 0, marked: false };
+  if (state.index === index) return { used: state.used, marked: false };
+  const carried = state.carried;
+  if (carried !== undefined && limit > 0 && carried.from <= index) {
+    const owed = carried.owed - (index - carried.from) * limit;
+    if (owed > 0) return { used: owed, marked: true };
+  }
+  return { used: 0, marked: false };
+}
+
+/** `owed` units from window `index` on, as layout 0 stores them (a count, carried when past the limit). */
+function perWindowOwed(
+  owed: number,
+  index: number,
+  windowLeft: number,
+  [limit, window]: FixedWindowParams,
+): { next: WindowCount; ttl: number } {
+  if (owed <= limit) return { next: { index, used: owed }, ttl: windowLeft };
+  return {
+    next: { index, used: owed, carried: { from: index, owed } },
+    ttl: windowLeft + windowsAhead(owed, limit) * window,
+  };
+}
+
+/**
+ * Check of a limit kept at one key per window (layout 0): as the packed layout's debt, the count
+ * past the limit being what is owed from the window on, carried by the base key.
+ */
+function checkPerWindowKey(
+  state: FixedWindowState | undefined,
+  now: number,
+  cost: number,
+  params: FixedWindowParams,
+  force: boolean,
+): CheckResult<FixedWindowState> {
+  const [limit, window] = params;
+  const index = Math.floor(now / window);
+  const windowLeft = (index + 1) * window - now;
+  const { used, marked } = perWindowUsed(state, index, limit);
+  if (force && cost > 0 && limit > 0 && used + cost > limit) {
+    const charge = perWindowOwed(used + cost, index, windowLeft, params);
+    return {
+      allowed: true,
+      remaining: 0,
+      resetAfter: charge.ttl,
+      retryAfter: 0,
+      delay: 0,
+      ...charge,
+    };
+  }
+  if (used > limit) {
+    const ahead = windowsAhead(used, limit);
+    const resetAfter = windowLeft + ahead * window;
+    const retryAfter =
+      cost > limit ? -1 : used - ahead * limit + cost <= limit ? resetAfter - window : resetAfter;
+    return cost === 0
+      ? { allowed: true, remaining: 0, resetAfter, retryAfter: 0, delay: 0 }
+      : { allowed: false, remaining: 0, resetAfter, retryAfter, delay: 0 };
+  }
+  const verdict: CheckResult<FixedWindowState> = windowVerdict(
+    used,
+    cost,
+    limit,
+    windowLeft,
+    force,
+  );
+  if (verdict.allowed && !(marked && cost === 0)) {
+    // limit 0: a charge admits, the count stays 0.
+    verdict.next = { index, used: Math.min(used + cost, limit) };
+    verdict.ttl = windowLeft;
+  }
+  return verdict;
+}
+
+/** Refund of layout 0: the window's count, or in debt what is owed, the last window's units first. */
+function refundPerWindowKey(
+  state: FixedWindowState | undefined,
+  now: number,
+  cost: number,
+  params: FixedWindowParams,
+): Refunded<FixedWindowState> {
+  const [limit, window] = params;
+  const index = Math.floor(now / window);
+  const windowLeft = (index + 1) * window - now;
+  const { used, marked } = perWindowUsed(state, index, limit);
+  if (used === 0) return undefined;
+  const left = used - Math.min(cost, used);
+  if (used <= limit && !marked) return { next: { index, used: left }, ttl: windowLeft };
+  if (marked && left === 0) return 'delete';
+  return perWindowOwed(left, index, windowLeft, params);
+}
+
 /** Twin of lua/fixed-window.lua. */
 export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams> = {
   kind: 'fixed-window',
@@ -355,19 +524,15 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
   check(state, now, cost, params, _slack, force = false) {
     const [limit, window, layout] = params;
     if (layout >= LAYOUT_FIRST_REQUEST) return checkStarted(state, now, cost, params, force);
-    const packed = layout === LAYOUT_PACKED;
+    if (layout === LAYOUT_PER_WINDOW_KEY) return checkPerWindowKey(state, now, cost, params, force);
+    // The packed layout (1): one integer, index · (limit + 1) + used, or a debt (debtOf).
     const index = Math.floor(now / window);
+    const base = index * (limit + 1);
     let used = 0;
-    let base = 0;
-    if (packed) {
-      base = index * (limit + 1);
-      if (typeof state === 'number' && state >= base && state - base <= limit) used = state - base;
-      else {
-        const debt = debtOf(state, index, limit);
-        if (debt !== undefined) return checkDebt(debt, index, now, cost, params, force);
-      }
-    } else if (typeof state === 'object' && 'index' in state && state.index === index) {
-      used = state.used;
+    if (typeof state === 'number' && state >= base && state - base <= limit) used = state - base;
+    else {
+      const debt = debtOf(state, index, limit);
+      if (debt !== undefined) return checkDebt(debt, index, now, cost, params, force);
     }
     const windowLeft = (index + 1) * window - now;
     const verdict: CheckResult<FixedWindowState> = windowVerdict(
@@ -377,14 +542,13 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
       windowLeft,
       force,
     );
-    if (verdict.allowed && packed && used + cost > limit && limit > 0) {
+    if (verdict.allowed && used + cost > limit && limit > 0) {
       // A charge past the limit: the overrun carries into the following windows (Debt).
       return chargeOwed(used + cost, index, now, params);
     }
     if (verdict.allowed) {
-      // Per window key, a charge past the limit fills the window: the count stops at the limit.
-      const after = Math.min(used + cost, limit);
-      verdict.next = packed ? base + after : { index, used: after };
+      // limit 0: a charge admits, the count stays 0.
+      verdict.next = base + Math.min(used + cost, limit);
       verdict.ttl = windowLeft;
     }
     return verdict;
@@ -393,10 +557,14 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
     // The current window's count only; its TTL stays the window's end (Lua: DECRBY), and a
     // window of anchor 'first-request' keeps its end.
     if (layout >= LAYOUT_FIRST_REQUEST) {
-      const current = startedWindow(state, now);
+      // In debt, what is owed goes down, the last window's units first.
+      const current = startedWindow(state, now, limit, window);
       if (current === undefined || current.used === 0) return undefined;
       const used = current.used - Math.min(cost, current.used);
-      return { next: { end: current.end, used }, ttl: current.end - now };
+      return {
+        next: { end: current.end, used },
+        ttl: current.end - now + windowsAhead(used, limit) * window,
+      };
     }
     const index = Math.floor(now / window);
     const windowLeft = (index + 1) * window - now;
@@ -413,14 +581,7 @@ export const fixedWindowAlgorithm: Algorithm<FixedWindowState, FixedWindowParams
       if (used === 0) return undefined;
       return { next: state - Math.min(cost, used), ttl: windowLeft };
     }
-    if (
-      typeof state !== 'object' ||
-      !('index' in state) ||
-      state.index !== index ||
-      state.used === 0
-    )
-      return undefined;
-    return { next: { index, used: state.used - Math.min(cost, state.used) }, ttl: windowLeft };
+    return refundPerWindowKey(state, now, cost, [limit, window, layout]);
   },
   unpack(reply, cost, [limit]) {
     // (window_left - 1) · (limit + 1) + count, negated minus 1 when denied (lua/fixed-window.lua).

@@ -296,6 +296,58 @@ describe.each(MODES)('Lua scripts and TypeScript twins agree on random traces (%
     );
   });
 
+  test("fixed-window anchor 'first-request' in debt over several windows", async () => {
+    // Limits of 1–3 against settles and penalties of up to 36: debts of many windows, carried
+    // back to back, reached again after clock steps of one or several windows, refunded.
+    const chained = fc
+      .record({
+        limit: fc.integer({ min: 1, max: 3 }),
+        window: fc.integer({ min: 50, max: 600 }),
+        extendWindow: fc.constantFrom(undefined, 'on-denial' as const, 'on-hit' as const),
+      })
+      .map(({ extendWindow, ...o }) =>
+        fixedWindow(extendWindow ? { ...o, extendWindow } : { ...o, anchor: 'first-request' }),
+      );
+    await fc.assert(
+      fc.asyncProperty(
+        mode as fc.Arbitrary<number | undefined>,
+        policySet([chained], 1),
+        fc.array(step, { minLength: 20, maxLength: 60, size: 'max' }),
+        runTrace,
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  test('fixed-window kept at one key per window, in debt over several windows', async () => {
+    // A limit of at least the window in µs keeps one key per window (layout 0); windows of a
+    // few µs let costs of up to 36 owe several of them, and steps of up to 8 µs land in the
+    // windows owed, in the last one and after it. With a second policy, check reads instead of
+    // counting first.
+    const perWindowKey = fc
+      .record({ windowUs: fc.integer({ min: 2, max: 12 }), extra: fc.integer({ min: 0, max: 6 }) })
+      .map(({ windowUs, extra }) =>
+        fixedWindow({ limit: windowUs + extra, window: windowUs / 1000 }),
+      );
+    const shortSteps = step.map((s) => ({ ...s, advance: s.advance % 9 }));
+    await fc.assert(
+      fc.asyncProperty(
+        mode as fc.Arbitrary<number | undefined>,
+        fc
+          .tuple(
+            withLockout(perWindowKey),
+            fc.oneof(fc.constant(undefined), ...ALGORITHM_CASES.map((c) => c.arbitrary)),
+          )
+          .map(([own, other]) =>
+            other === undefined || other.id === own.id ? [own] : [own, other],
+          ),
+        fc.array(shortSteps, { minLength: 20, maxLength: 60, size: 'max' }),
+        runTrace,
+      ),
+      { numRuns: 100 },
+    );
+  });
+
   test('lease takes (mode 9) among every other call, on the kinds that lease', async () => {
     const leasing = ALGORITHM_CASES.filter((c) => LEASE_KINDS.has(c.kind)).map((c) =>
       withLockout(c.arbitrary.filter((p) => p.options.extendWindow === undefined)),

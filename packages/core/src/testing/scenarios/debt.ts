@@ -96,6 +96,16 @@ export const debtScenarios: Scenario[] = [
     ],
   },
   {
+    name: 'debt slidingWindow: a debt larger than the window is held one window, then forgiven',
+    policies: () => [slidingWindow({ limit: 10, window: '1s' })],
+    steps: [
+      { at: 250, op: 'penalize', cost: 35, expect: { allowed: false, retryAfter: 950 } },
+      { at: 250, op: 'peek', cost: 10, expect: { allowed: false, retryAfter: 950 } },
+      { at: 1199, expect: { allowed: false, remaining: 0, retryAfter: 1 } },
+      { at: 1200, expect: { allowed: true, remaining: 9 } },
+    ],
+  },
+  {
     name: 'debt fixedWindow: an overrun carries into the next window; a settle below refunds only in the charge window',
     policies: () => [fixedWindow({ limit: 10, window: '1s' })],
     steps: [
@@ -158,27 +168,101 @@ export const debtScenarios: Scenario[] = [
     ],
   },
   {
-    name: "debt fixedWindow anchor 'first-request': a penalty starts and fills a window",
+    name: "debt fixedWindow anchor 'first-request': an overrun carries into the windows that follow back to back; a refund lowers it",
     policies: () => [fixedWindow({ limit: 10, window: '1s', anchor: 'first-request' })],
     steps: [
+      // 15 owed from a window started now: [0, 1 s) full, 5 in [1 s, 2 s).
       {
         at: 0,
         op: 'penalize',
         cost: 15,
-        expect: { allowed: false, remaining: 0, retryAfter: 1000 },
+        expect: { allowed: false, remaining: 0, retryAfter: 1000, resetAfter: 2000 },
       },
       { at: 500, op: 'reserve', cost: 1, expect: { allowed: false, retryAfter: 500 } },
-      { at: 1000, op: 'reserve', cost: 4, expect: { allowed: true, remaining: 6 } },
-      { at: 1200, op: 'settle', cost: 2, expect: { allowed: true, remaining: 8, resetAfter: 800 } },
+      { at: 500, op: 'peek', cost: 6, expect: { allowed: false, retryAfter: 1500 } },
+      { at: 500, op: 'peek', cost: 0, expect: { allowed: true, remaining: 0, resetAfter: 1500 } },
+      // The next window of the chain holds the 5.
+      { at: 1000, op: 'reserve', cost: 4, expect: { allowed: true, remaining: 1 } },
+      { at: 1200, op: 'settle', cost: 2, expect: { allowed: true, remaining: 3, resetAfter: 800 } },
+      // 7 + 25 = 32 owed from [1 s, 2 s): full until 4 s, then 2 in [4 s, 5 s).
+      {
+        at: 1200,
+        op: 'penalize',
+        cost: 25,
+        expect: { allowed: false, remaining: 0, retryAfter: 2800, resetAfter: 3800 },
+      },
+      // Clock steps: at 2.5 s, 22 owed from [2 s, 3 s); 13 back leave 9 in it.
+      { at: 2500, expect: { allowed: false, retryAfter: 1500, resetAfter: 2500 } },
+      {
+        at: 2500,
+        op: 'refund',
+        cost: 13,
+        expect: { allowed: true, remaining: 1, resetAfter: 500 },
+      },
+      { at: 2500, expect: { allowed: true, remaining: 0 } },
+      // The chain is over at 3 s: a new window starts at the next request.
+      { at: 3000, expect: { allowed: true, remaining: 9, resetAfter: 1000 } },
+      // 40 owed, 4 full windows: a cost of 1 waits for the window after them. Seen only after
+      // the chain ended, nothing is left of it.
+      {
+        at: 4000,
+        op: 'penalize',
+        cost: 40,
+        expect: { allowed: false, retryAfter: 4000, resetAfter: 4000 },
+      },
+      { at: 10_000, expect: { allowed: true, remaining: 9, resetAfter: 1000 } },
     ],
   },
   {
-    name: 'debt fixedWindow, a limit kept per window key: an overrun fills the window',
+    name: "debt fixedWindow extendWindow 'on-denial': a denial in debt moves the chain out, a pause repays it",
+    policies: () => [fixedWindow({ limit: 2, window: '1s', extendWindow: 'on-denial' })],
+    steps: [
+      // 5 owed: [0, 1 s) and [1 s, 2 s) full, 1 in [2 s, 3 s).
+      {
+        at: 0,
+        op: 'penalize',
+        cost: 5,
+        expect: { allowed: false, remaining: 0, retryAfter: 2000, resetAfter: 3000 },
+      },
+      // A denial starts the current window over: the chain now ends at 3.5 s.
+      { at: 500, expect: { allowed: false, retryAfter: 2000, resetAfter: 3000 } },
+      { at: 500, op: 'peek', cost: 0, expect: { allowed: true, remaining: 0, resetAfter: 3000 } },
+      { at: 2700, op: 'peek', cost: 0, expect: { allowed: true, remaining: 1, resetAfter: 800 } },
+      { at: 2700, expect: { allowed: true, remaining: 0, resetAfter: 800 } },
+      { at: 3500, expect: { allowed: true, remaining: 1, resetAfter: 1000 } },
+    ],
+  },
+  {
+    name: 'debt fixedWindow, a limit kept per window key: the base key carries a debt of several windows; refunds lower it',
     policies: () => [fixedWindow({ limit: 2_000_000, window: '1s' })],
     steps: [
-      { at: 0, op: 'reserve', cost: 1_000_000, expect: { allowed: true, remaining: 1_000_000 } },
-      { at: 250, op: 'settle', cost: 2_500_000, expect: { allowed: false, retryAfter: 750 } },
-      { at: 1000, expect: { allowed: true, remaining: 1_999_999 } },
+      // 7 000 000 owed from the window of 0 s: full until 3 s, then 1 000 000 in the window of 3 s.
+      {
+        at: 200,
+        op: 'penalize',
+        cost: 7_000_000,
+        expect: { allowed: false, remaining: 0, retryAfter: 2800, resetAfter: 3800 },
+      },
+      { at: 200, expect: { allowed: false, remaining: 0, retryAfter: 2800, resetAfter: 3800 } },
+      { at: 200, op: 'peek', cost: 1_000_001, expect: { allowed: false, retryAfter: 3800 } },
+      { at: 200, op: 'peek', cost: 2_000_001, expect: { allowed: false, retryAfter: -1 } },
+      // A window with no count of its own: the debt the base key carries reaches it.
+      { at: 1500, expect: { allowed: false, remaining: 0, retryAfter: 1500, resetAfter: 2500 } },
+      // 5 000 000 owed from the window of 1 s; 2 400 000 back leave that window full, 600 000 next.
+      {
+        at: 1500,
+        op: 'refund',
+        cost: 2_400_000,
+        expect: { allowed: true, remaining: 0, resetAfter: 1500 },
+      },
+      { at: 1500, op: 'peek', expect: { allowed: false, retryAfter: 500 } },
+      { at: 2000, cost: 1_400_000, expect: { allowed: true, remaining: 0, resetAfter: 1000 } },
+      { at: 2000, expect: { allowed: false, retryAfter: 1000 } },
+      // A penalty on a full window goes into debt again; a refund larger than the overrun ends it.
+      { at: 2000, op: 'penalize', cost: 5, expect: { allowed: false, retryAfter: 1000 } },
+      { at: 2000, op: 'refund', cost: 50, expect: { allowed: true, remaining: 45 } },
+      { at: 2000, expect: { allowed: true, remaining: 44 } },
+      { at: 3000, expect: { allowed: true, remaining: 1_999_999 } },
     ],
   },
   {
