@@ -54,10 +54,29 @@ function marker(file, line = 1) {
 const READ_CALL = /^local function read_call\(\)\n([\s\S]*?)^end$/m;
 // A batch script's algorithms and engine read the KEYS and ARGV of the call being decided:
 // these locals, which include/batch.lua points at each call's own.
+const BATCH_KEYS_ARGV = 'local BATCH_KEYS, BATCH_ARGV, SLOT_GROUPS = KEYS, ARGV, nil';
 const BATCH_HEADER =
-  '-- Floodgate batch script (include/batch.lua says how it runs).\nlocal BATCH_KEYS, BATCH_ARGV = KEYS, ARGV\nlocal KEYS, ARGV, NUMS, OUT, OUTN, LONE\n' +
+  `-- Floodgate batch script (include/batch.lua says how it runs).\n${BATCH_KEYS_ARGV}\n` +
+  'local KEYS, ARGV, NUMS, OUT, OUTN, LONE\n' +
   '-- Read on every decision: an upvalue costs less than a global (forBatch: redis_pcall).\n' +
   'local tonumber, redis_pcall = tonumber, redis.pcall';
+// The per-node batch variant (the store's `batch: 'node'` on a cluster): its calls span several
+// slots of one master, and Redis refuses a command whose declared keys span slots, so KEYS holds
+// one key (the node's route) and ARGV carries the rest: the number of slot groups G and of keys
+// N, each group's number of calls (calls come sorted by slot), the N keys, then what a batch
+// script's ARGV holds. include/batch.lua checks each group's keys are this node's (SLOT_GROUPS).
+const NODE_HEADER = BATCH_HEADER.replace(
+  BATCH_KEYS_ARGV,
+  [
+    '-- Per-node batch: ARGV = G, N, G slot groups (calls each), N keys, then the batch ARGV.',
+    'local BATCH_KEYS, BATCH_ARGV, SLOT_GROUPS',
+    'do',
+    '  local g, n = ARGV[1] + 0, ARGV[2] + 0',
+    '  SLOT_GROUPS = { unpack(ARGV, 3, 2 + g) }',
+    '  BATCH_KEYS, BATCH_ARGV = { unpack(ARGV, 3 + g, 2 + g + n) }, { unpack(ARGV, 3 + g + n) }',
+    'end',
+  ].join('\n'),
+);
 // Every algorithm file ends with `register('<name>', check, commit, clear|nil, refund, nargs[,
 // lone])`. That line is not Lua the script runs: it is replaced, so that no table or closure is
 // made on each call to bind an algorithm (a script body runs on every EVALSHA).
@@ -265,20 +284,23 @@ class Assembler {
    * The script for these algorithm kinds (any order, repeats allowed): `batch` for its batch
    * variant (include/batch.lua), `combined` for the combined layout.
    */
-  script(kindList, { batch = false, combined = false, live = false } = {}) {
+  script(kindList, { batch = false, combined = false, live = false, node = false } = {}) {
     const names = [...new Set(kindList)].sort();
     if (names.length === 0) throw new Error('a script needs at least one algorithm');
     if (live && (batch || combined)) throw new Error('a live script is a single call, per policy');
+    if (node && !batch) throw new Error('a per-node script is a batch script');
     let name = names.length === 1 ? names[0] : names.join('+');
     if (!combined && names.length === this.kinds().length) name = 'engine';
     if (combined) name = `${name}-combined`;
     if (batch) name = `${name}-batch`;
+    if (node) name = `${name}-node`;
     if (live) name = `${name}-live`;
     return this.once(`script:${name}`, () => {
       const algorithms = names.map((n) => this.algorithm(n));
       const refused = combined ? names.filter((n) => !this.combines(n)) : [];
       if (refused.length > 0) throw new Error(`no combined layout for ${refused.join(', ')}`);
       const parts = this.parts(algorithms, batch, combined ? this.combined() : undefined);
+      if (node) parts[0] = own(NODE_HEADER);
       return finish(name, names, live ? this.withLive(parts) : parts, combined);
     });
   }
