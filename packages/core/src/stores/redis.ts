@@ -118,7 +118,7 @@ export class RedisStore implements Store {
       throw configError(
         'redisStore.batch',
         o.batch,
-        `true, false or { maxDecisions?, maxBytes? } ${functions ? "with scripts: 'functions'" : `with a ${client.description}`} (per-node batches run EVALSHA scripts on an ioredis or iovalkey Cluster)`,
+        `true, false or { maxDecisions?, maxBytes? } ${functions ? "with scripts: 'functions'" : `on a ${client.description} client`} (per-node batches run EVALSHA scripts on an ioredis or iovalkey Cluster)`,
       );
     }
     const nodeOf = client.nodeOf;
