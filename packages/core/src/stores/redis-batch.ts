@@ -1,5 +1,6 @@
 /**
- * Batching for the Redis store: calls bound for one Redis node (one slot, on a cluster) go out
+ * Batching for the Redis store: calls bound for one Redis node (one slot, on a cluster; one
+ * master with `batch: 'node'`, whose script checks each slot is still local first) go out
  * together as one EVALSHA of the script's batch variant (lua/include/batch.lua), which decides
  * them in order exactly as single calls would, with one Redis TIME for all. There is no timer:
  * a call is sent at the end of the tick it was made in (a lone call as the single-call script),
