@@ -74,6 +74,7 @@ function subjects(client: Cluster): ClusterSubject[] {
     ...spread([{ name: 'ioredis INCR', op: (key) => client.incr(`incr:${key}`) }]),
     ...spread(floodgateSubjects(client, true)),
     ...spread(floodgateSubjects(client, false)),
+    ...spread(floodgateSubjects(client, 'node', 'p')),
     ...spread([{ name: 'rate-limiter-flexible', op: (key) => flexible.consume(key) }]),
     ...perNode(floodgateSubjects(client, true, 'n')),
     ...perNode(floodgateSubjects(client, false, 'n')),
@@ -139,7 +140,10 @@ export async function batchSizes(args: ClusterArgs): Promise<BatchSizeRow[]> {
   let sent: number[] = [];
   const send = client.sendCommand.bind(client);
   client.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
-    if (command.name === 'evalsha' || command.name === 'eval') sent.push(Number(command.args[1]));
+    // A per-node batch declares one key and names how many it carries in its ARGV[2].
+    const declared = Number(command.args[1]);
+    if (command.name === 'evalsha' || command.name === 'eval')
+      sent.push(declared === 1 ? Number(command.args[4]) : declared);
     return (send as (...a: unknown[]) => unknown)(command, ...rest);
   }) as typeof client.sendCommand;
   const rows: BatchSizeRow[] = [];

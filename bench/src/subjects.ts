@@ -39,7 +39,11 @@ export const threePolicies = (): Policy[] => [
  * Our three limiters on one store: 1 fixedWindow, 1 gcra, 3 policies (`tag` keeps the keys of
  * two sets of them apart on one Redis).
  */
-export function floodgateSubjects(client: Redis | Cluster, batch: boolean, tag = ''): Subject[] {
+export function floodgateSubjects(
+  client: Redis | Cluster,
+  batch: boolean | 'node',
+  tag = '',
+): Subject[] {
   const store = redisStore({ client, batch });
   const fg1 = new RateLimiter({ store, policies: onePolicy(), prefix: `fg1${tag}` });
   const fgGcra = new RateLimiter({
@@ -48,7 +52,7 @@ export function floodgateSubjects(client: Redis | Cluster, batch: boolean, tag =
     prefix: `fgg${tag}`,
   });
   const fg3 = new RateLimiter({ store, policies: threePolicies(), prefix: `fg3${tag}` });
-  const suffix = batch ? '' : ' (batch: false)';
+  const suffix = batch === 'node' ? " (batch: 'node')" : batch ? '' : ' (batch: false)';
   return [
     { name: `floodgate fixedWindow${suffix}`, op: (key) => fg1.consume(key) },
     { name: `floodgate gcra${suffix}`, op: (key) => fgGcra.consume(key) },

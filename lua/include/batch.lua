@@ -17,7 +17,8 @@
 -- then one entry per call: the number of its shape ('1' … S); none when S is 1 (every call
 --                is of that shape, and #BATCH_KEYS / nkeys calls are made: an ARGV element costs
 --                Redis ~1 000 instructions to make, docs/benchmarks.md)
--- BATCH_KEYS     every call's nkeys keys, in call order (one cluster slot)
+-- BATCH_KEYS     every call's nkeys keys, in call order (one cluster slot; a per-node batch's,
+--                several slots of one node, come from ARGV: the assembler's NODE_HEADER)
 -- Reply          the calls' replies, in order, each one element: what the single script replies
 --                for it, or its error message as a string (a call that fails never fails its
 --                neighbours; its writes before the error stay, as they would after a single
@@ -73,7 +74,34 @@ else
     block_keys[e] = BATCH_KEYS[k]
   end
 end
-NO_BLOCKS = redis.call('EXISTS', unpack(block_keys)) == 0
+-- A per-node batch (SLOT_GROUPS, the assembler's node variant; redisStore `batch: 'node'`) spans
+-- slots: a command may touch keys of one slot only, and a slot may have moved, or be migrating,
+-- since Node routed the batch. Each slot group's keys go through one EXISTS first (redis.pcall,
+-- before any of its calls runs): Redis answers it as it would the single script's declared keys,
+-- an error when the slot is not this node's or some key is missing from a migrating slot. Those
+-- calls are not run: their reply is REDIRECT and the error, and Node re-sends each alone through
+-- the cluster client, which follows MOVED/ASK/TRYAGAIN. A script is atomic, so a group that
+-- passed stays this node's until the script ends.
+local REDIRECT, redirected = 'FLOODGATE-REDIRECT ', {}
+if SLOT_GROUPS then
+  NO_BLOCKS = true
+  local first, kk = 1, 0
+  for g = 1, #SLOT_GROUPS do
+    local last, k0 = first + SLOT_GROUPS[g] - 1, kk + 1
+    for c = first, last do
+      kk = kk + (one or shapes[BATCH_ARGV[p + c - 1]])[1]
+    end
+    local found = redis.pcall('EXISTS', unpack(BATCH_KEYS, k0, kk))
+    if type(found) == 'table' then
+      for c = first, last do redirected[c] = REDIRECT .. tostring(found.err) end
+    elseif found > 0 and NO_BLOCKS and redis.call('EXISTS', unpack(block_keys, first, last)) > 0 then
+      NO_BLOCKS = false
+    end
+    first = last + 1
+  end
+else
+  NO_BLOCKS = redis.call('EXISTS', unpack(block_keys)) == 0
+end
 
 -- A lone consume: a shape of one policy, consuming (mode 0, cost > 0), with no lockout. While no
 -- block key of the batch exists (NO_BLOCKS) such a decision is what the engine's one-policy path
@@ -135,18 +163,31 @@ end
 local e = 1
 while e <= count do
   local shape = one or shapes[BATCH_ARGV[p + e - 1]]
-  if shape ~= current or MODE ~= shape[2][1] then
+  local skip = redirected[e]
+  if not skip and (shape ~= current or MODE ~= shape[2][1]) then
     ARGV, NUMS = shape[2], shape[4]
     read_call()
     current, lone = shape, lone_shape(shape[1])
   end
-  if lone and NO_BLOCKS then
+  if skip then
+    -- Not run here (a per-node batch's slot check, above).
+    k, e, OUTN = k + shape[1], e + 1, OUTN + 1
+    replies[OUTN] = skip
+  elseif lone and NO_BLOCKS then
     -- This call and the ones after it of the same shape, one after another.
     local last = count
     if not one then
       last = e
       local id = BATCH_ARGV[p + e - 1]
       while last < count and BATCH_ARGV[p + last] == id do last = last + 1 end
+    end
+    if SLOT_GROUPS then
+      for c = e + 1, last do
+        if redirected[c] then
+          last = c - 1
+          break
+        end
+      end
     end
     RUN_LONE, RUN_LAST = lone, last
     while e <= last do

@@ -8,7 +8,21 @@
 --- @if batch
 --- @respell batch algorithms: tonumber(ARGV[ => (NUMS[
 --- @respell batch algorithms: redis.pcall( => redis_pcall(
-local BATCH_KEYS, BATCH_ARGV = KEYS, ARGV
+--- @if batch !node
+local BATCH_KEYS, BATCH_ARGV, SLOT_GROUPS = KEYS, ARGV, nil
+--- @else
+-- A per-node batch (the store's `batch: 'node'` on a cluster): its calls span several slots of
+-- one master, and Redis refuses a command whose declared keys span slots, so KEYS holds one key
+-- (the node's route) and ARGV carries the rest: the number of slot groups G and of keys N, each
+-- group's number of calls (calls come sorted by slot), the N keys, then a batch script's ARGV.
+-- include/batch.lua checks each group's keys are this node's (SLOT_GROUPS).
+local BATCH_KEYS, BATCH_ARGV, SLOT_GROUPS
+do
+  local g, n = ARGV[1] + 0, ARGV[2] + 0
+  SLOT_GROUPS = { unpack(ARGV, 3, 2 + g) }
+  BATCH_KEYS, BATCH_ARGV = { unpack(ARGV, 3 + g, 2 + g + n) }, { unpack(ARGV, 3 + g + n) }
+end
+--- @end
 local KEYS, ARGV, NUMS, OUT, OUTN, LONE
 local tonumber, redis_pcall = tonumber, redis.pcall
 --- @end

@@ -261,21 +261,23 @@ class Assembler {
    * The script for these algorithm kinds (any order, repeats allowed): `batch` for its batch
    * variant (include/batch.lua), `combined` for the combined layout, `live` for per-key overrides.
    */
-  script(kindList, { batch = false, combined = false, live = false } = {}) {
+  script(kindList, { batch = false, combined = false, live = false, node = false } = {}) {
     const names = [...new Set(kindList)].sort();
     if (names.length === 0) throw new Error('a script needs at least one algorithm');
     if (live && (batch || combined)) throw new Error('a live script is a single call, per policy');
+    if (node && !batch) throw new Error('a per-node script is a batch script');
     let name = names.length === 1 ? names[0] : names.join('+');
     if (!combined && names.length === this.kinds().length) name = 'engine';
     if (combined) name = `${name}-combined`;
     if (batch) name = `${name}-batch`;
+    if (node) name = `${name}-node`;
     if (live) name = `${name}-live`;
     return this.once(`script:${name}`, () => {
       const algorithms = names.map((n) => this.algorithm(n));
       const refused = combined ? names.filter((n) => !this.combines(n)) : [];
       if (refused.length > 0) throw new Error(`no combined layout for ${refused.join(', ')}`);
       const flags = new Set([names.length === 1 ? 'solo' : 'mixed']);
-      for (const [flag, on] of Object.entries({ batch, combined, live })) if (on) flags.add(flag);
+      for (const [flag, on] of Object.entries({ batch, combined, live, node })) if (on) flags.add(flag);
       return finish(name, names, this.parts(algorithms, flags), combined);
     });
   }

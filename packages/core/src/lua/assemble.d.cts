@@ -34,7 +34,7 @@ export interface Assembler {
   combines(kind: string): boolean;
   script(
     kinds: Iterable<string>,
-    options?: { batch?: boolean; combined?: boolean; live?: boolean },
+    options?: { batch?: boolean; combined?: boolean; live?: boolean; node?: boolean },
   ): AssembledScript;
   lease(name: string): AssembledScript;
   leases(): readonly string[];

@@ -39,3 +39,38 @@ export function batchArguments(
   head[0] = shapeId(shapes.size);
   if (shapes.size > 1) for (const id of entries) head.push(id);
 }
+
+/** A call of a per-node batch: its slot too. */
+export interface NodeBatchedCall extends BatchedCall {
+  readonly slot: number;
+}
+
+/**
+ * Fills `keys` and `args` (emptied first) with one per-node batch script call's KEYS and ARGV
+ * for `calls`, which come sorted by slot (the assembler's NODE_HEADER reads them): KEYS is the
+ * first call's first key (the node's route; a command's declared keys must share a slot), ARGV
+ * the number of slot groups and of keys, each group's number of calls, every key in call order,
+ * then the batch script's own ARGV (batchArguments).
+ */
+export function nodeBatchArguments(
+  calls: readonly NodeBatchedCall[],
+  keys: string[],
+  args: string[],
+): void {
+  const all: string[] = [];
+  const head: string[] = [];
+  batchArguments(calls, all, head);
+  const groups: string[] = [];
+  let run = 0;
+  for (let i = 0; i < calls.length; i++) {
+    run++;
+    if (i + 1 === calls.length || calls[i + 1]!.slot !== calls[i]!.slot) {
+      groups.push(shapeId(run));
+      run = 0;
+    }
+  }
+  keys.length = 0;
+  keys.push(all[0] ?? '');
+  args.length = 0;
+  args.push(shapeId(groups.length), shapeId(all.length), ...groups, ...all, ...head);
+}

@@ -52,6 +52,8 @@ export class Channel<Call> {
   /** Pieces re-sent with EVAL after NOSCRIPT and not yet answered: nothing is sent meanwhile. */
   recovering = 0;
   scheduled = false;
+  /** A cluster master's channel (per-node batches), rather than one slot's or one server's. */
+  perNode = false;
   /** Idle flushes to send whole before the next split, and what the next split sets it to. */
   private unsplit = 0;
   private splitWait = 0;

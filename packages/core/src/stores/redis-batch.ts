@@ -1,5 +1,6 @@
 /**
- * Batching for the Redis store: calls bound for one Redis node (one slot, on a cluster) go out
+ * Batching for the Redis store: calls bound for one Redis node (one slot, on a cluster; one
+ * master with `batch: 'node'`, whose script checks each slot is still local first) go out
  * together as one EVALSHA of the script's batch variant (lua/include/batch.lua), which decides
  * them in order exactly as single calls would, with one Redis TIME for all. There is no timer:
  * a call is sent at the end of the tick it was made in (a lone call as the single-call script),
@@ -10,7 +11,7 @@
  */
 
 import { keySlot } from './key-slot.js';
-import { batchArguments } from './redis-batch-arguments.js';
+import { batchArguments, nodeBatchArguments } from './redis-batch-arguments.js';
 import { Channel } from './redis-batch-channel.js';
 import { splitBatchReply } from './redis-reply.js';
 import { type GeneratedScript, withSourceLine } from './scripts.js';
@@ -31,6 +32,11 @@ export interface BatchLimits {
   readonly maxDecisions: number;
   /** Characters of keys and arguments per batch script (each call counted in full). */
   readonly maxBytes: number;
+  /**
+   * On a cluster: a batch holds the calls bound for one master, whatever their slots (the per-node
+   * batch script), rather than one slot's.
+   */
+  readonly perNode?: boolean;
 }
 
 /**
@@ -68,6 +74,8 @@ interface Call {
   readonly args: readonly string[];
   readonly size: number;
   readonly handlers: Handlers;
+  /** The cluster slot of its keys (-1 off a cluster): a per-node batch groups its calls by it. */
+  readonly slot: number;
   /** Abandoned by the limiter's guard when its timeout answers this call. */
   readonly ticket: SendTicket;
   resolve(value: unknown): void;
@@ -86,15 +94,31 @@ export type ScriptRunner = (
   onResend?: () => void,
 ) => Promise<unknown>;
 
+/**
+ * What batching per node needs of a cluster client: the master a key's slot maps to now, and the
+ * per-node variant of a batch script.
+ */
+export interface PerNode {
+  /** The master that serves this key's slot as the client knows it (undefined: not known yet). */
+  nodeOf(key: string): string | undefined;
+  nodeScript(batchScript: GeneratedScript): GeneratedScript;
+}
+
+/** A per-node batch call's reply prefix for a call it did not run (lua/include/batch.lua). */
+export const REDIRECT_REPLY = 'FLOODGATE-REDIRECT ';
+
 export class Batcher {
   private readonly single = new Channel<Call>();
   private readonly slots = new Map<number, Channel<Call>>();
+  private readonly nodes = new Map<string, Channel<Call>>();
 
   constructor(
     private readonly run: ScriptRunner,
     private readonly limits: BatchLimits,
     /** A cluster routes by slot: calls are grouped per slot of their first key. */
     private readonly cluster: boolean,
+    /** With `limits.perNode` on a cluster: calls are grouped per master instead. */
+    private readonly perNode?: PerNode,
   ) {}
 
   /** Queues one call; it resolves with its handlers' decoding of its own reply. */
@@ -106,10 +130,22 @@ export class Batcher {
     size: number,
     handlers: Handlers,
   ): Promise<unknown> {
-    const channel = this.cluster ? this.slotChannel(keys[0] ?? '') : this.single;
+    const slot = this.cluster ? keySlot(keys[0] ?? '') : -1;
+    const channel = this.cluster ? this.channelOf(slot, keys[0] ?? '') : this.single;
     const ticket = new SendTicket();
     const pending: TicketedPromise<unknown> = new Promise((resolve, reject) => {
-      const call = { script, batchScript, keys, args, size, handlers, ticket, resolve, reject };
+      const call = {
+        script,
+        batchScript,
+        keys,
+        args,
+        size,
+        handlers,
+        slot,
+        ticket,
+        resolve,
+        reject,
+      };
       channel.queue.push(call);
       // SEND_NOW_AT calls on an idle node go now, whole: Redis starts on them while Node makes
       // the rest of this tick's calls (which then go beside them, at the end of the tick).
@@ -120,8 +156,20 @@ export class Batcher {
     return pending;
   }
 
-  private slotChannel(key: string): Channel<Call> {
-    const slot = keySlot(key);
+  /** A cluster call's channel: its master's with per-node batches (once the client knows it). */
+  private channelOf(slot: number, key: string): Channel<Call> {
+    const node = this.limits.perNode ? this.perNode?.nodeOf(key) : undefined;
+    if (node === undefined) return this.slotChannel(slot);
+    let channel = this.nodes.get(node);
+    if (channel === undefined) {
+      channel = new Channel<Call>();
+      channel.perNode = true;
+      this.nodes.set(node, channel);
+    }
+    return channel;
+  }
+
+  private slotChannel(slot: number): Channel<Call> {
     let channel = this.slots.get(slot);
     if (channel === undefined) {
       channel = new Channel<Call>();
@@ -192,7 +240,7 @@ export class Batcher {
       channel.inFlight++;
       const { done, resend } = channel.roundTrip(answered);
       const calls = start === 0 && end === queue.length ? queue : queue.slice(start, end);
-      this.sendBatch(calls, done, resend);
+      this.sendBatch(calls, done, resend, channel.perNode);
       start = end;
     }
   }
@@ -207,16 +255,32 @@ export class Batcher {
   }
 
   /**
+   * Sends a per-node batch's calls that it did not run, each alone as its single script through
+   * the cluster client (which follows MOVED, ASK and TRYAGAIN), one after another so that calls
+   * on one key keep their order.
+   */
+  private resendAlone(calls: readonly Call[]): void {
+    let at = 0;
+    const next = (): void => {
+      const call = calls[at++];
+      if (call !== undefined) this.sendOne(call, next);
+    };
+    next();
+  }
+
+  /**
    * One EVALSHA for `calls`: the distinct ARGV arrays once each (a limiter's cost-1 decisions on
    * Redis TIME share one constant array), then each call's shape number, unless there is one
    * shape (then every call is of it: an ARGV element per call costs Redis ~1 000 instructions,
    * docs/benchmarks.md); KEYS in call order.
    */
-  private sendBatch(sent: Call[], done: () => void, resend: () => void): void {
-    let calls = sent;
+  private sendBatch(sent: Call[], done: () => void, resend: () => void, perNode = false): void {
+    // A per-node batch: its calls sorted by slot (a stable sort keeps each key's calls in order).
+    let calls = perNode ? sortBySlot(sent) : sent;
     const keys: string[] = [];
     const head: string[] = [];
-    batchArguments(calls, keys, head);
+    const fill = perNode ? nodeBatchArguments : batchArguments;
+    fill(calls, keys, head);
     const ticket = new SendTicket();
     for (const call of calls) call.ticket.joinBatch(ticket);
     // Re-sent after NOSCRIPT: without the calls whose own timeout has passed meanwhile (they
@@ -226,11 +290,13 @@ export class Batcher {
       if (calls.some(isAbandoned)) {
         for (const call of calls) if (isAbandoned(call)) fail(call, notRunError());
         calls = calls.filter((call) => !isAbandoned(call));
-        if (calls.length > 0) batchArguments(calls, keys, head);
+        if (calls.length > 0) fill(calls, keys, head);
       }
       resend();
     };
-    this.run(calls[0]!.batchScript, keys, head, ticket, onResend).then(
+    const script = calls[0]!.batchScript;
+    const batchScript = perNode && this.perNode ? this.perNode.nodeScript(script) : script;
+    this.run(batchScript, keys, head, ticket, onResend).then(
       (reply) => {
         done();
         if (reply === NOT_RUN_REPLY) {
@@ -254,14 +320,21 @@ export class Batcher {
           for (const call of calls) fail(call, error);
           return;
         }
+        const redirected: Call[] = [];
         for (let i = 0; i < calls.length; i++) {
           const call = calls[i]!;
           const answer: unknown = answers[i];
-          // The batch script answers a call's error as its message (lua/include/batch.lua).
-          if (typeof answer === 'string')
-            fail(call, new Error(withSourceLine(call.batchScript, answer)));
+          // The batch script answers a call's error as its message (lua/include/batch.lua), and
+          // a per-node batch a call it did not run (its slot is not this node's now) with
+          // REDIRECT_REPLY: that call goes alone through the cluster client, which follows the
+          // redirection (resendAlone).
+          if (typeof answer === 'string' && perNode && answer.startsWith(REDIRECT_REPLY))
+            redirected.push(call);
+          else if (typeof answer === 'string')
+            fail(call, new Error(withSourceLine(batchScript, answer)));
           else resolveWith(call, answer);
         }
+        if (redirected.length > 0) this.resendAlone(redirected);
       },
       (error: unknown) => {
         done();
@@ -269,6 +342,19 @@ export class Batcher {
       },
     );
   }
+}
+
+/** `calls` in slot order; calls of one slot keep their order. */
+function sortBySlot(calls: Call[]): Call[] {
+  for (let i = 1; i < calls.length; i++) {
+    if (calls[i]!.slot < calls[i - 1]!.slot) {
+      return calls
+        .map((call, at) => ({ call, at }))
+        .sort((a, b) => a.call.slot - b.call.slot || a.at - b.at)
+        .map((entry) => entry.call);
+    }
+  }
+  return calls;
 }
 
 function isAbandoned(call: Call): boolean {

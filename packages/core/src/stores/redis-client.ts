@@ -9,6 +9,7 @@ import { describeValue, RateLimitConfigError } from '../errors.js';
 import { clientClosedError, ioredisClosed, nodeRedisBeenReady } from './client-closed.js';
 import { type NodeRedisClusterLike, slotRefresher } from './cluster-refresh.js';
 import { type FirstReady, ioredisFirstReady, nodeRedisFirstReady } from './first-ready.js';
+import { keySlot } from './key-slot.js';
 import { type GlideClientLike, glideKind, glideShim, isGlide } from './redis-client-glide.js';
 import type { ScriptClient } from './script-client.js';
 import { NOT_RUN_REPLY, type SendTicket } from './send-ticket.js';
@@ -58,6 +59,8 @@ interface IoredisLike extends IoredisClient {
   options?: { keyPrefix?: string };
   /** A Cluster's nodes (`nodes('master')`). */
   nodes?: (role: string) => { call: Fn }[];
+  /** A Cluster's slot map: per slot, its master's and replicas' `host:port`. */
+  slots?: ReadonlyArray<readonly string[] | undefined>;
 }
 interface NodeRedisLike extends NodeRedisClient {
   sendCommand: Fn;
@@ -204,6 +207,10 @@ function ioredisShim(
   return {
     description,
     cluster: client.isCluster === true,
+    ...(client.isCluster === true &&
+      Array.isArray(client.slots) && {
+        nodeOf: (key: string) => client.slots?.[keySlot(key)]?.[0],
+      }),
     evalsha: (sha1, keys, args, ticket) =>
       send(new SendOnceCommand('evalsha', [sha1, keys.length, ...keys, ...args], ticket), ticket),
     eval: (script, keys, args, ticket) =>

@@ -36,9 +36,19 @@ export interface RedisStoreOptions {
    * unless given: a batch must stay within one slot, and with callers spread over 16 384 slots
    * nearly every batch held one decision and the batcher cost more than it saved (measured:
    * docs/benchmarks.md "Redis Cluster"); `true` turns it on there for a few hot keys.
+   *
+   * `'node'` (an ioredis or iovalkey Cluster): a batch holds the decisions bound for one master,
+   * whatever their slots (default bounds). Redis refuses a command whose declared keys span
+   * slots, so the script declares one key and reaches the others from its arguments, which Redis
+   * allows a script without a `#!lua` line on the keys of the node it runs on; a server or proxy
+   * that refuses undeclared keys (a `#!lua` rule, some managed services and proxies) fails those
+   * decisions, so keep the default there. Before deciding a slot's calls the script checks that
+   * the node still holds their keys; calls of a slot that moved or is migrating are not run and
+   * go again alone through the cluster client, so each decision is made once
+   * (docs/reliability.md "Per-node batches"). On a single Redis it is the same as `true`.
    * @default true (128 decisions, 64 KiB); false on a cluster client
    */
-  batch?: boolean | { maxDecisions?: number; maxBytes?: number };
+  batch?: boolean | 'node' | { maxDecisions?: number; maxBytes?: number };
   /**
    * Which clock times decisions. `'redis'`: the store's `TIME`, read inside each script (one
    * clock for every app server); the store checks it before its first decision and every
@@ -114,6 +124,12 @@ export function readTime(
   return { source: time ?? 'redis', maxSkewMs };
 }
 
+/** `batch: 'node'` on a cluster: the default bounds, per master. */
+const PER_NODE_BATCH_LIMITS: BatchLimits = Object.freeze({
+  ...DEFAULT_BATCH_LIMITS,
+  perNode: true,
+});
+
 /** Every option name of `batch` as an object, checked against the type. */
 const BATCH_OPTION_NAMES = optionNames<Exclude<RedisStoreOptions['batch'], boolean | undefined>>({
   maxDecisions: true,
@@ -128,8 +144,13 @@ export function readBatch(value: unknown, cluster = false): BatchLimits | undefi
   if (value === undefined) return cluster ? undefined : DEFAULT_BATCH_LIMITS;
   if (value === true) return DEFAULT_BATCH_LIMITS;
   if (value === false) return undefined;
+  if (value === 'node') return cluster ? PER_NODE_BATCH_LIMITS : DEFAULT_BATCH_LIMITS;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw configError('redisStore.batch', value, 'true, false or { maxDecisions?, maxBytes? }');
+    throw configError(
+      'redisStore.batch',
+      value,
+      "true, false, 'node' or { maxDecisions?, maxBytes? }",
+    );
   }
   const o = readOptions(value, 'redisStore.batch', BATCH_OPTION_NAMES);
   return Object.freeze({

@@ -42,6 +42,7 @@ import {
   combinedScriptFor,
   type GeneratedScript,
   liveScriptFor,
+  nodeBatchScriptFor,
   scriptFor,
 } from './scripts.js';
 import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
@@ -103,7 +104,8 @@ export class RedisStore implements Store {
     }
     const o = readOptions(options, 'redisStore', REDIS_STORE_OPTION_NAMES);
     const client = toScriptClient(o.client);
-    this.client = readScripts(o.scripts) === 'functions' ? functionsClient(client) : client;
+    const functions = readScripts(o.scripts) === 'functions';
+    this.client = functions ? functionsClient(client) : client;
     this.connection = o.client as object;
     // The clock probe stays a small EVAL (no library of its own on the server).
     ({ clock: this.clock, check: this.clockCheck } = storeClock(client, o));
@@ -111,12 +113,22 @@ export class RedisStore implements Store {
     // The shims send commands themselves (never through ioredis auto-pipelining), so batching
     // works the same on every client; a cluster batches per slot, and only when asked to.
     this.batch = readBatch(o.batch, this.client.cluster === true);
+    if (this.batch?.perNode && (functions || client.nodeOf === undefined)) {
+      // A Redis function, like a `#!lua` script, may not touch keys it did not declare.
+      throw configError(
+        'redisStore.batch',
+        o.batch,
+        `true, false or { maxDecisions?, maxBytes? } ${functions ? "with scripts: 'functions'" : `on a ${client.description} client`} (per-node batches run EVALSHA scripts on an ioredis or iovalkey Cluster)`,
+      );
+    }
+    const nodeOf = client.nodeOf;
     this.batcher =
       this.batch &&
       new Batcher(
         (script, keys, args, ticket, onResend) => this.runRaw(script, keys, args, ticket, onResend),
         this.batch,
         this.client.cluster === true,
+        nodeOf && { nodeOf, nodeScript: nodeBatchScriptFor },
       );
   }
 

@@ -8,6 +8,11 @@ export interface ScriptClient {
   /** A cluster client: every call's keys must share a slot (batches are made per slot). */
   readonly cluster?: boolean;
   /**
+   * A cluster client that can say which master serves a key's slot now (its slot map): the
+   * store's `batch: 'node'` groups calls by it.
+   */
+  nodeOf?(key: string): string | undefined;
+  /**
    * EVALSHA. With a `ticket`, the command runs at most once, and not at all once the ticket is
    * abandoned (see send-ticket.ts): a re-sent or abandoned command answers `NOT_RUN_REPLY`.
    */

@@ -103,6 +103,18 @@ export function batchScriptFor(script: GeneratedScript): GeneratedScript {
   });
 }
 
+/**
+ * The per-node variant of a batch script `batchScriptFor` answered (the store's `batch: 'node'`
+ * on a cluster): its keys come in ARGV, checked per slot (lua/include/batch.lua).
+ */
+export function nodeBatchScriptFor(batchScript: GeneratedScript): GeneratedScript {
+  return scripts().script(batchScript.algorithms, {
+    batch: true,
+    combined: batchScript.combined === true,
+    node: true,
+  });
+}
+
 /** A lease script of ConcurrencyLimiter (lua/leases/<name>.lua): acquire, release, renew, reset. */
 export function leaseScript(name: string): GeneratedScript {
   return scripts().lease(name);
