@@ -3,14 +3,15 @@
  * adapter's field), admission by the request's class, and the 503 answer of a shed request.
  * Each adapter runs load-shedder-table.ts through a real server in its own package.
  */
+
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   type AdaptiveDecision,
   adaptiveConcurrency,
   ConcurrencyLimiter,
   memoryStore,
 } from '@floodgate/core';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import {
   OVERLOADED_TYPE,
   overloadedAnswer,
