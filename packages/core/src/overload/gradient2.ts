@@ -6,6 +6,9 @@
  *
  *   gradient = clamp(rttTolerance × longRtt / rtt, 0.5, 1)
  *   limit    = limit × (1 − smoothing) + (limit × gradient + queueSize) × smoothing
+ *
+ * One difference from Netflix's: a sample the limit's own queue may have slowed does not raise
+ * longRtt (learnLongRtt), so a sustained overload no longer walks the limit up to maxLimit.
  */
 import {
   clamp,
