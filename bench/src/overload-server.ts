@@ -6,6 +6,7 @@
  *
  *   node dist/overload-server.js <subject> <C> <serviceMs>
  */
+import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import {
@@ -59,6 +60,36 @@ const underPressure = createRequire(import.meta.url)(
 const criticalityOf = (request: FastifyRequest): Criticality =>
   request.headers['x-criticality'] === 'critical' ? 'critical' : 'default';
 
+/**
+ * OVERLOAD_TRACE=<file>: every sample the estimator learns from, written as JSON lines when the
+ * server exits: time (ms since start), the sample's latency (the short RTT) and in-flight count,
+ * the limit after it, the long-term RTT (Gradient2) or the no-load RTT (Vegas), and the requests
+ * in flight at that moment. For finding out why a limit moves; the harness's figures do not use it.
+ */
+function traceEstimator(limiter: ReturnType<typeof adaptiveConcurrency>, file: string): void {
+  const estimator = limiter.estimator as typeof limiter.estimator & {
+    longRttMicros?: number;
+    rttNoLoadMicros?: number;
+  };
+  const update = estimator.update.bind(estimator);
+  const lines: string[] = [];
+  const start = performance.now();
+  estimator.update = (sample) => {
+    update(sample);
+    lines.push(
+      JSON.stringify({
+        t: Math.round(performance.now() - start),
+        rtt: sample.rtt,
+        sampleInFlight: sample.inFlight,
+        limit: estimator.limit,
+        baseline: estimator.longRttMicros ?? estimator.rttNoLoadMicros,
+        inFlight: limiter.inFlight,
+      }),
+    );
+  };
+  process.once('exit', () => writeFileSync(file, `${lines.join('\n')}\n`));
+}
+
 async function main(): Promise<void> {
   const [subject, slotsArg, serviceArg] = process.argv.slice(2) as [string, string, string];
   const slots = Number(slotsArg);
@@ -88,6 +119,8 @@ async function main(): Promise<void> {
     );
     await app.register(loadShedder, { limiter, criticality: criticalityOf });
     state = () => ({ limit: limiter.limit, inFlight: limiter.inFlight });
+    if (process.env.OVERLOAD_TRACE !== undefined)
+      traceEstimator(limiter, process.env.OVERLOAD_TRACE);
   } else if (subject === 'under-pressure') {
     await app.register(underPressure, {
       maxEventLoopDelay: 50,

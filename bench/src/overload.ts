@@ -162,6 +162,24 @@ function goodputSeries(run: Run): [number, number][] {
   return buckets.map((n, i) => [(i + 0.5) * BUCKET_S, n / BUCKET_S]);
 }
 
+/**
+ * Seconds from 3 s to 17 s in which the server was not running: 0.25 s buckets in which it
+ * completed (200 or 503, by completion time) under a tenth of the requests offered meanwhile. A
+ * server that sheds answers every request at once, and one that queues still completes about
+ * C per second (a third of the offer): only a process the machine did not schedule falls under
+ * a tenth. It tells a stalled run from a protection that failed, during the overload too.
+ */
+function stalledSeconds(run: Run): number {
+  const counts = new Array(Math.ceil(END / BUCKET_S)).fill(0) as number[];
+  for (const s of run.samples) {
+    const at = s.sentAt + s.latency / 1000;
+    if (s.status !== 0 && at < END) counts[Math.floor(at / BUCKET_S)]! += 1;
+  }
+  const first = Math.round(PHASES.overload[0] / BUCKET_S);
+  const floor = (LOADED_RATE * BUCKET_S) / 10;
+  return counts.slice(first).filter((n) => n < floor).length * BUCKET_S;
+}
+
 /** Latencies of the unloaded phase (its first half second aside: connections warming up). */
 const unloadedLatencies = (run: Run): number[] =>
   run.samples.filter((s) => ok(s) && within(s, [0.5, PHASES.unloaded[1]])).map((s) => s.latency);
@@ -223,6 +241,7 @@ function summarize(run: Run, baseline: number) {
       critical.filter((s) => within(s, PHASES.slow)).length,
     goodputRatio: steady.length / (PHASES.overload[1] - PHASES.overload[0] - 1) / CAPACITY,
     recoverySeconds: recovery,
+    stalledSeconds: stalledSeconds(run),
     sent: run.samples.length,
     timeouts: run.samples.filter((s) => s.status === 0).length,
   };
@@ -330,13 +349,13 @@ async function main(): Promise<void> {
   );
   writeFileSync(join(ROOT, 'docs', 'figures', 'overload.svg'), figure(runs));
   console.log(
-    '| protection | critical success | critical success while slowed | admitted p99 / unloaded p99 | goodput / C | recovery after slowdown | requests | failed (timeout/error) |',
+    '| protection | critical success | critical success while slowed | admitted p99 / unloaded p99 | goodput / C | recovery after slowdown | requests | failed (timeout/error) | stalled |',
   );
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const s of summaries) {
     console.error(s.subject, JSON.stringify({ phaseP99: s.phaseP99, phaseLimit: s.phaseLimit }));
     console.log(
-      `| ${s.subject} | ${fmt(s.criticalSuccess * 100, 1)} % | ${fmt(s.criticalSlowSuccess * 100, 1)} % | ${fmt(s.admittedP99, 0)} / ${fmt(s.unloadedP99, 0)} ms = ${fmt(s.p99Ratio)} × | ${fmt(s.goodputRatio)} | ${fmt(s.recoverySeconds)} s | ${s.sent} | ${s.timeouts} |`,
+      `| ${s.subject} | ${fmt(s.criticalSuccess * 100, 1)} % | ${fmt(s.criticalSlowSuccess * 100, 1)} % | ${fmt(s.admittedP99, 0)} / ${fmt(s.unloadedP99, 0)} ms = ${fmt(s.p99Ratio)} × | ${fmt(s.goodputRatio)} | ${fmt(s.recoverySeconds)} s | ${s.sent} | ${s.timeouts} | ${fmt(s.stalledSeconds)} s |`,
     );
   }
 }

@@ -143,18 +143,22 @@ export function overloadedAnswer(decision: AdaptiveDecision): OverloadedAnswer {
 }
 
 /**
- * Releases `lease` when `response` finishes, or closes first (client abort, error): the latency
- * fed to the limit runs from admission to that moment. A response already closed releases at once.
+ * Releases `lease` when `response` finishes: the latency fed to the limit runs from admission to
+ * that moment. A response that closes first (the client went away, an error) frees the slot
+ * without teaching the limit anything: the time until the client gave up is not the service's
+ * latency (a request admitted after its client had already gone would teach ~0 ms, and a run of
+ * them once pulled Gradient2's long-term RTT from 46 ms to 1 ms). A response already closed
+ * releases at once, the same way.
  */
 export function releaseWhenFinished(response: ServerResponse, lease: AdaptiveLease): void {
   if (response.closed || response.destroyed) {
-    lease.release();
+    lease.release({ ignore: !response.writableFinished });
     return;
   }
   const release = () => {
     response.off('finish', release);
     response.off('close', release);
-    lease.release();
+    lease.release({ ignore: !response.writableFinished });
   };
   response.once('finish', release);
   response.once('close', release);

@@ -19,7 +19,7 @@ import {
 import { type EventLoopOptions, EventLoopSignal } from './event-loop.js';
 import { type FleetOptions, FleetReserve } from './fleet.js';
 import { GRADIENT2_OPTION_NAMES, Gradient2Limit, type Gradient2Options } from './gradient2.js';
-import type { LimitAlgorithm } from './limit-algorithm.js';
+import type { LimitAlgorithm, LimitSample } from './limit-algorithm.js';
 import { VEGAS_OPTION_NAMES, VegasLimit, type VegasOptions } from './vegas.js';
 
 /** The options every algorithm shares. */
@@ -60,6 +60,12 @@ export interface ReleaseOptions {
   latency?: number;
   /** The request was dropped (timed out, or failed because the service was overloaded). @default false */
   dropped?: boolean;
+  /**
+   * Free the slot and teach the algorithm nothing: the request ended without a latency that
+   * says anything about the service (the client went away before the answer). As Netflix's
+   * `onIgnore`. @default false
+   */
+  ignore?: boolean;
 }
 
 /** A slot of the adaptive limit, held from acquire to release. */
@@ -120,6 +126,8 @@ export class AdaptiveConcurrency {
   /** The fleet-wide pool non-critical requests also take a lease of, when `fleet` is given. */
   readonly fleet: FleetReserve | undefined;
   private held = 0;
+  /** Requests refused for lack of room under the limit, ever (tells a lease it ran saturated). */
+  private refused = 0;
   /** Smoothed latency in microseconds (0 before the first sample). */
   private srtt = 0;
   private readonly listeners = new Set<(decision: AdaptiveDecision) => void>();
@@ -195,7 +203,10 @@ export class AdaptiveConcurrency {
     const limit = this.estimator.limit;
     const ceiling = ceilingOf(limit, criticality, this.reserves);
     if (this.eventLoop?.sheds(criticality)) return this.denied(limit, criticality, 'event-loop');
-    if (this.held >= ceiling) return this.denied(limit, criticality, 'overloaded');
+    if (this.held >= ceiling) {
+      this.refused += 1;
+      return this.denied(limit, criticality, 'overloaded');
+    }
     this.held += 1;
     const decision = this.decisionOf(true, limit, ceiling - this.held, 0, criticality, undefined);
     // The algorithms skip samples taken while under half the limit was in use (nothing learnt
@@ -259,6 +270,7 @@ export class AdaptiveConcurrency {
   /** `inFlight`: requests in flight at admission, scaled to the limit for the request's class. */
   private lease(inFlight: number): AdaptiveLease {
     const started = readMicros(this.clock);
+    const refusedBefore = this.refused;
     let released = false;
     return {
       id: randomUUID(),
@@ -267,16 +279,20 @@ export class AdaptiveConcurrency {
         if (released) return false;
         released = true;
         this.held -= 1;
+        if (sample.ignore) return true;
         const latency = sample.latency ?? readMicros(this.clock) - started;
-        this.learn(Math.max(1, latency), inFlight, sample.dropped);
+        // Saturated: a request was refused for lack of room while this one ran.
+        const saturated = this.refused !== refusedBefore;
+        this.learn({ rtt: Math.max(1, latency), inFlight, dropped: sample.dropped, saturated });
         return true;
       },
     };
   }
 
-  private learn(rtt: number, inFlight: number, dropped: boolean): void {
+  private learn(sample: LimitSample): void {
+    const { rtt } = sample;
     this.srtt = this.srtt === 0 ? rtt : this.srtt + Math.floor((rtt - this.srtt) / SRTT_GAIN);
-    this.estimator.update({ rtt, inFlight, dropped });
+    this.estimator.update(sample);
   }
 
   private denied(
@@ -337,13 +353,17 @@ function readAcquireOptions(options: { criticality?: Criticality } | undefined):
   return readCriticality(options?.criticality);
 }
 
-/** Checks `release` options: latency in non-negative milliseconds, dropped a boolean. */
-function readRelease(options: ReleaseOptions | undefined): { latency?: number; dropped: boolean } {
-  if (options === undefined) return { dropped: false };
+/** Checks `release` options: latency in non-negative milliseconds, dropped and ignore booleans. */
+function readRelease(options: ReleaseOptions | undefined): {
+  latency?: number;
+  dropped: boolean;
+  ignore: boolean;
+} {
+  if (options === undefined) return { dropped: false, ignore: false };
   if (options === null || typeof options !== 'object') {
     throw new RateLimitArgumentError('options', options, 'release options must be an object');
   }
-  const { latency, dropped } = options;
+  const { latency, dropped, ignore } = options;
   if (
     latency !== undefined &&
     (typeof latency !== 'number' || !Number.isFinite(latency) || latency < 0)
@@ -354,16 +374,22 @@ function readRelease(options: ReleaseOptions | undefined): { latency?: number; d
       `latency must be milliseconds >= 0, got ${String(latency)}`,
     );
   }
-  if (dropped !== undefined && typeof dropped !== 'boolean') {
-    throw new RateLimitArgumentError(
-      'dropped',
-      dropped,
-      `dropped must be a boolean, got ${String(dropped)}`,
-    );
+  for (const [name, value] of [
+    ['dropped', dropped],
+    ['ignore', ignore],
+  ] as const) {
+    if (value !== undefined && typeof value !== 'boolean') {
+      throw new RateLimitArgumentError(
+        name,
+        value,
+        `${name} must be a boolean, got ${String(value)}`,
+      );
+    }
   }
   return {
     ...(latency === undefined ? {} : { latency: Math.round(latency * 1000) }),
     dropped: dropped === true,
+    ignore: ignore === true,
   };
 }
 

@@ -6,6 +6,9 @@
  *
  *   gradient = clamp(rttTolerance × longRtt / rtt, 0.5, 1)
  *   limit    = limit × (1 − smoothing) + (limit × gradient + queueSize) × smoothing
+ *
+ * One difference from Netflix's: a sample the limit's own queue may have slowed does not raise
+ * longRtt (learnLongRtt), so a sustained overload no longer walks the limit up to maxLimit.
  */
 import {
   clamp,
@@ -62,12 +65,14 @@ export const GRADIENT2_OPTION_NAMES = [
 const WARMUP_SAMPLES = 10;
 
 /**
- * The long-term latency: the plain mean of the first WARMUP_SAMPLES samples, then an
- * exponential average with factor 2 / (window + 1), in integer microseconds (rounded down).
+ * A long-term average: the plain mean of the first WARMUP_SAMPLES samples, then an exponential
+ * average with factor 2 / (window + 1), in integers (rounded down). Gradient2's long-term RTT
+ * (microseconds), and the requests in flight that RTT was learnt at (thousandths).
  */
-export class LongRtt {
+export class LongAverage {
   private sum = 0;
-  private count = 0;
+  /** Samples taken, counted up to WARMUP_SAMPLES. */
+  count = 0;
   value = 0;
 
   constructor(private readonly window: number) {}
@@ -94,14 +99,18 @@ export class Gradient2Limit implements LimitAlgorithm {
   private readonly smoothing: number;
   private readonly tolerance: number;
   private readonly queueSize: number;
-  private readonly longRtt: LongRtt;
+  private readonly longRtt: LongAverage;
+  /** Requests in flight (thousandths) of the samples that fed longRtt while nothing was refused. */
+  private readonly baselineInFlight: LongAverage;
 
   constructor(o: Record<string, unknown>, where: string) {
     this.bounds = readBounds(o, where, GRADIENT2_DEFAULTS);
     this.smoothing = permilleOption(o.smoothing, `${where}.smoothing`, 200, 1, SCALE);
     this.tolerance = permilleOption(o.rttTolerance, `${where}.rttTolerance`, 1500, SCALE, 100_000);
     this.queueSize = integerOption(o.queueSize, `${where}.queueSize`, 4, 0);
-    this.longRtt = new LongRtt(integerOption(o.longWindow, `${where}.longWindow`, 600));
+    const longWindow = integerOption(o.longWindow, `${where}.longWindow`, 600);
+    this.longRtt = new LongAverage(longWindow);
+    this.baselineInFlight = new LongAverage(longWindow);
     this.estimate = this.bounds.initialLimit * SCALE;
   }
 
@@ -114,9 +123,14 @@ export class Gradient2Limit implements LimitAlgorithm {
     return this.longRtt.value;
   }
 
-  update({ rtt, inFlight }: LimitSample): void {
+  /** The requests in flight the long-term RTT was learnt at, while nothing was refused. */
+  get baselineInFlightCount(): number {
+    return this.baselineInFlight.value / SCALE;
+  }
+
+  update({ rtt, inFlight, saturated }: LimitSample): void {
     // Drops are not a signal of their own here (as in Netflix's Gradient2): their latency is.
-    const longRtt = this.longRtt.add(rtt);
+    const longRtt = this.learnLongRtt(rtt, inFlight, saturated === true);
     // Latency back to normal after a long overload: pull the long-term average down faster
     // than the exponential average would (the gradient below still uses the value before).
     if (longRtt > 2 * rtt) this.longRtt.value = Math.floor((longRtt * 95) / 100);
@@ -128,5 +142,25 @@ export class Gradient2Limit implements LimitAlgorithm {
       (this.estimate * (SCALE - this.smoothing) + target * this.smoothing) / SCALE,
     );
     this.estimate = clamp(smoothed, this.bounds.minLimit * SCALE, this.bounds.maxLimit * SCALE);
+  }
+
+  /**
+   * Feeds the long-term RTT as Netflix's Gradient2 does, except for a sample the limit's own
+   * queue may have slowed: taken while requests were being refused, with more requests in flight
+   * than the long-term RTT was learnt at, and slower than it. Such a sample does not raise it.
+   * (Netflix's average takes it, follows the queue up, and the gradient returns to 1 at any
+   * queue: in a sustained overload the limit then grew by queueSize × smoothing per sample up to
+   * maxLimit.) A slower service still shows: at no more requests in flight than the baseline was
+   * learnt at, its latency is the service's own, not a queue, and is taken, saturated or not.
+   */
+  private learnLongRtt(rtt: number, inFlight: number, saturated: boolean): number {
+    const queued =
+      saturated &&
+      this.baselineInFlight.count > 0 &&
+      inFlight * SCALE > this.baselineInFlight.value &&
+      rtt > this.longRtt.value;
+    if (queued) return this.longRtt.value;
+    if (!saturated) this.baselineInFlight.add(inFlight * SCALE);
+    return this.longRtt.add(rtt);
   }
 }

@@ -19,6 +19,11 @@ export interface LimitSample {
   readonly inFlight: number;
   /** The request was dropped (timed out, or failed because the service was overloaded). */
   readonly dropped: boolean;
+  /**
+   * The limit refused a request for lack of room while this one was in flight: its latency may
+   * include a queue the limit itself let in. @default false
+   */
+  readonly saturated?: boolean;
 }
 
 /** An adaptive concurrency limit: learns from samples, answers the current limit. */

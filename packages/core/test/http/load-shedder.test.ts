@@ -3,6 +3,9 @@
  * adapter's field), admission by the request's class, and the 503 answer of a shed request.
  * Each adapter runs load-shedder-table.ts through a real server in its own package.
  */
+
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   type AdaptiveDecision,
   adaptiveConcurrency,
@@ -13,6 +16,7 @@ import {
   OVERLOADED_TYPE,
   overloadedAnswer,
   parseLoadShedderOptions,
+  releaseWhenFinished,
   shedRequest,
 } from '@floodgate/core/http';
 import { configErrorOf } from '@floodgate/http-test-kit';
@@ -105,5 +109,62 @@ describe('shedRequest', () => {
       headers: { 'Retry-After': '1', 'Content-Type': 'application/problem+json' },
       problem: { type: OVERLOADED_TYPE, status: 503, criticality: 'sheddable' },
     });
+  });
+});
+
+describe('releaseWhenFinished', () => {
+  /** A real server: each request takes a slot, answered after `x-wait` ms (never, if absent). */
+  const serve = async (limiter: ReturnType<typeof adaptiveConcurrency>) => {
+    const server = http.createServer((req, res) => {
+      const decision = now(limiter.tryAcquire({ criticality: 'critical' }));
+      releaseWhenFinished(res, decision!.lease!);
+      const wait = req.headers['x-wait'];
+      if (wait !== undefined) setTimeout(() => res.end('ok'), Number(wait));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` };
+  };
+
+  it('teaches the limit the latency of a finished response, and nothing from a client that went away', async () => {
+    // AIMD with timeout 1 ms: every latency that is learnt is a drop and cuts the limit by half.
+    const limiter = adaptiveConcurrency({
+      algorithm: 'aimd',
+      initialLimit: 8,
+      minLimit: 1,
+      backoffRatio: 0.5,
+      timeout: '1ms',
+    });
+    const { server, url } = await serve(limiter);
+    try {
+      // A client that gives up before the answer: the slot frees, the limit is untouched.
+      const aborted = http.get(url);
+      aborted.on('error', () => undefined);
+      for (let i = 0; i < 100 && limiter.inFlight === 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(limiter.inFlight).toBe(1);
+      aborted.destroy();
+      for (let i = 0; i < 100 && limiter.inFlight > 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect([limiter.inFlight, limiter.limit]).toEqual([0, 8]);
+      // A finished response is learnt: 20 ms is over the 1 ms timeout, the limit halves.
+      const status = await new Promise<number | undefined>((resolve, reject) => {
+        http
+          .get(url, { headers: { 'x-wait': '20' } }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode));
+          })
+          .on('error', reject);
+      });
+      expect(status).toBe(200);
+      for (let i = 0; i < 100 && limiter.inFlight > 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect([limiter.inFlight, limiter.limit]).toEqual([0, 4]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });

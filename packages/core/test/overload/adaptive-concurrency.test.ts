@@ -111,6 +111,49 @@ describe('adaptiveConcurrency', () => {
     expect(shed.limit).toBe(12);
   });
 
+  it('tells Gradient2 which samples ran while requests were refused, so its queue is not learnt as normal', async () => {
+    const shed = adaptiveConcurrency({
+      algorithm: 'gradient2',
+      initialLimit: 2,
+      minLimit: 1,
+      maxLimit: 2,
+    });
+    const gradient2 = shed.estimator as unknown as { longRttMicros: number };
+    // The long-term RTT learns 10 ms at 1 in flight, nothing refused.
+    for (let i = 0; i < 10; i++) {
+      (await shed.acquire({ criticality: 'critical' })).lease!.release({ latency: 10 });
+    }
+    expect(gradient2.longRttMicros).toBe(10_000);
+    const first = await shed.acquire({ criticality: 'critical' });
+    const second = await shed.acquire({ criticality: 'critical' });
+    expect((await shed.acquire({ criticality: 'critical' })).allowed).toBe(false); // refused
+    // admitted at 2 in flight while a request was refused, slower: not taken
+    second.lease!.release({ latency: 50 });
+    expect(gradient2.longRttMicros).toBe(10_000);
+    // admitted at 1 in flight (no more than the baseline's): the service's own latency, taken:
+    // (10000 × 599 + 50000 × 2) / 601 = 10133.1
+    first.lease!.release({ latency: 50 });
+    expect(gradient2.longRttMicros).toBe(10_133);
+    // nothing refused while these two ran: taken as Netflix's Gradient2 takes every sample
+    const third = await shed.acquire({ criticality: 'critical' });
+    const fourth = await shed.acquire({ criticality: 'critical' });
+    fourth.lease!.release({ latency: 50 });
+    third.lease!.release({ latency: 10 });
+    // (10133 × 599 + 50000 × 2) / 601 = 10265.7, then (10265 × 599 + 10000 × 2) / 601 = 10264.1
+    expect(gradient2.longRttMicros).toBe(10_264);
+  });
+
+  it('frees the slot of an ignored release without teaching the algorithm', async () => {
+    const shed = adaptiveConcurrency({ algorithm: 'aimd', initialLimit: 2, minLimit: 1 });
+    const a = await shed.acquire({ criticality: 'critical' });
+    const b = await shed.acquire({ criticality: 'critical' });
+    expect(a.lease!.release({ ignore: true, dropped: true })).toBe(true); // a drop, ignored
+    expect([shed.inFlight, shed.limit]).toEqual([1, 2]);
+    expect(a.lease!.release()).toBe(false);
+    b.lease!.release({ dropped: true }); // a drop that counts: 2 × 0.9
+    expect([shed.inFlight, shed.limit]).toEqual([0, 1]);
+  });
+
   it('tells subscribers every decision until they unsubscribe', async () => {
     const shed = fixed(1);
     const seen: string[] = [];
@@ -134,6 +177,7 @@ describe('adaptiveConcurrency', () => {
     expect(d.lease).toBeDefined();
     expect(() => d.lease?.release({ latency: -1 })).toThrow(RateLimitArgumentError);
     expect(() => d.lease?.release({ dropped: 'yes' as never })).toThrow(RateLimitArgumentError);
+    expect(() => d.lease?.release({ ignore: 1 as never })).toThrow(RateLimitArgumentError);
     expect(shed.inFlight).toBe(1); // a refused release frees nothing
   });
 });

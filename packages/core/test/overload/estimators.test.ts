@@ -4,7 +4,7 @@
  * change to a formula, a default or a rounding fails here.
  */
 import { AimdLimit } from '../../src/overload/aimd';
-import { Gradient2Limit, LongRtt } from '../../src/overload/gradient2';
+import { Gradient2Limit, LongAverage } from '../../src/overload/gradient2';
 import { log10Root, VegasLimit } from '../../src/overload/vegas';
 
 const MS = 1000;
@@ -175,7 +175,7 @@ describe('Gradient2', () => {
   });
 
   it('averages the first 10 samples, then exponentially with factor 2 / (longWindow + 1)', () => {
-    const long = new LongRtt(600);
+    const long = new LongAverage(600);
     for (let i = 0; i < 10; i++) long.add(10 * MS);
     expect(long.value).toBe(10 * MS);
     // (10000 × 599 + 70000 × 2) / 601 = 10199.67
@@ -194,6 +194,96 @@ describe('Gradient2', () => {
     }
     expect(Math.min(...limits)).toBe(20);
     expect(limits.at(-1)).toBeGreaterThan(20);
+  });
+});
+
+describe('Gradient2 in a sustained overload', () => {
+  /**
+   * A service of `slots` slots × `serviceMs`, kept full by the limit: every sample is taken with
+   * the limit in flight, while requests are refused, and waits its turn in the service's queue
+   * (latency = service time × in flight / slots, at least the service time).
+   */
+  const overloaded = (g: Gradient2Limit, samples: number, slots: number, serviceMs: number) => {
+    const limits: number[] = [];
+    for (let i = 0; i < samples; i++) {
+      const inFlight = g.limit;
+      const rtt = Math.floor((serviceMs * MS * Math.max(slots, inFlight)) / slots);
+      g.update({ rtt, inFlight, dropped: false, saturated: true });
+      limits.push(g.limit);
+    }
+    return limits;
+  };
+  /** The harness's service: 8 slots × 40 ms; its Gradient2 settings (bounds 1 to 32, tolerance 1.1). */
+  const harness = () => {
+    const g = new Gradient2Limit(
+      { initialLimit: 8, minLimit: 1, maxLimit: 32, rttTolerance: 1.1 },
+      'gradient2',
+    );
+    // Unloaded: 4 in flight, 40 ms, nothing refused: the long-term RTT learns 40 ms at 4 in flight.
+    for (let i = 0; i < 20; i++) g.update({ rtt: 40 * MS, inFlight: 4, dropped: false });
+    return g;
+  };
+
+  it('does not let the long-term RTT follow the queue: the limit settles at slots × rttTolerance + queueSize', () => {
+    const g = harness();
+    expect([g.longRttMicros, g.baselineInFlightCount]).toEqual([40 * MS, 4]);
+    const limits = overloaded(g, 3000, 8, 40);
+    expect(g.longRttMicros).toBe(40 * MS);
+    // The fixed point of limit = limit × gradient + queueSize with gradient = 1.1 × 40 / (5 × limit)
+    // is 8 × 1.1 + 4 = 12.8: the limit (whole requests) never passes 13 and ends between 12 and 13.
+    expect(Math.max(...limits)).toBe(13);
+    expect(new Set(limits.slice(-100))).toEqual(new Set([12, 13]));
+  });
+
+  it("creeps up to maxLimit when fed as Netflix's Gradient2 is, without the saturation signal", () => {
+    // The regression the saturation signal fixes: the long-term RTT follows latency up as the queue
+    // builds, the gradient returns to 1, and the limit grows by queueSize × smoothing per sample.
+    const g = harness();
+    const limits: number[] = [];
+    for (let i = 0; i < 3000; i++) {
+      const inFlight = g.limit;
+      const rtt = Math.floor((40 * MS * Math.max(8, inFlight)) / 8);
+      g.update({ rtt, inFlight, dropped: false });
+      limits.push(g.limit);
+    }
+    expect(limits.at(-1)).toBe(32);
+    expect(g.longRttMicros).toBeGreaterThan(150 * MS);
+  });
+
+  it('still learns a slower service: latency at no more in flight than the baseline was learnt at is taken', () => {
+    // 100 slots × 10 ms, Netflix's defaults; the baseline learnt at 60 in flight, unsaturated.
+    const g = new Gradient2Limit({ rttTolerance: 1.1 }, 'gradient2');
+    for (let i = 0; i < 20; i++) g.update({ rtt: 10 * MS, inFlight: 60, dropped: false });
+    expect(Math.max(...overloaded(g, 2000, 100, 10))).toBe(114); // 100 × 1.1 + 4
+    // The service itself halves its speed during the overload: the limit first falls (its queue
+    // cannot explain the latency, but it cannot tell yet); once under the 60 in flight the baseline
+    // was learnt at, the latency is taken, and the limit recovers.
+    const limits = overloaded(g, 6000, 100, 20);
+    expect(Math.min(...limits)).toBeLessThan(30);
+    // Back to the service's 100 slots, the baseline raised towards the new 20 ms (taken while
+    // the limit was under 60, held once it passed 60 again).
+    expect(limits.at(-1)).toBe(100);
+    expect(g.longRttMicros).toBeGreaterThan(15 * MS);
+    expect(g.longRttMicros).toBeLessThan(20 * MS);
+  });
+
+  it('lets a saturated sample lower the long-term RTT, never raise it past the queue', () => {
+    const g = new Gradient2Limit({ initialLimit: 10, minLimit: 1, maxLimit: 10 }, 'gradient2');
+    for (let i = 0; i < 10; i++) g.update({ rtt: 20 * MS, inFlight: 5, dropped: false });
+    expect([g.longRttMicros, g.baselineInFlightCount]).toEqual([20 * MS, 5]);
+    // saturated, 10 in flight (over the baseline's 5), slower: not taken
+    g.update({ rtt: 40 * MS, inFlight: 10, dropped: false, saturated: true });
+    expect(g.longRttMicros).toBe(20 * MS);
+    // saturated but faster: taken, (20000 × 599 + 10000 × 2) / 601 = 19966.7
+    g.update({ rtt: 10 * MS, inFlight: 10, dropped: false, saturated: true });
+    expect(g.longRttMicros).toBe(19_966);
+    // saturated, slower, at 5 in flight (no more than the baseline's): taken,
+    // (19966 × 599 + 40000 × 2) / 601 = 20032.6
+    g.update({ rtt: 40 * MS, inFlight: 5, dropped: false, saturated: true });
+    expect(g.longRttMicros).toBe(20_032);
+    // not saturated: taken as in Netflix's, (20032 × 599 + 40000 × 2) / 601 = 20098.4
+    g.update({ rtt: 40 * MS, inFlight: 10, dropped: false });
+    expect(g.longRttMicros).toBe(20_098);
   });
 });
 
