@@ -25,8 +25,10 @@
 --              idle) stays full whatever the carry. The state is then cleared and charged C'
 --              minus that, as a fresh key admits it, at now.
 -- KEYS[#KEYS]  (taken off first) the key's mark of the override for every key ('*'):
---              <prefix>:{<key>}:<limiter id>:lg, '<version>|<entries>': the global entries its
---              states are kept in (policies with an override of their own left out)
+--              <prefix>:{<key>}:<limiter id>:g, '<version>|<carry>|<entries>': the global
+--              entries its states are kept in (policies with an override of their own left
+--              out). A call without a spec that finds a mark carries the key back to the
+--              limiter's own parameters (a process that has not read a change yet).
 -- ARGV[#ARGV]  (taken off first) '' when the limiter has no override for every key, else the
 --              one the process holds: '<version>|<expires at µs, 0: never>|<carry>|<mark PX ms>|
 --              <entries>', entries as stored. A key's policies without an override of their own
@@ -107,7 +109,9 @@ local function entry_args(e)
   return args
 end
 
-local limits = redis.call('GET', LIMITS_KEY)
+-- One read for both (as cheap as a GET): a key's mark is seen even by a process that holds no
+-- override for every key yet, which then carries the key back rather than misread its states.
+local limits, mark = unpack(redis.call('MGET', LIMITS_KEY, MARK_KEY))
 
 -- The override for every key ('*'), as this process holds it (GLOBAL_SPEC): the key's policies
 -- without an override of their own are carried lazily to its entries, from those the key's mark
@@ -117,9 +121,13 @@ local GLOBAL, GLOBAL_VERSION, GLOBAL_APPLIED, HELD = nil, nil, false, {}
 -- else `base` (the limiter's).
 local function held(i, base) return HELD[i] or (base + 0) end
 local mark_global
-if GLOBAL_SPEC ~= '' then
-  local version, expires, gcarry, px, glist =
-    string.match(GLOBAL_SPEC, '^(%d+)|(%d+)|([^|]*)|(%d+)|(.*)$')
+if GLOBAL_SPEC ~= '' or mark then
+  -- No spec but a mark: the key was carried by a process holding a change this one has not
+  -- read yet; it goes back to the limiter's own parameters, with the mark's carry.
+  local version, expires, gcarry, px, glist = '', '0', string.match(mark or '', '^%d+|([^|]*)|'), '0', ''
+  if GLOBAL_SPEC ~= '' then
+    version, expires, gcarry, px, glist = string.match(GLOBAL_SPEC, '^(%d+)|(%d+)|([^|]*)|(%d+)|(.*)$')
+  end
   -- Lapsed: every key goes back to the limiter's own parameters (carried as it was set).
   if expires + 0 > 0 and expires + 0 <= now then glist = '' end
   GLOBAL, GLOBAL_VERSION = {}, version
@@ -127,21 +135,20 @@ if GLOBAL_SPEC ~= '' then
   for _, e in ipairs(parse_entries(glist)) do GLOBAL[e[1] + 0], count = e, count + 1 end
   -- The mark a key whose own overrides are `skip` should hold, and how many entries it has.
   local function wanted(skip)
-    if next(skip) == nil then return version .. '|' .. glist, count end
+    if next(skip) == nil then return version .. '|' .. gcarry .. '|' .. glist, count end
     local kept = {}
     for i = 1, #KEYS - 1 do
       if GLOBAL[i] and not skip[i] then kept[#kept + 1] = table.concat(GLOBAL[i], ' ') end
     end
-    return version .. '|' .. table.concat(kept, ';'), #kept
+    return version .. '|' .. gcarry .. '|' .. table.concat(kept, ';'), #kept
   end
   local own = {}
   if limits then
     for _, e in ipairs(parse_entries(string.match(limits, '^%d+|[^|]*|(.*)$'))) do own[e[1] + 0] = true end
   end
-  local mark = redis.call('GET', MARK_KEY)
   if mark ~= wanted(own) then
     local mversion, mlist = '', ''
-    if mark then mversion, mlist = string.match(mark, '^(%d+)|(.*)$') end
+    if mark then mversion, mlist = string.match(mark, '^(%d+)|[^|]*|(.*)$') end
     local marked = {}
     for _, e in ipairs(parse_entries(mlist)) do marked[e[1] + 0] = e end
     for i = 1, #KEYS - 1 do
