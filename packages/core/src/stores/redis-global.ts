@@ -49,7 +49,7 @@ export class GlobalChannel {
 
   private subscriber: Subscribable | undefined;
   private subscribing: Promise<Subscribable | undefined> | undefined;
-  private readonly listeners = new Map<string, Set<(spec: string) => void>>();
+  private readonly listeners = new Map<string, Map<GlobalWatch, (spec: string) => void>>();
   private readonly watches = new Set<GlobalWatch>();
   private ended = false;
 
@@ -66,12 +66,12 @@ export class GlobalChannel {
     this.watches.add(watch);
     const known = this.listeners.get(key);
     if (known) {
-      known.add(onMessage);
+      known.set(watch, onMessage);
       return;
     }
-    this.listeners.set(key, new Set([onMessage]));
+    this.listeners.set(key, new Map([[watch, onMessage]]));
     const deliver = (spec: string) => {
-      for (const listener of this.listeners.get(key) ?? []) listener(spec);
+      for (const listener of this.listeners.get(key)?.values() ?? []) listener(spec);
     };
     void this.connect()
       .then((sub) => {
@@ -82,6 +82,12 @@ export class GlobalChannel {
           : sub.subscribe(key, deliver);
       })
       .catch(() => undefined);
+  }
+
+  /** Forgets a watch (an idle limiter's): it is added again when its limiter is used. */
+  remove(watch: GlobalWatch, key: string): void {
+    this.watches.delete(watch);
+    this.listeners.get(key)?.delete(watch);
   }
 
   /** Closes every watch and the subscriber connection. */
@@ -110,7 +116,7 @@ export class GlobalChannel {
       // ioredis: messages come as events, and it subscribes again after a reconnect.
       sub.on('message', (channel, spec) => {
         if (typeof spec !== 'string') return;
-        for (const listener of this.listeners.get(String(channel)) ?? []) listener(spec);
+        for (const listener of this.listeners.get(String(channel))?.values() ?? []) listener(spec);
       });
     } else {
       await sub.connect?.();
@@ -125,6 +131,9 @@ export class GlobalChannel {
 
 const CHANNELS = new WeakMap<object, GlobalChannel>();
 
+/** Polls (of GLOBAL_POLL_MS) without a call after which a watch pauses: a minute. */
+const IDLE_POLLS = 120;
+
 /** Holds one limiter's global record, kept current by pub/sub and a poll. */
 export class GlobalWatch {
   /** The record as last read (undefined: none). */
@@ -132,6 +141,10 @@ export class GlobalWatch {
   private first: Promise<void> | undefined;
   private loaded = false;
   private timer: ReturnType<typeof setInterval> | undefined;
+  /** Calls made through this watch, and as the last poll saw them: an idle watch pauses. */
+  private used = 0;
+  private usedAtPoll = 0;
+  private idlePolls = 0;
   /** Bumped by every message, so a poll sent before one cannot undo it. */
   private heard = 0;
   private closed = false;
@@ -155,6 +168,7 @@ export class GlobalWatch {
 
   /** undefined once the record was read; else the first read (started on first use). */
   ready(): Promise<void> | undefined {
+    this.used++;
     if (this.loaded) return undefined;
     if (this.first === undefined) this.first = this.start();
     return this.first;
@@ -183,7 +197,7 @@ export class GlobalWatch {
 
   private async start(): Promise<void> {
     if (!this.closed) {
-      this.timer = setInterval(() => void this.poll(), GLOBAL_POLL_MS);
+      this.timer = setInterval(() => void this.tick(), GLOBAL_POLL_MS);
       this.timer.unref?.();
       this.channel.add(this, this.key, (spec) => {
         this.heard++;
@@ -195,6 +209,27 @@ export class GlobalWatch {
     } finally {
       this.loaded = true;
     }
+  }
+
+  /**
+   * A poll, unless the limiter went unused for IDLE_POLLS of them: then the watch pauses (no
+   * timer, not on the channel, so a dropped limiter is not kept alive) and its next call reads
+   * the record again before deciding.
+   */
+  private tick(): Promise<void> | undefined {
+    if (this.used !== this.usedAtPoll) {
+      this.usedAtPoll = this.used;
+      this.idlePolls = 0;
+    } else if (++this.idlePolls >= IDLE_POLLS) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+      this.channel.remove(this, this.key);
+      this.loaded = false;
+      this.first = undefined;
+      this.idlePolls = 0;
+      return undefined;
+    }
+    return this.poll();
   }
 
   private async poll(): Promise<void> {

@@ -105,7 +105,10 @@ async function run(killSubscribers: boolean): Promise<void> {
   // How late each process took the change: its last decision with the old limit, after setLimit.
   const lag = Math.max(
     0,
-    ...logs.flat().filter(([t, key, limit]) => key !== 'vip' && limit === 1_000_000).map(([t]) => t - resolvedAt),
+    ...logs
+      .flat()
+      .filter(([, key, limit]) => key !== 'vip' && limit === 1_000_000)
+      .map(([t]) => t - resolvedAt),
   );
   expect(lag).toBeLessThanOrEqual(GLOBAL_BOUND_MS * 1000);
   // Every decision was counted on the shared key: the additive carry kept the units used.
