@@ -7,6 +7,7 @@
  *                 sends, minus the override step)
  *   on            liveLimits: true, no key overridden
  *   on, 10 %      liveLimits: true, every tenth key overridden
+ *   on, '*'       liveLimits: true, an override for every key (setLimit('*')) in force
  */
 import { fixedWindow, gcra, RateLimiter, redisStore } from '@floodgate/core';
 import { startRedisServer } from '@floodgate/redis-server';
@@ -74,7 +75,17 @@ async function main(): Promise<void> {
           liveLimits: true,
         }),
       ],
+      [
+        "on, '*'",
+        new RateLimiter({
+          store: redisStore({ client }),
+          policies: policies(),
+          prefix: 'e',
+          liveLimits: true,
+        }),
+      ],
     ];
+    await subjects[4]![1].setLimit('*', { policy: 'hour', limit: 2_000_000 });
     const overridden = subjects[3]![1];
     for (let k = 0; k < KEYS; k += 10) {
       await overridden.setLimit(`user${k}`, { policy: 'hour', limit: 2_000_000 });

@@ -24,10 +24,26 @@
 --              (clamp(R + C' - C, 0, C')), 'reset' starts full; a key at full capacity (R = C:
 --              idle) stays full whatever the carry. The state is then cleared and charged C'
 --              minus that, as a fresh key admits it, at now.
+-- KEYS[#KEYS]  (taken off first) the key's mark of the override for every key ('*'):
+--              <prefix>:{<key>}:<limiter id>:g, '<version>|<carry>|<entries>': the global
+--              entries its states are kept in (policies with an override of their own left
+--              out). A call without a spec that finds a mark carries the key back to the
+--              limiter's own parameters (a process that has not read a change yet).
+-- ARGV[#ARGV]  (taken off first) '' when the limiter has no override for every key, else the
+--              one the process holds: '<version>|<expires at µs, 0: never>|<carry>|<mark PX ms>|
+--              <entries>', entries as stored. A key's policies without an override of their own
+--              are carried lazily, on its next call, from the entries of its mark (or the
+--              limiter's own parameters) to the global ones (or, once lapsed, the limiter's own);
+--              each call renews the mark's PX, so it outlives every state it describes. An
+--              override of the key's own beats the global one; one that lapses or is cleared
+--              falls back to the global one.
 -- Reply        the engine's reply as it is when no override applied, else { reply, stored } so
---              the store reads it with the override's parameters (stores/redis-live.ts). A
---              change replies 1.
+--              the store reads it with the override's parameters (stores/redis-live.ts), or
+--              { reply, stored or '', global version } when global entries applied. A change
+--              replies 1.
 
+local MARK_KEY, GLOBAL_SPEC = KEYS[#KEYS], ARGV[#ARGV]
+KEYS[#KEYS], ARGV[#ARGV] = nil, nil
 local LIMITS_KEY, LIMITS_SPEC = KEYS[#KEYS], ARGV[#ARGV]
 KEYS[#KEYS], ARGV[#ARGV] = nil, nil
 
@@ -93,7 +109,87 @@ local function entry_args(e)
   return args
 end
 
-local limits = redis.call('GET', LIMITS_KEY)
+-- One read for both (as cheap as a GET): a key's mark is seen even by a process that holds no
+-- override for every key yet, which then carries the key back rather than misread its states.
+local limits, mark = unpack(redis.call('MGET', LIMITS_KEY, MARK_KEY))
+
+-- The override for every key ('*'), as this process holds it (GLOBAL_SPEC): the key's policies
+-- without an override of their own are carried lazily to its entries, from those the key's mark
+-- says its states are kept in (or the limiter's own parameters).
+local GLOBAL, GLOBAL_VERSION, GLOBAL_APPLIED, HELD = nil, nil, false, {}
+-- Policy i's capacity as the ARGV hold it before the key's own overrides: the global entry's,
+-- else `base` (the limiter's).
+local function held(i, base) return HELD[i] or (base + 0) end
+local mark_global
+if GLOBAL_SPEC ~= '' or mark then
+  -- No spec but a mark: the key was carried by a process holding a change this one has not
+  -- read yet; it goes back to the limiter's own parameters, with the mark's carry.
+  local version, expires, gcarry, px, glist = '', '0', string.match(mark or '', '^%d+|([^|]*)|'), '0', ''
+  if GLOBAL_SPEC ~= '' then
+    version, expires, gcarry, px, glist = string.match(GLOBAL_SPEC, '^(%d+)|(%d+)|([^|]*)|(%d+)|(.*)$')
+  end
+  -- Lapsed: every key goes back to the limiter's own parameters (carried as it was set).
+  if expires + 0 > 0 and expires + 0 <= now then glist = '' end
+  GLOBAL, GLOBAL_VERSION = {}, version
+  local count = 0
+  for _, e in ipairs(parse_entries(glist)) do GLOBAL[e[1] + 0], count = e, count + 1 end
+  -- The mark a key whose own overrides are `skip` should hold, and how many entries it has.
+  local function wanted(skip)
+    if next(skip) == nil then return version .. '|' .. gcarry .. '|' .. glist, count end
+    local kept = {}
+    for i = 1, #KEYS - 1 do
+      if GLOBAL[i] and not skip[i] then kept[#kept + 1] = table.concat(GLOBAL[i], ' ') end
+    end
+    return version .. '|' .. gcarry .. '|' .. table.concat(kept, ';'), #kept
+  end
+  local own = {}
+  if limits then
+    for _, e in ipairs(parse_entries(string.match(limits, '^%d+|[^|]*|(.*)$'))) do own[e[1] + 0] = true end
+  end
+  if mark ~= wanted(own) then
+    local mversion, mlist = '', ''
+    if mark then mversion, mlist = string.match(mark, '^(%d+)|[^|]*|(.*)$') end
+    local marked = {}
+    for _, e in ipairs(parse_entries(mlist)) do marked[e[1] + 0] = e end
+    for i = 1, #KEYS - 1 do
+      local from, to = marked[i], GLOBAL[i]
+      if not own[i] and (from or to) then
+        local o = FIRST_ARG + (from or to)[2]
+        local base = group_args(o)
+        local target = to and entry_args(to) or base
+        if from then put_args(o, from, 8) end
+        -- 'reset' empties a key once per version; the others carry only a change of parameters.
+        local same = gcarry ~= 'reset' or mversion == version
+        for j = 1, #target do
+          if same and target[j] ~= ARGV[o + j] then same = false end
+        end
+        if same then
+          put_args(o, target, 1)
+        else
+          carry_policy(i, o, from and from[4] + 0 or to[3] + 0, to and to[4] + 0 or from[3] + 0, gcarry, target)
+        end
+      end
+    end
+  end
+  -- Every global entry goes into ARGV, so a key's own override that goes (lapse, clearLimit)
+  -- falls back to it.
+  for i, e in pairs(GLOBAL) do
+    put_args(FIRST_ARG + e[2], e, 8)
+    HELD[i] = e[4] + 0
+  end
+  -- Writes the key's mark for its own overrides `skip` (renewing its PX).
+  mark_global = function(skip)
+    local value, n = wanted(skip)
+    if n == 0 then
+      if mark then redis.call('DEL', MARK_KEY) end
+      mark = nil
+    else
+      if value ~= mark then redis.call('SET', MARK_KEY, value, 'PX', px) else redis.call('PEXPIRE', MARK_KEY, px) end
+      mark = value
+    end
+    GLOBAL_APPLIED = n > 0
+  end
+end
 local entries
 if limits then
   local expires, carry, list = string.match(limits, '^(%d+)|([^|]*)|(.*)$')
@@ -105,11 +201,17 @@ if limits then
       local o = FIRST_ARG + e[2]
       local base = group_args(o)
       put_args(o, e, 8)
-      carry_policy(e[1] + 0, o, e[4] + 0, e[3] + 0, carry, base)
+      carry_policy(e[1] + 0, o, e[4] + 0, held(e[1] + 0, e[3]), carry, base)
     end
     redis.call('DEL', LIMITS_KEY)
     limits, entries = nil, {}
   end
+end
+
+if mark_global then
+  local skip = {}
+  for _, e in ipairs(entries or {}) do skip[e[1] + 0] = true end
+  mark_global(skip)
 end
 
 if MODE == 'a' then
@@ -135,7 +237,7 @@ if MODE == 'a' then
         if same and target[j] ~= ARGV[o + j] then same = false end
       end
       if not same then
-        carry_policy(i, o, (from or to)[from and 4 or 3] + 0, (to or from)[to and 4 or 3] + 0, carry, target)
+        carry_policy(i, o, from and from[4] + 0 or held(i, to[3]), to and to[4] + 0 or held(i, from[3]), carry, target)
       end
     end
   end
@@ -151,6 +253,7 @@ if MODE == 'a' then
     local value = string.format('%d', expires) .. '|' .. carry .. '|' .. list
     if px == '' then redis.call('SET', LIMITS_KEY, value) else redis.call('SET', LIMITS_KEY, value, 'PX', px) end
   end
+  if mark_global then mark_global(new) end
   return 1
 elseif limits then
   for _, e in ipairs(entries) do put_args(FIRST_ARG + e[2], e, 8) end
@@ -159,5 +262,6 @@ end
 -- The engine runs as a function here, so its reply can be answered with the override.
 --- @engine
 local reply = run_engine()
+if GLOBAL_APPLIED then return { reply, limits or '', GLOBAL_VERSION } end
 if limits then return { reply, limits } end
 return reply

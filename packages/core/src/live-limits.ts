@@ -114,6 +114,8 @@ export interface OverrideEntry {
   readonly policy: Policy;
   /** The override's `burst`, as getLimit shows it (undefined for policies without one). */
   readonly burst: number | undefined;
+  /** µs when an entry of the override for every key lapses (else the key's own expiry). */
+  readonly expiresAt?: number;
 }
 
 /** A change asked of a store: `entries` replace the key's overrides of their policies. */
@@ -353,13 +355,14 @@ export function effectiveLimits(
     const entry = stored?.entries.find((e) => e.index === i);
     const p = entry?.policy ?? base;
     const burst = entry ? entry.burst : (base.options.burst as number | undefined);
+    const expiresAt = entry?.expiresAt ?? (entry ? stored!.expiresAt : 0);
     out[base.name] = Object.freeze({
       limit: p.limit,
       window: p.window,
       ...(burst === undefined ? {} : { burst }),
       capacity: p.capacity,
       overridden: entry !== undefined,
-      ...(entry && stored!.expiresAt > 0 ? { expiresAt: stored!.expiresAt / 1000 } : {}),
+      ...(expiresAt > 0 ? { expiresAt: expiresAt / 1000 } : {}),
     });
   });
   return out;
@@ -392,14 +395,57 @@ export function carriedRemaining(
 /** How a store applies a change to a key (`PreparedPolicies.changeLimits`). */
 export type ApplyChange = (keys: readonly string[], change: LimitChange) => Promise<void>;
 
+/** What LiveLimits needs of a prepared limiter (stores/store.ts). */
+export interface LiveSeam {
+  /** The store's changeLimits, when the limiter has live limits and the store holds them. */
+  readonly changeLimits?: ApplyChange;
+  readonly changeGlobal?: (change: LimitChange) => Promise<void>;
+  readonly readGlobal?: () => Promise<
+    | {
+        readonly policies: readonly Policy[];
+        readonly entries: readonly OverrideEntry[];
+        readonly expiresAt: number;
+      }
+    | undefined
+  >;
+}
+
 /** A limiter's side of live limits: reads the calls' arguments, asks the store to apply them. */
 export class LiveLimits {
+  private readonly applyChange: ApplyChange | undefined;
+
   constructor(
     private readonly policies: readonly Policy[],
-    /** The store's changeLimits, when the limiter has live limits and the store holds them. */
-    private readonly applyChange: ApplyChange | undefined,
+    private readonly seam: LiveSeam,
     private readonly enabled: boolean,
-  ) {}
+  ) {
+    this.applyChange = seam.changeLimits;
+  }
+
+  /** setLimit('*') / clearLimit('*'): the override for every key (live-global.ts). */
+  applyGlobal(change: LimitChange): Promise<void> {
+    return this.seam.changeGlobal!(change);
+  }
+
+  /** getLimit('*'): each policy's parameters under the override for every key, if any. */
+  async readGlobal(
+    bounded: <T>(read: () => Promise<T>) => Promise<T>,
+  ): Promise<Record<string, EffectiveLimit>> {
+    this.assertEnabled('getLimit');
+    const global = await bounded(() => this.seam.readGlobal!());
+    if (global === undefined || global.entries.length === 0) {
+      return effectiveLimits(this.policies, undefined);
+    }
+    const entries = global.entries.map((e) =>
+      global.expiresAt > 0 ? { ...e, expiresAt: global.expiresAt } : e,
+    );
+    return effectiveLimits(this.policies, {
+      policies: global.policies,
+      entries,
+      expiresAt: 0,
+      carry: DEFAULT_CARRY,
+    });
+  }
 
   /** `setLimit`'s arguments as a change. */
   change(override: unknown, options: unknown): LimitChange {
@@ -418,7 +464,7 @@ export class LiveLimits {
   }
 
   private assertEnabled(call: string): void {
-    if (this.enabled && this.applyChange !== undefined) return;
+    if (this.enabled && this.applyChange !== undefined && this.seam.changeGlobal) return;
     throw new RateLimitConfigError(
       'FLOODGATE_INVALID_OPTION',
       'RateLimiter.liveLimits',

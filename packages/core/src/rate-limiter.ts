@@ -16,6 +16,7 @@ import { FailureAnswer } from './failure-policy.js';
 import { type HotKey, type HotKeyTracker, readTopCount } from './hot-keys/hot-key-tracker.js';
 import { type KeyMemo, KeyMemoTable } from './key-memo.js';
 import { encodeKey, keyTails } from './keys.js';
+import { EVERY_KEY } from './live-global.js';
 import {
   type ClearLimitOptions,
   type EffectiveLimit,
@@ -102,15 +103,24 @@ export class RateLimiter {
     this.prefix = prefix;
     this.store = store;
     const liveLimits = config.liveLimits;
-    this.prepared = store.prepare(this.policies, { stateKeys: config.stateKeys, liveLimits });
+    const globalKey = liveLimits ? `${prefix}:${limitsId(this.policies)}:global` : undefined;
+    this.prepared = store.prepare(this.policies, {
+      stateKeys: config.stateKeys,
+      liveLimits,
+      ...(globalKey && { globalKey }),
+    });
     this.head = `${prefix}:{`;
     this.tails = keyTails(this.policies, this.prepared.combined === true);
-    if (liveLimits) this.tails = [...this.tails, `}:${limitsId(this.policies)}`];
+    // The key's overrides, then its mark of the override for every key (live-global.ts).
+    if (liveLimits) {
+      const id = limitsId(this.policies);
+      this.tails = [...this.tails, `}:${id}`, `}:${id}:g`];
+    }
     // A denial of a fixedWindow with extendWindow moves its own retryAfter: none is cached. With
     // live limits none either: another process's setLimit must be seen by the next decision.
     this.deniedCache =
       liveLimits || this.policies.some(extendsOnDenial) ? undefined : config.deniedCache;
-    this.live = new LiveLimits(this.policies, this.prepared.changeLimits, liveLimits);
+    this.live = new LiveLimits(this.policies, this.prepared, liveLimits);
     this.lines = new AcquireLines(config.maxQueueSize);
     this.tracker = config.hotKeys;
     const ban = config.ban;
@@ -139,6 +149,7 @@ export class RateLimiter {
 
   /** Gives back the units of this limiter's leased blocks that may be (`lease`) and stops leasing. */
   async close(): Promise<void> {
+    this.prepared.closeLive?.();
     await this.leases?.close();
   }
 
@@ -303,6 +314,7 @@ export class RateLimiter {
     options?: SetLimitOptions,
   ): Promise<void> {
     const change = this.live.change(override, options);
+    if (key === EVERY_KEY) return this.guard.bounded(() => this.live.applyGlobal(change));
     const keys = this.forget(key);
     await this.guard.bounded(() => this.live.apply(keys, change));
   }
@@ -310,12 +322,14 @@ export class RateLimiter {
   /** Drops every override of `key`: it goes back to the limiter's own parameters (carried). */
   async clearLimit(key: string, options?: ClearLimitOptions): Promise<void> {
     const change = this.live.clear(options);
+    if (key === EVERY_KEY) return this.guard.bounded(() => this.live.applyGlobal(change));
     const keys = this.forget(key);
     await this.guard.bounded(() => this.live.apply(keys, change));
   }
 
   /** The effective parameters of every policy for `key`, by policy name (a store read). */
   async getLimit(key: string): Promise<Record<string, EffectiveLimit>> {
+    if (key === EVERY_KEY) return this.live.readGlobal((read) => this.guard.bounded(read));
     const keys = this.storageKeys(key);
     const read = await this.guard.bounded(() => this.prepared.decide(keys, 0, true));
     return effectiveLimits(this.policies, read.live);

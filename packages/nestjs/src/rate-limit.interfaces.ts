@@ -259,6 +259,12 @@ export interface RateLimitModuleAsyncOptions extends Pick<ModuleMetadata, 'impor
 /** Which of a request's charges to act on. */
 export interface RateLimitTargetOptions {
   /**
+   * `'*'`: setLimit, getLimit and clearLimit act on every key of the limiters the request is
+   * charged by (the override for every key), not on the request's own key.
+   * @default the key the request resolves to
+   */
+  key?: '*';
+  /**
    * Only the policy set that contains the policy of this name (e.g. the per-username limit of
    * a login route, not the per-IP one). @default every set the request is charged
    */

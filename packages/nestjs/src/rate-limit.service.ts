@@ -9,6 +9,7 @@ import {
   type EffectiveLimit,
   type LimitOverride,
   type Policy,
+  RateLimitConfigError,
   type RateLimiter,
   type RateLimiterHooks,
   type SetLimitOptions,
@@ -203,13 +204,15 @@ export class RateLimitService implements OnModuleInit {
   async setLimit(
     target: RateLimitTarget,
     override: LimitOverride,
-    options: SetLimitOptions & Pick<RateLimitTargetOptions, 'handler'> = {},
+    options: SetLimitOptions & Pick<RateLimitTargetOptions, 'handler' | 'key'> = {},
   ): Promise<void> {
-    const { handler, ...limitOptions } = options;
+    const { handler, key: every, ...limitOptions } = options;
     const policy = typeof override?.policy === 'string' ? override.policy : undefined;
     const charges = await this.requests.targetCharges(target, { policy, handler });
     await Promise.all(
-      charges.map(({ limiter, key }) => limiter.setLimit(key, override, limitOptions)),
+      charges.map(({ limiter, key }) =>
+        limiter.setLimit(everyKey(every) ?? key, override, limitOptions),
+      ),
     );
   }
 
@@ -218,9 +221,11 @@ export class RateLimitService implements OnModuleInit {
     target: RateLimitTarget,
     options: ClearLimitOptions & RateLimitTargetOptions = {},
   ): Promise<void> {
-    const { handler, policy, ...limitOptions } = options;
+    const { handler, policy, key: every, ...limitOptions } = options;
     const charges = await this.requests.targetCharges(target, { policy, handler });
-    await Promise.all(charges.map(({ limiter, key }) => limiter.clearLimit(key, limitOptions)));
+    await Promise.all(
+      charges.map(({ limiter, key }) => limiter.clearLimit(everyKey(every) ?? key, limitOptions)),
+    );
   }
 
   /** The effective parameters, by policy name, of every policy the key `target` resolves to is charged. */
@@ -228,8 +233,11 @@ export class RateLimitService implements OnModuleInit {
     target: RateLimitTarget,
     options?: RateLimitTargetOptions,
   ): Promise<Record<string, EffectiveLimit>> {
-    const charges = await this.requests.targetCharges(target, options);
-    const limits = await Promise.all(charges.map(({ limiter, key }) => limiter.getLimit(key)));
+    const { key: every, ...targetOptions } = options ?? {};
+    const charges = await this.requests.targetCharges(target, targetOptions);
+    const limits = await Promise.all(
+      charges.map(({ limiter, key }) => limiter.getLimit(everyKey(every) ?? key)),
+    );
     return Object.assign({}, ...limits);
   }
 
@@ -366,4 +374,15 @@ function shadowOptions(
   return options.hooks
     ? { ...options, hooks: shadowHooks(options.hooks) as RateLimiterHooks }
     : options;
+}
+
+/** `options.key`: '*' (every key), or undefined for the request's own key; anything else is refused. */
+function everyKey(value: unknown): '*' | undefined {
+  if (value === undefined || value === '*') return value;
+  throw new RateLimitConfigError(
+    'FLOODGATE_INVALID_OPTION',
+    'RateLimitService.options.key',
+    value,
+    `RateLimitService.options.key must be '*' (every key) or absent, got ${JSON.stringify(value)}`,
+  );
 }

@@ -34,6 +34,25 @@ class PlanController {
     return this.rateLimit.getLimit(req, { handler: [PlanController, 'get'] });
   }
 
+  /** An emergency: every customer goes to `x-limit` per hour for `x-ttl`, used requests kept. */
+  @Post('tighten')
+  async tighten(@Req() req: object, @Headers('x-limit') limit: string) {
+    const options = { handler: [PlanController, 'get'], key: '*' } as const;
+    await this.rateLimit.setLimit(
+      req,
+      { policy: 'per-hour', limit: Number(limit) },
+      { ...options, carry: 'additive', ttl: '1h' },
+    );
+    return this.rateLimit.getLimit(req, options);
+  }
+
+  @Post('relax')
+  async relax(@Req() req: object) {
+    const options = { handler: [PlanController, 'get'], key: '*' } as const;
+    await this.rateLimit.clearLimit(req, { ...options, carry: 'additive' });
+    return this.rateLimit.getLimit(req, options);
+  }
+
   @Post('downgrade')
   async downgrade(@Req() req: object) {
     await this.rateLimit.clearLimit(req, { carry: 'additive', handler: [PlanController, 'get'] });
@@ -79,6 +98,34 @@ describe.each(CASES)(
         .expect(201);
       expect(cleared.body['per-hour']).toMatchObject({ limit: 2, overridden: false });
       await get('acme').expect(429);
+    });
+
+    it("key '*' changes every customer's limit, a customer's own override still beats it", async () => {
+      const app = await platform.boot({
+        imports: [RateLimitModule.forRoot({ store: s, global: true, liveLimits: true })],
+        controllers: [PlanController],
+      });
+      const server = app.getHttpServer();
+      const get = (who: string) => request(server).get('/plan').set('x-customer', who);
+      await get('a').expect(200);
+      await request(server).post('/plan/upgrade').set('x-customer', 'vip').set('x-limit', '4');
+      const tightened = await request(server)
+        .post('/plan/tighten')
+        .set('x-customer', 'admin')
+        .set('x-limit', '1')
+        .expect(201);
+      expect(tightened.body['per-hour']).toMatchObject({ limit: 1, overridden: true });
+      await get('a').expect(429);
+      await get('b').expect(200);
+      await get('b').expect(429);
+      for (let i = 0; i < 4; i++) await get('vip').expect(200);
+      const relaxed = await request(server)
+        .post('/plan/relax')
+        .set('x-customer', 'admin')
+        .expect(201);
+      expect(relaxed.body['per-hour']).toMatchObject({ limit: 2, overridden: false });
+      await get('a').expect(200);
+      await get('a').expect(429);
     });
 
     it('without liveLimits, setLimit fails naming the option', async () => {

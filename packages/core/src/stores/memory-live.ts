@@ -7,6 +7,7 @@
 import { ALGORITHMS } from '../algorithms/index.js';
 import { type Clock, readMicros } from '../clock.js';
 import type { StoreDecision } from '../decision.js';
+import { combineLimits, type GlobalLimits, GlobalReader, globalSpec } from '../live-global.js';
 import {
   type Carry,
   carriedRemaining,
@@ -45,8 +46,28 @@ export interface LiveHost {
 }
 
 /** The policies of a limiter with live limits, prepared on the memory store. */
-export function prepareLive(host: LiveHost, policies: readonly Policy[]): PreparedPolicies {
-  return new LiveMemory(host, policies).prepared();
+export function prepareLive(
+  host: LiveHost,
+  policies: readonly Policy[],
+  globalKey?: string,
+): PreparedPolicies {
+  return new LiveMemory(host, policies, globalKey).prepared();
+}
+
+/** A key's mark of the override for every key (lua/include/live.lua's MARK_KEY). */
+interface GlobalMark {
+  readonly version: string;
+  /** The global entries the key's states are kept in. */
+  readonly entries: readonly OverrideEntry[];
+}
+
+/** What the global step leaves for the rest of a call (the script's HELD and mark_global). */
+interface GlobalStep {
+  /** The limiter's policies with every global entry in (what a key's own override falls to). */
+  readonly held: readonly Policy[];
+  readonly global: GlobalLimits;
+  /** Writes the key's mark for its own overrides `skip`: true when global entries apply. */
+  mark(skip: ReadonlySet<number>): boolean;
 }
 
 class LiveMemory {
@@ -54,14 +75,101 @@ class LiveMemory {
   private readonly base: PreparedPolicies;
   private readonly reader: StoredLimitsReader;
   private readonly byValue = new WeakMap<StoredLimits, PreparedPolicies>();
+  private readonly globals: GlobalReader;
+  /** Each (global version, stored value) pair's combined overrides, made once. */
+  private readonly combined = new Map<string, StoredLimits>();
 
   constructor(
     private readonly host: LiveHost,
     private readonly policies: readonly Policy[],
+    private readonly globalKey: string | undefined,
   ) {
     this.n = policies.length;
     this.base = host.prepare(policies);
     this.reader = new StoredLimitsReader(policies);
+    this.globals = new GlobalReader(policies);
+  }
+
+  /** The override for every key, as this store holds it (applies at once: one process). */
+  private global(): GlobalLimits | undefined {
+    if (this.globalKey === undefined) return undefined;
+    return this.globals.readMaybe(this.host.overrides.get(this.globalKey)?.value);
+  }
+
+  /** setLimit('*') / clearLimit('*'): the record, as the Redis store writes it. */
+  private changeGlobal(change: LimitChange): void {
+    const now = readMicros(this.host.clock);
+    const spec = globalSpec(this.policies, change, now, this.global());
+    this.host.overrides.set(this.globalKey!, { value: spec });
+  }
+
+  /**
+   * lua/include/live.lua's global step: carries the key's policies without an override of their
+   * own from the global entries of its mark (or the limiter's parameters) to the current ones.
+   */
+  private globalStep(
+    keys: readonly string[],
+    global: GlobalLimits,
+    own: ReadonlySet<number>,
+    now: number,
+  ): GlobalStep {
+    const lapsed = global.expiresAt > 0 && global.expiresAt <= now;
+    const wanted = new Map<number, OverrideEntry>();
+    if (!lapsed) for (const e of global.entries) wanted.set(e.index, e);
+    const markKey = keys[this.n + 2]!;
+    let mark = this.host.state(markKey, now) as GlobalMark | undefined;
+    const kept = (skip: ReadonlySet<number>) =>
+      [...wanted.values()].filter((e) => !skip.has(e.index));
+    const matches = (m: GlobalMark | undefined, entries: readonly OverrideEntry[]) =>
+      entries.length > 0 &&
+      m?.version === global.version &&
+      m.entries.length === entries.length &&
+      m.entries.every((e, j) => e.index === entries[j]!.index);
+    if (!matches(mark, kept(own)) && !(mark === undefined && kept(own).length === 0)) {
+      const marked = new Map(mark?.entries.map((e) => [e.index, e]));
+      for (let i = 0; i < this.n; i++) {
+        const from = marked.get(i);
+        const to = wanted.get(i);
+        if (own.has(i) || (from === undefined && to === undefined)) continue;
+        const fromPolicy = from?.policy ?? this.policies[i]!;
+        const toPolicy = to?.policy ?? this.policies[i]!;
+        // 'reset' empties a key once per version; the others carry only a change of parameters.
+        const same =
+          (global.carry !== 'reset' || mark?.version === global.version) &&
+          fromPolicy.params.every((v, j) => v === toPolicy.params[j]);
+        if (!same) this.carry(keys[i]!, fromPolicy, toPolicy, global.carry, now);
+      }
+    }
+    const held = [...this.policies];
+    for (const e of wanted.values()) held[e.index] = e.policy;
+    return {
+      held,
+      global: lapsed ? { ...global, entries: [] } : global,
+      mark: (skip) => {
+        const entries = kept(skip);
+        if (entries.length === 0) {
+          if (mark !== undefined) this.host.remove(markKey);
+          mark = undefined;
+          return false;
+        }
+        if (!matches(mark, entries)) mark = { version: global.version, entries };
+        // Each call renews the mark, so it outlives every state it describes.
+        this.host.write(markKey, mark, now + global.markMs * 1000);
+        return true;
+      },
+    };
+  }
+
+  /** A decision's policies: the key's own overrides, then the global ones that apply. */
+  private withGlobal(global: GlobalLimits, stored: StoredLimits | undefined): StoredLimits {
+    const id = `${global.version}/${global.entries.length}/${stored === undefined ? '' : storedValue(this.policies, stored.entries, stored.expiresAt, stored.carry)}`;
+    let found = this.combined.get(id);
+    if (found === undefined) {
+      found = combineLimits(this.policies, global, stored);
+      if (this.combined.size >= 1000) this.combined.clear();
+      this.combined.set(id, found);
+    }
+    return found;
   }
 
   prepared(): PreparedPolicies {
@@ -111,6 +219,10 @@ class LiveMemory {
         return dropped + (await this.base.resetAll!(head, tails));
       },
       changeLimits: async (keys, change) => this.change(keys, change),
+      ...(this.globalKey !== undefined && {
+        changeGlobal: async (change) => this.changeGlobal(change),
+        readGlobal: async () => this.global(),
+      }),
     };
   }
 
@@ -118,32 +230,43 @@ class LiveMemory {
   private current(keys: readonly string[]): {
     prepared: PreparedPolicies;
     stored?: StoredLimits;
+    step?: GlobalStep;
   } {
     const limitsKey = keys[this.n + 1]!;
     const record = this.host.overrides.get(limitsKey);
-    if (record === undefined) return { prepared: this.base };
+    const global = this.global();
+    if (record === undefined && global === undefined) return { prepared: this.base };
     const now = readMicros(this.host.clock);
-    const stored = this.reader.read(record.value);
-    if (stored.expiresAt > 0 && stored.expiresAt <= now) {
-      // Lapsed: each overridden policy goes back to the limiter's parameters.
+    let stored = record === undefined ? undefined : this.reader.read(record.value);
+    const own = new Set(stored?.entries.map((e) => e.index));
+    const step = global && this.globalStep(keys, global, own, now);
+    const held = step?.held ?? this.policies;
+    if (stored !== undefined && stored.expiresAt > 0 && stored.expiresAt <= now) {
+      // Lapsed: each overridden policy goes back to the limiter's parameters (or the global ones).
       for (const e of stored.entries) {
-        this.carry(keys[e.index]!, e.policy, this.policies[e.index]!, stored.carry, now);
+        this.carry(keys[e.index]!, e.policy, held[e.index]!, stored.carry, now);
       }
       this.host.overrides.delete(limitsKey);
-      return { prepared: this.base };
+      stored = undefined;
     }
-    let prepared = this.byValue.get(stored);
+    const applied = step?.mark(new Set(stored?.entries.map((e) => e.index))) ?? false;
+    const live = applied ? this.withGlobal(step!.global, stored) : stored;
+    if (live === undefined) return { prepared: this.base, ...(step && { step }) };
+    let prepared = this.byValue.get(live);
     if (prepared === undefined) {
-      prepared = this.host.prepare(stored.policies);
-      this.byValue.set(stored, prepared);
+      prepared = this.host.prepare(live.policies);
+      this.byValue.set(live, prepared);
     }
-    return { prepared, stored };
+    return { prepared, stored: live, ...(step && { step }) };
   }
 
   /** changeLimits, as lua/include/live.lua's MODE 'a'. */
   private change(keys: readonly string[], change: LimitChange): void {
     // A lapsed override is carried back first (as any call does).
-    const stored = this.current(keys).stored;
+    const { step } = this.current(keys);
+    const record = this.host.overrides.get(keys[this.n + 1]!);
+    const stored = record === undefined ? undefined : this.reader.read(record.value);
+    const held = step?.held ?? this.policies;
     const now = readMicros(this.host.clock);
     const limitsKey = keys[this.n + 1]!;
     const old = new Map<number, OverrideEntry>();
@@ -158,13 +281,14 @@ class LiveMemory {
       const from = old.get(i);
       const to = next.get(i);
       if ((from === undefined && to === undefined) || from === to) continue;
-      const fromPolicy = from?.policy ?? this.policies[i]!;
-      const toPolicy = to?.policy ?? this.policies[i]!;
+      const fromPolicy = from?.policy ?? held[i]!;
+      const toPolicy = to?.policy ?? held[i]!;
       const same =
         change.carry !== 'reset' && fromPolicy.params.every((v, j) => v === toPolicy.params[j]);
       if (!same) this.carry(keys[i]!, fromPolicy, toPolicy, change.carry, now);
     }
     const entries = [...next.values()].sort((a, b) => a.index - b.index);
+    step?.mark(new Set(next.keys()));
     if (entries.length === 0) {
       this.host.overrides.delete(limitsKey);
       return;

@@ -79,7 +79,9 @@ export class MemoryStore implements Store {
 
   /** One entry per policy whatever `stateKeys` asks: the twins keep each policy's state apart. */
   prepare(policies: readonly Policy[], options?: PrepareOptions): PreparedPolicies {
-    if (options?.liveLimits === true) return prepareLive(this.liveHost(), policies);
+    if (options?.liveLimits === true) {
+      return prepareLive(this.liveHost(), policies, options.globalKey);
+    }
     const algorithms = policies.map((p, i) => {
       const algorithm = ALGORITHMS[p.kind];
       if (!algorithm)

@@ -64,10 +64,11 @@ export class PolicyCalls {
   /** The script's batch variant, when the store batches. */
   private readonly batchScript: GeneratedScript | undefined;
   private readonly policyArgs: string[] = [];
-  private readonly policySize: number;
-  private readonly consumeOne: readonly string[];
-  private readonly peekOne: readonly string[];
-  private readonly oneSize: number;
+  private policySize: number;
+  private consumeOne: readonly string[];
+  private peekOne: readonly string[];
+  private readonly live: boolean;
+  private oneSize: number;
 
   constructor(
     private readonly store: PolicyCallSender,
@@ -80,8 +81,10 @@ export class PolicyCalls {
     for (const p of policies) this.policyArgs.push(p.kind, ...p.params.map((v) => String(v)));
     // The last n ARGV: each policy's lockout (lua/include/engine.lua).
     for (const p of policies) this.policyArgs.push(lockoutArg(p.lockout));
-    // A live script's last ARGV: '' but for a change (changeLimits).
-    if (live) this.policyArgs.push('');
+    // A live script's last two ARGV: '' but for a change (changeLimits), and the override for
+    // every key this process holds ('' for none: setGlobal).
+    this.live = live !== undefined;
+    if (live) this.policyArgs.push('', '');
     this.policySize = size(this.policyArgs);
     // With Redis TIME and cost 1 (nearly every call) the whole ARGV is constant: build it once.
     this.consumeOne = [MODE_CONSUME, '', '1', store.ttlSlack, ...this.policyArgs];
@@ -100,8 +103,19 @@ export class PolicyCalls {
 
   /** A live limits change (MODE_CHANGE): `spec` as lua/include/live.lua reads it. */
   change(keys: readonly string[], spec: string): Promise<StoreDecision> {
-    const args = [...this.head(MODE_CHANGE, 0), ...this.policyArgs.slice(0, -1), spec];
+    const global = this.policyArgs[this.policyArgs.length - 1]!;
+    const args = [...this.head(MODE_CHANGE, 0), ...this.policyArgs.slice(0, -2), spec, global];
     return this.send(keys, args, this.handlers.asReset, size(args));
+  }
+
+  /** The override for every key the live script's calls send from now on ('' for none). */
+  setGlobal(spec: string): void {
+    if (!this.live) return;
+    this.policyArgs[this.policyArgs.length - 1] = spec;
+    this.consumeOne = [MODE_CONSUME, '', '1', this.store.ttlSlack, ...this.policyArgs];
+    this.peekOne = [MODE_PEEK, '', '1', this.store.ttlSlack, ...this.policyArgs];
+    this.oneSize = size(this.consumeOne);
+    this.policySize = size(this.policyArgs);
   }
 
   decide(keys: readonly string[], cost: number, peek: boolean): Promise<StoreDecision> {

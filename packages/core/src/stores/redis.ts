@@ -4,10 +4,11 @@
  * Decisions made while an earlier round trip is in flight go out together as one EVALSHA of the
  * script's batch variant (redis-batch.ts); `batch: false` sends one EVALSHA per decision.
  */
-import type { Clock } from '../clock.js';
+import { type Clock, readMicros } from '../clock.js';
 import type { StoreDecision } from '../decision.js';
 import { RateLimitConfigError } from '../errors.js';
 import { sharesOneKey } from '../keys.js';
+import { GlobalReader } from '../live-global.js';
 import { encodeChange } from '../live-limits.js';
 import { configError, readOptions } from '../options.js';
 import { type Policy } from '../policy.js';
@@ -17,6 +18,7 @@ import { type Handlers, PolicyCalls, size } from './redis-calls.js';
 import { clientKind, type ScriptClient, toScriptClient } from './redis-client.js';
 import { isNoScript } from './redis-errors.js';
 import { functionsClient } from './redis-functions.js';
+import { GlobalChannel, GlobalWatch } from './redis-global.js';
 import { redisLeases } from './redis-leases.js';
 import { LiveReplies } from './redis-live.js';
 import { checkMemoryPolicy } from './redis-memory.js';
@@ -150,16 +152,29 @@ export class RedisStore implements Store {
         ? combinedScriptFor(kinds)
         : scriptFor(kinds);
     const calls = new PolicyCalls(this, script, policies, live);
+    const watch =
+      live && options?.globalKey
+        ? this.watchGlobal(policies, options.globalKey, calls, live)
+        : undefined;
     // A lease take's reply is its own table (lua/include/engine.lua), never inline in a batch's.
     const leaseTake = {
       decode: (reply: unknown) => decodeLeaseTake(reply, policies.length),
       wrap: calls.handlers.wrap,
     };
-    return {
+    const prepared: PreparedPolicies = {
       ...(live && {
         changeLimits: async (keys, change) => {
+          await watch?.ready();
           await calls.change(keys, encodeChange(policies, change));
         },
+      }),
+      ...(watch && {
+        changeGlobal: (change) => watch.change(policies, change),
+        readGlobal: async () => {
+          await watch.ready();
+          return watch.current;
+        },
+        closeLive: () => watch.close(),
       }),
       combined,
       decide: (keys, cost, peek) => calls.decide(keys, cost, peek),
@@ -180,6 +195,29 @@ export class RedisStore implements Store {
       },
       resetAll: (head, tails) => deleteLimiterKeys(this.client, head, tails),
     };
+    return watch ? afterGlobalRead(prepared, watch) : prepared;
+  }
+
+  /** The watch of a limiter's override for every key, whose changes reach its calls. */
+  private watchGlobal(
+    policies: readonly Policy[],
+    key: string,
+    calls: PolicyCalls,
+    live: LiveReplies,
+  ): GlobalWatch {
+    const channel = GlobalChannel.of(this.connection);
+    const clock = this.clock;
+    return new GlobalWatch(
+      this.client,
+      channel,
+      key,
+      new GlobalReader(policies),
+      (g) => {
+        if (g) live.holdGlobal(g);
+        calls.setGlobal(g?.spec ?? '');
+      },
+      clock && (() => readMicros(clock)),
+    );
   }
 
   /**
@@ -271,4 +309,31 @@ export class RedisStore implements Store {
       return Promise.reject(error);
     }
   }
+}
+
+/**
+ * A process decides only once it has read the limiter's override for every key: calls made
+ * before that first read wait for it (once per limiter).
+ */
+function afterGlobalRead(prepared: PreparedPolicies, watch: GlobalWatch): PreparedPolicies {
+  const wrapped = { ...prepared };
+  for (const name of [
+    'decide',
+    'reserve',
+    'reset',
+    'refund',
+    'charge',
+    'set',
+    'take',
+    'block',
+    'unblock',
+  ] as const) {
+    const call = prepared[name] as ((...args: never[]) => Promise<unknown>) | undefined;
+    if (call === undefined) continue;
+    (wrapped as Record<string, unknown>)[name] = (...args: never[]) => {
+      const first = watch.ready();
+      return first === undefined ? call(...args) : first.then(() => call(...args));
+    };
+  }
+  return wrapped;
 }

@@ -3,6 +3,7 @@
  * once (encoding what never changes) and then answers one decision per call.
  */
 import type { StoreDecision } from '../decision.js';
+import type { GlobalLimits } from '../live-global.js';
 import type { LimitChange } from '../live-limits.js';
 import type { Policy } from '../policy.js';
 import type { LeaseTaken } from './lease-take.js';
@@ -16,6 +17,11 @@ export interface PrepareOptions {
    * (`<prefix>:{<key>}:lm<digest>`), read in the same store call (live-limits.ts).
    */
   readonly liveLimits?: boolean;
+  /**
+   * With `liveLimits`: the key of the limiter's override for every key (`setLimit('*')`),
+   * `<prefix>:lm<digest>:global`, outside every caller's hash tag (live-global.ts).
+   */
+  readonly globalKey?: string;
 }
 
 export interface Store {
@@ -142,4 +148,14 @@ export interface PreparedPolicies {
    * carry says, in one atomic step. Stores without it cannot hold live limits.
    */
   changeLimits?(keys: readonly string[], change: LimitChange): Promise<void>;
+  /**
+   * Live limits for every key (prepared with `globalKey`): replaces the override for every key
+   * (no entries: clears it). Each key is carried to it lazily, on its next call; every process
+   * holds it within GLOBAL_BOUND_MS of this resolving.
+   */
+  changeGlobal?(change: LimitChange): Promise<void>;
+  /** The override for every key as this process holds it (read from the store first if need be). */
+  readGlobal?(): Promise<GlobalLimits | undefined>;
+  /** Stops what keeps the override for every key current (a subscriber, a poll). */
+  closeLive?(): void;
 }

@@ -1,0 +1,208 @@
+/**
+ * Live limits for every key (`setLimit('*')`) through the limiter, on memory and Redis: the
+ * change reaches every key, each key's counts carried lazily (on its next call) as `carry`
+ * says, a key's own override beats it, a ttl makes it lapse, clearLimit('*') goes back, and
+ * its arguments are validated as strictly as options. Across processes:
+ * test/resilience/live-global-processes.test.ts.
+ */
+import { keysWithTtl, useTestRedis } from '../../../../test/harness/redis';
+import {
+  type Carry,
+  fixedWindow,
+  gcra,
+  memoryStore,
+  RateLimiter,
+  redisStore,
+  type Store,
+  slidingWindow,
+  smoothBursty,
+  tokenBucket,
+} from '../../src/index';
+
+const testRedis = useTestRedis();
+
+let prefixes = 0;
+// A day boundary, so that each test stays in one day's window.
+const START = 1_700_006_400_000;
+let now = START;
+const clock = () => now;
+beforeEach(() => {
+  now = START;
+});
+
+const stores: Array<[string, () => Store]> = [
+  ['memory', () => memoryStore({ clock })],
+  ['redis', () => redisStore({ client: testRedis(), clock })],
+];
+
+describe.each(stores)("the override for every key ('*') on the %s store", (_name, makeStore) => {
+  const made: RateLimiter[] = [];
+  const limiter = (policies = [fixedWindow({ limit: 10, window: '1h', name: 'q' })]) => {
+    const l = new RateLimiter({
+      store: makeStore(),
+      policies,
+      prefix: `global${prefixes++}`,
+      liveLimits: true,
+    });
+    made.push(l);
+    return l;
+  };
+  afterAll(async () => {
+    for (const l of made) await l.close();
+  });
+  const remaining = async (l: RateLimiter, key: string) =>
+    (await l.peek(key, { cost: 0 })).remaining;
+  const use = async (l: RateLimiter, key: string, n: number) => {
+    for (let i = 0; i < n; i++) expect((await l.consume(key)).allowed).toBe(true);
+  };
+
+  it.each<[Carry, number]>([
+    ['as-is', 5],
+    ['proportional', 10],
+    ['additive', 15],
+    ['reset', 20],
+  ])('10 → 20 with 5 used, carry %s: the key has %i left at its next call', async (carry, left) => {
+    const l = limiter();
+    await use(l, 'a', 5);
+    await l.setLimit('*', { policy: 'q', limit: 20 }, { carry });
+    expect(await remaining(l, 'a')).toBe(left);
+    expect(await remaining(l, 'fresh')).toBe(20);
+    // Carried once: the next calls keep counting from there.
+    await use(l, 'a', 1);
+    expect(await remaining(l, 'a')).toBe(left - 1);
+    expect((await l.consume('a')).limit).toBe(20);
+  });
+
+  it('a key decided under an earlier global limit is carried from it, and back when cleared', async () => {
+    const l = limiter();
+    await use(l, 'a', 4);
+    await l.setLimit('*', { policy: 'q', limit: 20 }, { carry: 'additive' });
+    expect(await remaining(l, 'a')).toBe(16);
+    await l.setLimit('*', { policy: 'q', limit: 100_000 }, { carry: 'additive' });
+    expect(await remaining(l, 'a')).toBe(100_000 - 4);
+    await l.clearLimit('*', { carry: 'additive' });
+    expect(await remaining(l, 'a')).toBe(6);
+    expect((await l.consume('b')).limit).toBe(10);
+  });
+
+  it("a key's own override beats the global one; cleared, the key falls to the global one", async () => {
+    const l = limiter();
+    await l.setLimit('vip', { policy: 'q', limit: 30 });
+    await use(l, 'vip', 3);
+    await l.setLimit('*', { policy: 'q', limit: 5 }, { carry: 'additive' });
+    expect((await l.consume('vip')).limit).toBe(30);
+    expect((await l.consume('other')).limit).toBe(5);
+    expect((await l.getLimit('vip')).q).toMatchObject({ limit: 30, overridden: true });
+    expect((await l.getLimit('other')).q).toMatchObject({ limit: 5, overridden: true });
+    await l.clearLimit('vip', { carry: 'additive' });
+    // 4 used of 30 → the global 5 leaves 1.
+    expect(await remaining(l, 'vip')).toBe(1);
+    expect((await l.consume('vip')).limit).toBe(5);
+  });
+
+  it('a ttl makes the override lapse in every key; getLimit shows it', async () => {
+    const l = limiter([
+      fixedWindow({ limit: 10, window: '1d', name: 'q' }),
+      gcra({ limit: 100, window: '1h', name: 'g' }),
+    ]);
+    await use(l, 'a', 2);
+    await l.setLimit('*', { policy: 'q', limit: 3 }, { carry: 'additive', ttl: '1h' });
+    expect(await l.getLimit('*')).toEqual({
+      q: {
+        limit: 3,
+        window: 86_400_000,
+        capacity: 3,
+        overridden: true,
+        expiresAt: now + 3_600_000,
+      },
+      g: { limit: 100, window: 3_600_000, burst: 100, capacity: 100, overridden: false },
+    });
+    expect(await remaining(l, 'a')).toBe(1);
+    await use(l, 'a', 1);
+    expect((await l.consume('a')).allowed).toBe(false);
+    now += 3_600_000;
+    // Lapsed: back to 10 with the 3 used carried (additive).
+    expect(await remaining(l, 'a')).toBe(7);
+    expect((await l.consume('new')).limit).toBe(10);
+  });
+
+  it('works with algorithms whose state layout depends on the parameters', async () => {
+    const l = limiter([
+      slidingWindow({ limit: 6, window: '1m', buckets: 6, name: 's' }),
+      tokenBucket({ limit: 4, window: '1s', burst: 8, name: 't' }),
+    ]);
+    await use(l, 'a', 3);
+    await l.setLimit(
+      '*',
+      [
+        { policy: 's', limit: 60_000, window: '1h' },
+        { policy: 't', limit: 1000, burst: 2000 },
+      ],
+      { carry: 'additive' },
+    );
+    const d = await l.peek('a', { cost: 0 });
+    expect(d.policies.map((p) => [p.name, p.limit, p.remaining])).toEqual([
+      ['s', 60_000, 60_000 - 3],
+      ['t', 2000, 2000 - 3],
+    ]);
+    await l.clearLimit('*', { carry: 'additive' });
+    const back = await l.peek('a', { cost: 0 });
+    expect(back.policies.map((p) => [p.name, p.limit, p.remaining])).toEqual([
+      ['s', 6, 3],
+      ['t', 8, 5],
+    ]);
+  });
+
+  it('refuses bad arguments naming the field, and changes nothing', async () => {
+    const l = limiter([
+      fixedWindow({ limit: 10, window: '1h', name: 'q' }),
+      smoothBursty({ limit: 10, window: '1s', name: 'sm' }),
+    ]);
+    const cases: Array<[unknown, unknown, string]> = [
+      [{ policy: 'nope', limit: 1 }, {}, 'setLimit.policy'],
+      [{ policy: 'q', limit: -1 }, {}, 'setLimit.limit'],
+      [{ policy: 'q', limit: 1, window: 'soon' }, {}, 'setLimit.window'],
+      [{ policy: 'q', limit: 1 }, { ttl: -5 }, 'setLimit.options.ttl'],
+      [{ policy: 'q', limit: 1 }, { carry: 'some' }, 'setLimit.options.carry'],
+      [{ policy: 'sm', limit: 1 }, { carry: 'as-is' }, 'setLimit.options.carry'],
+      [{ policy: 'q', limit: 1, extra: 1 }, {}, 'setLimit.extra'],
+    ];
+    for (const [override, options, field] of cases) {
+      const error = await l.setLimit('*', override as never, options as never).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toMatchObject({ name: 'RateLimitConfigError', field });
+      expect((error as Error).message).toContain(field);
+    }
+    await expect(l.clearLimit('*', { carry: 'as-is' })).rejects.toMatchObject({
+      field: 'clearLimit.options.carry',
+    });
+    expect((await l.getLimit('*')).q).toMatchObject({ limit: 10, overridden: false });
+    expect((await l.consume('k')).limit).toBe(10);
+  });
+});
+
+it('on Redis, the record is one key of its own, each key marks which global parameters its state is in, and both expire', async () => {
+  const redis = testRedis();
+  const l = new RateLimiter({
+    store: redisStore({ client: redis }),
+    policies: [fixedWindow({ limit: 10, window: '1m', name: 'q' })],
+    prefix: 'rec',
+    liveLimits: true,
+  });
+  await l.consume('alice');
+  await l.setLimit('*', { policy: 'q', limit: 20 }, { ttl: '1h' });
+  await l.consume('alice');
+  const keys = await keysWithTtl(redis);
+  const record = keys.find((k) => k.key.endsWith(':global'));
+  const mark = keys.find((k) => k.key.endsWith(':g'));
+  expect(record?.key).toMatch(/^rec:lm[0-9A-Za-z]+:global$/);
+  expect(record?.pttl).toBeGreaterThan(3_600_000);
+  expect(mark?.key).toMatch(/^rec:\{alice\}:lm[0-9A-Za-z]+:g$/);
+  // The mark outlives the key's state (a 1-minute window), and no more than twice over.
+  expect(mark?.pttl).toBeGreaterThan(60_000);
+  expect(mark?.pttl).toBeLessThanOrEqual(2 * 60_000 + 1000);
+  expect(keys.every((k) => k.pttl > 0)).toBe(true);
+  await l.close();
+});
