@@ -277,7 +277,8 @@ class Assembler {
       const refused = combined ? names.filter((n) => !this.combines(n)) : [];
       if (refused.length > 0) throw new Error(`no combined layout for ${refused.join(', ')}`);
       const flags = new Set([names.length === 1 ? 'solo' : 'mixed']);
-      for (const [flag, on] of Object.entries({ batch, combined, live, node })) if (on) flags.add(flag);
+      for (const [flag, on] of Object.entries({ batch, combined, live, node }))
+        if (on) flags.add(flag);
       return finish(name, names, this.parts(algorithms, flags), combined);
     });
   }
