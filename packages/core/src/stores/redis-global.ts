@@ -200,8 +200,14 @@ export class GlobalWatch {
       this.timer = setInterval(() => void this.tick(), GLOBAL_POLL_MS);
       this.timer.unref?.();
       this.channel.add(this, this.key, (spec) => {
+        let global: GlobalLimits;
+        try {
+          global = this.reader.read(spec);
+        } catch {
+          return; // Not a record (a message of another kind on the channel): the poll reads it.
+        }
         this.heard++;
-        this.hold(this.reader.read(spec));
+        this.hold(global);
       });
     }
     try {
@@ -234,17 +240,26 @@ export class GlobalWatch {
 
   private async poll(): Promise<void> {
     const heard = this.heard;
-    let value: string | null;
+    let global: GlobalLimits | undefined;
     try {
-      value = await this.get();
+      global = this.reader.readMaybe(await this.get());
     } catch {
-      return; // The next poll tries again; decisions meanwhile run on the record held.
+      // A failed read, or a reply that is not a record: the next poll tries again; decisions
+      // meanwhile run on the record held. A poll runs on a timer, so nothing may escape it.
+      return;
     }
-    if (heard === this.heard) this.hold(this.reader.readMaybe(value));
+    if (heard === this.heard) this.hold(global);
   }
 
+  /** The record's text, or null for none; a reply of any other shape throws. */
   private async get(): Promise<string | null> {
-    return (await this.client.command(this.key, ['GET', this.key])) as string | null;
+    const value = await this.client.command(this.key, ['GET', this.key]);
+    if (value === null || value === undefined) return null;
+    if (typeof value === 'string') return value;
+    if (Buffer.isBuffer(value)) return value.toString('utf8');
+    throw new TypeError(
+      `unexpected reply to GET ${this.key}: ${Object.prototype.toString.call(value)}`,
+    );
   }
 
   private hold(global: GlobalLimits | undefined): void {
