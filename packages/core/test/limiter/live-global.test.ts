@@ -206,3 +206,31 @@ it('on Redis, the record is one key of its own, each key marks which global para
   expect(keys.every((k) => k.pttl > 0)).toBe(true);
   await l.close();
 });
+
+it('on Redis, a record or a message that is not one is ignored: no poll or handler throws, decisions go on', async () => {
+  const redis = testRedis();
+  const l = new RateLimiter({
+    store: redisStore({ client: redis }),
+    policies: [fixedWindow({ limit: 10, window: '1m', name: 'q' })],
+    prefix: 'bad',
+    liveLimits: true,
+  });
+  await l.setLimit('*', { policy: 'q', limit: 20 }, { ttl: '1h' });
+  const keys = await keysWithTtl(redis);
+  const record = keys.find((k) => k.key.endsWith(':global'))!.key;
+  const rejections: unknown[] = [];
+  const onRejection = (reason: unknown) => rejections.push(reason);
+  process.on('unhandledRejection', onRejection);
+  try {
+    await redis.set(record, 'not a record', 'PX', 60_000);
+    await redis.publish(record, 'not a record either');
+    // Two polls (every 500 ms) read the bad record.
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    const d = await l.consume('alice');
+    expect(d.allowed).toBe(true);
+    expect(rejections).toEqual([]);
+  } finally {
+    process.off('unhandledRejection', onRejection);
+    await l.close();
+  }
+});
