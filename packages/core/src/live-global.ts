@@ -21,7 +21,7 @@ export const EVERY_KEY = '*';
 
 /**
  * The longest a process may go on deciding with a global override it no longer holds (ms): it
- * reads the limiter's record at least this often (pub/sub announces a change at once).
+ * reads the limiter's record at least this often.
  */
 export const GLOBAL_POLL_MS = 500;
 

@@ -1,10 +1,8 @@
 /**
  * A limiter's override for every key on Redis (live-global.ts): one record per limiter at its
  * own key (its own slot on a cluster), which this process holds and sends with each decision.
- * A change is announced on a channel of the same name over a second connection (ioredis and
- * node-redis: `duplicate()`; a client that cannot subscribe, valkey-glide among them, polls
- * only), and the record is read every GLOBAL_POLL_MS as well, so a lost message, a dropped
- * subscriber or a process that was down still converge within GLOBAL_BOUND_MS.
+ * Every process reads the record every GLOBAL_POLL_MS (and before its first decision), so a
+ * change, a process that was down or a dropped connection converge within GLOBAL_BOUND_MS.
  */
 import {
   GLOBAL_POLL_MS,
@@ -17,24 +15,18 @@ import type { LimitChange } from '../live-limits.js';
 import type { Policy } from '../policy.js';
 import type { ScriptClient } from './script-client.js';
 
-// biome-ignore lint/suspicious/noExplicitAny: the clients' listener types differ
-type Listener = (...args: any[]) => void;
-interface Subscribable {
-  duplicate(): Subscribable;
-  on(event: string, listener: Listener): unknown;
-  subscribe(channel: string, listener?: Listener): Promise<unknown>;
-  connect?(): Promise<unknown>;
-  defineCommand?: unknown;
-  disconnect?(): unknown;
-  quit?(): Promise<unknown>;
-  destroy?(): unknown;
-  once?(event: string, listener: Listener): unknown;
+/** What the records need of the user's connection: its 'end' event, where the client has one. */
+interface Closable {
+  once?(event: string, listener: () => void): unknown;
 }
 
 /**
- * One store connection's side of the records: a single subscriber connection for every limiter
- * on it, made on first use, and the end of the watches when the user's client closes (nothing
- * of ours keeps a process alive).
+ * One store connection's side of the records: the watches of every limiter on it, ended when the
+ * user's client closes (nothing of ours keeps a process alive). A change is not announced on a
+ * channel: every process reads the record every GLOBAL_POLL_MS, which alone keeps the bound. No
+ * subscriber connection is opened: with ioredis a subscriber closing with the user's client can
+ * reject a command where no caller can catch it, an unhandled rejection that ends a process
+ * under Node's default settings.
  */
 export class GlobalChannel {
   /** One per connection object, whatever the number of stores made on it. */
@@ -47,85 +39,32 @@ export class GlobalChannel {
     return channel;
   }
 
-  private subscriber: Subscribable | undefined;
-  private subscribing: Promise<Subscribable | undefined> | undefined;
-  private readonly listeners = new Map<string, Map<GlobalWatch, (spec: string) => void>>();
   private readonly watches = new Set<GlobalWatch>();
   private ended = false;
 
-  private constructor(private readonly connection: object) {
-    (connection as Subscribable).once?.('end', () => this.end());
+  private constructor(connection: object) {
+    (connection as Closable).once?.('end', () => this.end());
   }
 
-  /** Registers a watch; its channel is subscribed to when the client can subscribe. */
-  add(watch: GlobalWatch, key: string, onMessage: (spec: string) => void): void {
+  /** Registers a watch, closed when the client closes. */
+  add(watch: GlobalWatch): void {
     if (this.ended) {
       watch.close();
       return;
     }
     this.watches.add(watch);
-    const known = this.listeners.get(key);
-    if (known) {
-      known.set(watch, onMessage);
-      return;
-    }
-    this.listeners.set(key, new Map([[watch, onMessage]]));
-    const deliver = (spec: string) => {
-      for (const listener of this.listeners.get(key)?.values() ?? []) listener(spec);
-    };
-    void this.connect()
-      .then((sub) => {
-        if (sub === undefined) return;
-        // ioredis delivers messages as events (see open()); node-redis to a listener.
-        return typeof sub.defineCommand === 'function'
-          ? sub.subscribe(key)
-          : sub.subscribe(key, deliver);
-      })
-      .catch(() => undefined);
   }
 
   /** Forgets a watch (an idle limiter's): it is added again when its limiter is used. */
-  remove(watch: GlobalWatch, key: string): void {
+  remove(watch: GlobalWatch): void {
     this.watches.delete(watch);
-    this.listeners.get(key)?.delete(watch);
   }
 
-  /** Closes every watch and the subscriber connection. */
+  /** Closes every watch. */
   end(): void {
     this.ended = true;
     for (const watch of this.watches) watch.close();
     this.watches.clear();
-    const sub = this.subscriber;
-    this.subscriber = undefined;
-    if (sub) void Promise.resolve(sub.disconnect?.() ?? sub.destroy?.()).catch(() => undefined);
-  }
-
-  /** A second connection (ioredis and node-redis: `duplicate()`), or undefined when none. */
-  private connect(): Promise<Subscribable | undefined> {
-    this.subscribing ??= this.open();
-    return this.subscribing;
-  }
-
-  private async open(): Promise<Subscribable | undefined> {
-    const conn = this.connection as Subscribable;
-    if (typeof conn.duplicate !== 'function' || typeof conn.subscribe !== 'function') return;
-    const sub = conn.duplicate();
-    this.subscriber = sub;
-    sub.on('error', () => undefined);
-    if (typeof conn.defineCommand === 'function') {
-      // ioredis: messages come as events, and it subscribes again after a reconnect.
-      sub.on('message', (channel, spec) => {
-        if (typeof spec !== 'string') return;
-        for (const listener of this.listeners.get(String(channel))?.values() ?? []) listener(spec);
-      });
-    } else {
-      await sub.connect?.();
-    }
-    if (this.ended) {
-      this.end();
-      return undefined;
-    }
-    return sub;
   }
 }
 
@@ -134,7 +73,7 @@ const CHANNELS = new WeakMap<object, GlobalChannel>();
 /** Polls (of GLOBAL_POLL_MS) without a call after which a watch pauses: a minute. */
 const IDLE_POLLS = 120;
 
-/** Holds one limiter's global record, kept current by pub/sub and a poll. */
+/** Holds one limiter's global record, kept current by a poll. */
 export class GlobalWatch {
   /** The record as last read (undefined: none). */
   current: GlobalLimits | undefined;
@@ -145,8 +84,6 @@ export class GlobalWatch {
   private used = 0;
   private usedAtPoll = 0;
   private idlePolls = 0;
-  /** Bumped by every message, so a poll sent before one cannot undo it. */
-  private heard = 0;
   private closed = false;
 
   constructor(
@@ -174,7 +111,7 @@ export class GlobalWatch {
     return this.first;
   }
 
-  /** Writes a change of every key (an empty one clears it), announces it and holds it. */
+  /** Writes a change of every key (an empty one clears it), and holds it. */
   async change(policies: readonly Policy[], change: LimitChange): Promise<void> {
     await this.ready();
     const now = await this.now();
@@ -184,11 +121,10 @@ export class GlobalWatch {
     const ms = globalRecordMs(global, now);
     const set = ['SET', this.key, spec, ...(ms === undefined ? [] : ['PX', String(ms)])];
     await this.client.command(this.key, set);
-    await this.client.command(this.key, ['PUBLISH', this.key, spec]);
     this.hold(global);
   }
 
-  /** Stops the poll (the channel stops listening when its client closes). */
+  /** Stops the poll. */
   close(): void {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
@@ -199,16 +135,7 @@ export class GlobalWatch {
     if (!this.closed) {
       this.timer = setInterval(() => void this.tick(), GLOBAL_POLL_MS);
       this.timer.unref?.();
-      this.channel.add(this, this.key, (spec) => {
-        let global: GlobalLimits;
-        try {
-          global = this.reader.read(spec);
-        } catch {
-          return; // Not a record (a message of another kind on the channel): the poll reads it.
-        }
-        this.heard++;
-        this.hold(global);
-      });
+      this.channel.add(this);
     }
     try {
       await this.poll();
@@ -229,7 +156,7 @@ export class GlobalWatch {
     } else if (++this.idlePolls >= IDLE_POLLS) {
       clearInterval(this.timer);
       this.timer = undefined;
-      this.channel.remove(this, this.key);
+      this.channel.remove(this);
       this.loaded = false;
       this.first = undefined;
       this.idlePolls = 0;
@@ -239,7 +166,6 @@ export class GlobalWatch {
   }
 
   private async poll(): Promise<void> {
-    const heard = this.heard;
     let global: GlobalLimits | undefined;
     try {
       global = this.reader.readMaybe(await this.get());
@@ -248,7 +174,7 @@ export class GlobalWatch {
       // meanwhile run on the record held. A poll runs on a timer, so nothing may escape it.
       return;
     }
-    if (heard === this.heard) this.hold(global);
+    this.hold(global);
   }
 
   /** The record's text, or null for none; a reply of any other shape throws. */
