@@ -18,7 +18,7 @@
 --                is of that shape, and #BATCH_KEYS / nkeys calls are made: an ARGV element costs
 --                Redis ~1 000 instructions to make, docs/benchmarks.md)
 -- BATCH_KEYS     every call's nkeys keys, in call order (one cluster slot; a per-node batch's,
---                several slots of one node, come from ARGV: the assembler's NODE_HEADER)
+--                several slots of one node, come from ARGV: include/prelude.lua's node part)
 -- Reply          the calls' replies, in order, each one element: what the single script replies
 --                for it, or its error message as a string (a call that fails never fails its
 --                neighbours; its writes before the error stay, as they would after a single
@@ -74,7 +74,7 @@ else
     block_keys[e] = BATCH_KEYS[k]
   end
 end
--- A per-node batch (SLOT_GROUPS, the assembler's node variant; redisStore `batch: 'node'`) spans
+-- A per-node batch (SLOT_GROUPS, set by the prelude's node part; redisStore `batch: 'node'`) spans
 -- slots: a command may touch keys of one slot only, and a slot may have moved, or be migrating,
 -- since Node routed the batch. Each slot group's keys go through one EXISTS first (redis.pcall,
 -- before any of its calls runs): Redis answers it as it would the single script's declared keys,

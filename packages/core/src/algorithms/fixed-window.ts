@@ -417,6 +417,19 @@ function checkDebt(
  * What a per-window-key state (layout 0) counts in window `index`: that window's count when it
  * has one, else what a debt carried from an earlier window still owes there (`marked`).
  */
+/**
+ * The current window of layout 0 at `now`: its index, the time left in it, and its count (or,
+ * in debt, what is owed from it on: `marked`, read from the base key's carry).
+ */
+function perWindowAt(
+  state: FixedWindowState | undefined,
+  now: number,
+  [limit, window]: FixedWindowParams,
+): { index: number; windowLeft: number; used: number; marked: boolean } {
+  const index = Math.floor(now / window);
+  return { index, windowLeft: (index + 1) * window - now, ...perWindowUsed(state, index, limit) };
+}
+
 function perWindowUsed(
   state: FixedWindowState | undefined,
   index: number,
@@ -458,9 +471,7 @@ function checkPerWindowKey(
   force: boolean,
 ): CheckResult<FixedWindowState> {
   const [limit, window] = params;
-  const index = Math.floor(now / window);
-  const windowLeft = (index + 1) * window - now;
-  const { used, marked } = perWindowUsed(state, index, limit);
+  const { index, windowLeft, used, marked } = perWindowAt(state, now, params);
   if (force && cost > 0 && limit > 0 && used + cost > limit) {
     const charge = perWindowOwed(used + cost, index, windowLeft, params);
     return {
@@ -503,10 +514,8 @@ function refundPerWindowKey(
   cost: number,
   params: FixedWindowParams,
 ): Refunded<FixedWindowState> {
-  const [limit, window] = params;
-  const index = Math.floor(now / window);
-  const windowLeft = (index + 1) * window - now;
-  const { used, marked } = perWindowUsed(state, index, limit);
+  const [limit] = params;
+  const { index, windowLeft, used, marked } = perWindowAt(state, now, params);
   if (used === 0) return undefined;
   const left = used - Math.min(cost, used);
   if (used <= limit && !marked) return { next: { index, used: left }, ttl: windowLeft };
