@@ -130,6 +130,12 @@ export function pick(decision: Decision, expectation: Expectation): Record<strin
       out[field] = (decision as unknown as Record<string, unknown>)[field];
     }
   }
+  // A decision the failure policy made is never the store's answer: shown (and so a mismatch)
+  // even where the step does not name a reason.
+  const reason = decision.reason;
+  if (!('reason' in expectation) && (reason === 'timeout' || reason === 'store-error')) {
+    out.reason = reason;
+  }
   return out;
 }
 
