@@ -47,7 +47,7 @@ import {
   nodeBatchScriptFor,
   scriptFor,
 } from './scripts.js';
-import { SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
+import { abandon, notRunError, SendTicket, TICKET, type TicketedPromise } from './send-ticket.js';
 import type { PreparedPolicies, PrepareOptions, Store, StoreLeases } from './store.js';
 
 /**
@@ -313,7 +313,9 @@ export class RedisStore implements Store {
 
 /**
  * A process decides only once it has read the limiter's override for every key: calls made
- * before that first read wait for it (once per limiter).
+ * before that first read wait for it (once per limiter). A waiting call carries a ticket like a
+ * sent one: when its caller stops waiting (the limiter's timeout answered), it is never sent,
+ * and once sent, abandoning it abandons the command.
  */
 function afterGlobalRead(prepared: PreparedPolicies, watch: GlobalWatch): PreparedPolicies {
   const wrapped = { ...prepared };
@@ -332,8 +334,21 @@ function afterGlobalRead(prepared: PreparedPolicies, watch: GlobalWatch): Prepar
     if (call === undefined) continue;
     (wrapped as Record<string, unknown>)[name] = (...args: never[]) => {
       const first = watch.ready();
-      return first === undefined ? call(...args) : first.then(() => call(...args));
+      return first === undefined ? call(...args) : afterRead(first, () => call(...args));
     };
   }
   return wrapped;
+}
+
+/** `call` once `first` has settled, unless its ticket was abandoned meanwhile (see above). */
+function afterRead<T>(first: Promise<void>, call: () => Promise<T>): TicketedPromise<T> {
+  const ticket = new SendTicket();
+  const pending: TicketedPromise<T> = first.then(() => {
+    if (ticket.abandoned) throw notRunError();
+    const sent = call();
+    ticket.signal.addEventListener('abort', () => abandon(sent), { once: true });
+    return sent;
+  });
+  pending[TICKET] = ticket;
+  return pending;
 }
