@@ -21,7 +21,7 @@ import type { Carry, LimitOverride } from '../live-limits.js';
 import type { BlockDuration, Policy } from '../policy.js';
 import { RateLimiter } from '../rate-limiter.js';
 import { memoryStore } from '../stores/memory.js';
-import { fakeClock, type StoreFactory, T0 } from './table.js';
+import { fakeClock, KIT_TIMEOUT_MS, type StoreFactory, T0 } from './table.js';
 
 /** One call of a random trace. */
 export interface TraceStep {
@@ -143,6 +143,7 @@ export async function runDifferential(options: DifferentialOptions): Promise<Dif
       store: await options.store(time.clock),
       policies,
       prefix,
+      timeout: KIT_TIMEOUT_MS,
       ...extra,
     });
     for (const [i, step] of trace.entries()) {
