@@ -7,7 +7,13 @@
 import { ALGORITHMS } from '../algorithms/index.js';
 import { type Clock, readMicros } from '../clock.js';
 import type { StoreDecision } from '../decision.js';
-import { combineLimits, type GlobalLimits, GlobalReader, globalSpec } from '../live-global.js';
+import {
+  combineLimits,
+  type GlobalLimits,
+  GlobalReader,
+  globalActive,
+  globalSpec,
+} from '../live-global.js';
 import {
   type Carry,
   carriedRemaining,
@@ -221,7 +227,10 @@ class LiveMemory {
       changeLimits: async (keys, change) => this.change(keys, change),
       ...(this.globalKey !== undefined && {
         changeGlobal: async (change) => this.changeGlobal(change),
-        readGlobal: async () => this.global(),
+        readGlobal: async () => {
+          const global = this.global();
+          return globalActive(global, readMicros(this.host.clock)) ? global : undefined;
+        },
       }),
     };
   }

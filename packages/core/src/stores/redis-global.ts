@@ -8,6 +8,7 @@ import {
   GLOBAL_POLL_MS,
   type GlobalLimits,
   type GlobalReader,
+  globalActive,
   globalRecordMs,
   globalSpec,
 } from '../live-global.js';
@@ -109,6 +110,15 @@ export class GlobalWatch {
     if (this.loaded) return undefined;
     if (this.first === undefined) this.first = this.start();
     return this.first;
+  }
+
+  /** The record held, while in force (none once cleared or lapsed, at the scripts' time). */
+  async inForce(): Promise<GlobalLimits | undefined> {
+    await this.ready();
+    const held = this.current;
+    // Only a record with a ttl needs the time.
+    const now = held && held.expiresAt > 0 ? await this.now() : 0;
+    return globalActive(held, now) ? held : undefined;
   }
 
   /** Writes a change of every key (an empty one clears it), and holds it. */

@@ -170,10 +170,7 @@ export class RedisStore implements Store {
       }),
       ...(watch && {
         changeGlobal: (change) => watch.change(policies, change),
-        readGlobal: async () => {
-          await watch.ready();
-          return watch.current;
-        },
+        readGlobal: () => watch.inForce(),
         closeLive: () => watch.close(),
       }),
       combined,

@@ -154,7 +154,10 @@ export interface PreparedPolicies {
    * holds it within GLOBAL_BOUND_MS of this resolving.
    */
   changeGlobal?(change: LimitChange): Promise<void>;
-  /** The override for every key as this process holds it (read from the store first if need be). */
+  /**
+   * The override for every key as this process holds it (read from the store first if need be),
+   * while it is in force: none once cleared or lapsed (the decisions' own parameters then).
+   */
   readGlobal?(): Promise<GlobalLimits | undefined>;
   /** Stops what keeps the override for every key current (a subscriber, a poll). */
   closeLive?(): void;

@@ -126,6 +126,40 @@ describe.each(stores)("the override for every key ('*') on the %s store", (_name
     expect((await l.consume('new')).limit).toBe(10);
   });
 
+  it("after the override's ttl lapsed, getLimit('*') answers the policies' own parameters, as after clearLimit('*')", async () => {
+    const l = limiter([
+      fixedWindow({ limit: 10, window: '1d', name: 'q' }),
+      gcra({ limit: 100, window: '1h', name: 'g' }),
+    ]);
+    const own = await l.getLimit('*');
+    await l.setLimit('*', { policy: 'q', limit: 3 }, { ttl: '1h' });
+    await use(l, 'a', 1);
+    now += 3_600_000;
+    expect(await l.getLimit('*')).toEqual(own);
+    expect(await l.getLimit('a')).toEqual(own);
+    expect(await l.getLimit('never-called')).toEqual(own);
+    await l.clearLimit('*');
+    expect(await l.getLimit('*')).toEqual(own);
+  });
+
+  it("after a key's own override lapsed, getLimit(key) answers the parameters its decisions use", async () => {
+    const l = limiter([
+      fixedWindow({ limit: 10, window: '1d', name: 'q' }),
+      gcra({ limit: 100, window: '1h', name: 'g' }),
+    ]);
+    const own = await l.getLimit('vip');
+    await l.setLimit('vip', { policy: 'g', limit: 7 }, { ttl: '1m' });
+    expect((await l.getLimit('vip')).g).toMatchObject({ limit: 7, overridden: true });
+    now += 60_000;
+    expect(await l.getLimit('vip')).toEqual(own);
+    // Under an override for every key, the lapsed own one falls to it.
+    await l.setLimit('vip', { policy: 'g', limit: 7 }, { ttl: '1m' });
+    await l.setLimit('*', { policy: 'g', limit: 50 });
+    now += 60_000;
+    expect((await l.getLimit('vip')).g).toMatchObject({ limit: 50, overridden: true });
+    expect((await l.consume('vip')).policies.find((p) => p.name === 'g')?.limit).toBe(50);
+  });
+
   it('works with algorithms whose state layout depends on the parameters', async () => {
     const l = limiter([
       slidingWindow({ limit: 6, window: '1m', buckets: 6, name: 's' }),
