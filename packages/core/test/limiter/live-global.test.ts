@@ -160,6 +160,29 @@ describe.each(stores)("the override for every key ('*') on the %s store", (_name
     expect((await l.consume('vip')).policies.find((p) => p.name === 'g')?.limit).toBe(50);
   });
 
+  it("a change of one policy for every key keeps the other policies' overrides, as for one key", async () => {
+    const l = limiter([
+      fixedWindow({ limit: 10, window: '1d', name: 'q' }),
+      gcra({ limit: 100, window: '1h', name: 'g' }),
+    ]);
+    await l.setLimit('*', { policy: 'q', limit: 3 });
+    await l.setLimit('*', { policy: 'g', limit: 50 });
+    await l.setLimit('*', { policy: 'q', limit: 4 });
+    expect(await l.getLimit('*')).toMatchObject({
+      q: { limit: 4, overridden: true },
+      g: { limit: 50, overridden: true },
+    });
+    expect((await l.consume('a')).policies.map((p) => p.limit)).toEqual([4, 50]);
+    // A lapsed override is not kept by a later change.
+    await l.setLimit('*', { policy: 'q', limit: 5 }, { ttl: '1m' });
+    now += 60_000;
+    await l.setLimit('*', { policy: 'g', limit: 60 });
+    expect(await l.getLimit('*')).toMatchObject({
+      q: { limit: 10, overridden: false },
+      g: { limit: 60, overridden: true },
+    });
+  });
+
   it('works with algorithms whose state layout depends on the parameters', async () => {
     const l = limiter([
       slidingWindow({ limit: 6, window: '1m', buckets: 6, name: 's' }),
