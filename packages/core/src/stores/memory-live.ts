@@ -217,7 +217,8 @@ class LiveMemory {
         const matches = limiterKeyMatcher(head, tails);
         let dropped = 0;
         for (const key of this.host.overrides.keys()) {
-          if (matches(key)) {
+          // The limiter's override for every key goes too.
+          if (matches(key) || key === this.globalKey) {
             this.host.overrides.delete(key);
             dropped++;
           }

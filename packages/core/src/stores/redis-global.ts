@@ -190,6 +190,13 @@ export class GlobalWatch {
     throw new TypeError(`unexpected reply to ${script.name} on ${this.key}: ${String(reply)}`);
   }
 
+  /** Deletes the record (resetAll) and holds none: how many keys went (0 or 1). */
+  async remove(): Promise<number> {
+    const removed = Number(await this.client.command(this.key, ['UNLINK', this.key]));
+    this.hold(undefined);
+    return removed;
+  }
+
   /** Stops the poll. */
   close(): void {
     this.closed = true;

@@ -190,7 +190,8 @@ export class RedisStore implements Store {
       unblock: async (keys) => {
         await calls.call(keys, MODE_UNBLOCK, 0, calls.handlers.asReset);
       },
-      resetAll: (head, tails) => deleteLimiterKeys(this.client, head, tails),
+      resetAll: async (head, tails) =>
+        (await deleteLimiterKeys(this.client, head, tails)) + ((await watch?.remove()) ?? 0),
     };
     return watch ? afterGlobalRead(prepared, watch) : prepared;
   }

@@ -112,7 +112,8 @@ export interface PreparedPolicies {
   /**
    * Deletes the state of every key of this limiter: every storage key that starts with `head`
    * (`<prefix>:{`) and ends in one of `tails` (keys.ts `keyTails`), blocks included. Answers
-   * how many storage keys were deleted. Stores without it cannot `resetAll`.
+   * how many storage keys were deleted. Stores without it cannot `resetAll`. With live limits:
+   * the keys' overrides and marks, and the limiter's override for every key (`globalKey`).
    */
   resetAll?(head: string, tails: readonly string[]): Promise<number>;
   /**

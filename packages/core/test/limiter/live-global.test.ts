@@ -183,6 +183,23 @@ describe.each(stores)("the override for every key ('*') on the %s store", (_name
     });
   });
 
+  it("resetAll removes the override for every key, the keys' own overrides and marks: back to the own parameters", async () => {
+    const l = limiter();
+    await l.setLimit('*', { policy: 'q', limit: 20 });
+    await l.setLimit('vip', { policy: 'q', limit: 30 });
+    await use(l, 'a', 3);
+    await use(l, 'vip', 3);
+    await l.resetAll();
+    expect((await l.getLimit('*')).q).toMatchObject({ limit: 10, overridden: false });
+    expect((await l.getLimit('vip')).q).toMatchObject({ limit: 10, overridden: false });
+    expect(await remaining(l, 'a')).toBe(10);
+    expect((await l.consume('vip')).limit).toBe(10);
+    // A new override for every key after it applies from the limiter's own parameters.
+    await use(l, 'a', 2);
+    await l.setLimit('*', { policy: 'q', limit: 20 }, { carry: 'additive' });
+    expect(await remaining(l, 'a')).toBe(18);
+  });
+
   it('works with algorithms whose state layout depends on the parameters', async () => {
     const l = limiter([
       slidingWindow({ limit: 6, window: '1m', buckets: 6, name: 's' }),
@@ -262,6 +279,50 @@ it('on Redis, the record is one key of its own, each key marks which global para
   expect(mark?.pttl).toBeLessThanOrEqual(2 * 60_000 + 1000);
   expect(keys.every((k) => k.pttl > 0)).toBe(true);
   await l.close();
+});
+
+it('on Redis, resetAll leaves no key of the limiter: its record for every key, the overrides and marks, the states', async () => {
+  const redis = testRedis();
+  const l = new RateLimiter({
+    store: redisStore({ client: redis }),
+    policies: [fixedWindow({ limit: 10, window: '1m', name: 'q' })],
+    prefix: 'gone',
+    liveLimits: true,
+  });
+  const other = new RateLimiter({
+    store: redisStore({ client: redis }),
+    policies: [fixedWindow({ limit: 10, window: '1m', name: 'q' })],
+    prefix: 'kept',
+    liveLimits: true,
+  });
+  for (const limiter of [l, other]) {
+    await limiter.setLimit('*', { policy: 'q', limit: 20 });
+    await limiter.setLimit('vip', { policy: 'q', limit: 30 }, { ttl: '1h' });
+    await limiter.consume('alice');
+    await limiter.consume('vip');
+  }
+  const before = (await keysWithTtl(redis)).map((k) => k.key);
+  const mine = before.filter((k) => k.startsWith('gone:'));
+  // The record, alice's state and mark, vip's state and override.
+  const named = (key: string) =>
+    key.replace(/lm[0-9A-Za-z]+/, 'lm').replace(/\}:(?!lm)[0-9A-Za-z]+$/, '}:state');
+  expect(mine.map(named).sort()).toEqual(
+    [
+      'gone:lm:global',
+      'gone:{alice}:lm:g',
+      'gone:{alice}:state',
+      'gone:{vip}:lm',
+      'gone:{vip}:state',
+    ].sort(),
+  );
+  expect(await l.resetAll()).toBe(mine.length);
+  const after = (await keysWithTtl(redis)).map((k) => k.key);
+  expect(after.filter((k) => k.startsWith('gone:'))).toEqual([]);
+  expect(after.sort()).toEqual(before.filter((k) => !k.startsWith('gone:')).sort());
+  expect((await l.consume('bob')).limit).toBe(10);
+  expect((await other.consume('bob')).limit).toBe(20);
+  await l.close();
+  await other.close();
 });
 
 it('on Redis, a record or a message that is not one is ignored: no poll or handler throws, decisions go on', async () => {
