@@ -200,6 +200,19 @@ describe.each(stores)("the override for every key ('*') on the %s store", (_name
     expect(await remaining(l, 'a')).toBe(18);
   });
 
+  it('a smoothBursty key idle for half an hour is still carried: its mark outlives its state (kept an hour)', async () => {
+    const l = limiter([smoothBursty({ limit: 10, window: '1s', name: 'sb' })]);
+    await l.setLimit('*', { policy: 'sb', limit: 40 }, { carry: 'reset' });
+    await use(l, 'a', 1);
+    // Idle: the key stores 40 permits of the override (a second's worth), kept an hour.
+    now += 30 * 60_000;
+    await l.clearLimit('*', { carry: 'reset' });
+    // Emptied ('reset') under the limiter's own parameters: as a key never used.
+    const d = await l.peek('a', { cost: 0 });
+    const fresh = await l.peek('never-used', { cost: 0 });
+    expect([d.limit, d.remaining, d.resetAfter]).toEqual([10, fresh.remaining, fresh.resetAfter]);
+  });
+
   it('works with algorithms whose state layout depends on the parameters', async () => {
     const l = limiter([
       slidingWindow({ limit: 6, window: '1m', buckets: 6, name: 's' }),
@@ -323,6 +336,24 @@ it('on Redis, resetAll leaves no key of the limiter: its record for every key, t
   expect((await other.consume('bob')).limit).toBe(20);
   await l.close();
   await other.close();
+});
+
+it("on Redis, a key's mark outlives its smoothBursty state (kept an hour)", async () => {
+  const redis = testRedis();
+  const l = new RateLimiter({
+    store: redisStore({ client: redis }),
+    policies: [smoothBursty({ limit: 10, window: '1s', name: 'sb' })],
+    prefix: 'sb',
+    liveLimits: true,
+  });
+  await l.setLimit('*', { policy: 'sb', limit: 40 }, { carry: 'reset' });
+  await l.consume('alice');
+  const keys = await keysWithTtl(redis);
+  const mark = keys.find((k) => k.key.endsWith(':g'))!;
+  const state = keys.find((k) => k.key.startsWith('sb:{alice}') && k !== mark)!;
+  expect(state.pttl).toBeGreaterThan(3_600_000);
+  expect(mark.pttl).toBeGreaterThan(state.pttl);
+  await l.close();
 });
 
 it('on Redis, a record or a message that is not one is ignored: no poll or handler throws, decisions go on', async () => {
