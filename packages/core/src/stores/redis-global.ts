@@ -105,6 +105,8 @@ export class GlobalWatch {
   private usedAtPoll = 0;
   private idlePolls = 0;
   private closed = false;
+  /** Records this process wrote or removed: a poll that read before one of them is stale. */
+  private writes = 0;
 
   constructor(
     private readonly client: ScriptClient,
@@ -114,6 +116,8 @@ export class GlobalWatch {
     private readonly onChange: (global: GlobalLimits | undefined) => void,
     /** The store's injected clock (µs), if any: the scripts' `now` then. */
     private readonly clock: (() => number) | undefined,
+    /** Added to the record's PX (ms): Redis expires it on its own clock, not the injected one. */
+    private readonly ttlSlackMs = 0,
   ) {}
 
   /** The time the scripts decide at (µs): Redis TIME, or the injected clock. */
@@ -154,8 +158,10 @@ export class GlobalWatch {
       const spec = globalSpec(policies, change, now, this.reader.readMaybe(found));
       const global = this.reader.read(spec);
       const ms = globalRecordMs(global, now);
-      const written = await this.compareAndSet(found, spec, ms === undefined ? '' : String(ms));
+      const px = ms === undefined ? '' : String(ms + this.ttlSlackMs);
+      const written = await this.compareAndSet(found, spec, px);
       if (written === true) {
+        this.writes++;
         this.hold(global);
         return;
       }
@@ -193,6 +199,7 @@ export class GlobalWatch {
   /** Deletes the record (resetAll) and holds none: how many keys went (0 or 1). */
   async remove(): Promise<number> {
     const removed = Number(await this.client.command(this.key, ['UNLINK', this.key]));
+    this.writes++;
     this.hold(undefined);
     return removed;
   }
@@ -239,6 +246,7 @@ export class GlobalWatch {
   }
 
   private async poll(): Promise<void> {
+    const writes = this.writes;
     let global: GlobalLimits | undefined;
     try {
       global = this.reader.readMaybe(await this.get());
@@ -247,6 +255,8 @@ export class GlobalWatch {
       // meanwhile run on the record held. A poll runs on a timer, so nothing may escape it.
       return;
     }
+    // Read before this process changed the record: the next poll reads it again.
+    if (writes !== this.writes) return;
     this.hold(global);
   }
 

@@ -215,6 +215,7 @@ export class RedisStore implements Store {
         calls.setGlobal(g?.spec ?? '');
       },
       clock && (() => readMicros(clock)),
+      Number(this.ttlSlack),
     );
   }
 
