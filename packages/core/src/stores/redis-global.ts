@@ -105,8 +105,6 @@ export class GlobalWatch {
   private usedAtPoll = 0;
   private idlePolls = 0;
   private closed = false;
-  /** Records this process wrote or removed: a poll that read before one of them is stale. */
-  private writes = 0;
 
   constructor(
     private readonly client: ScriptClient,
@@ -161,7 +159,6 @@ export class GlobalWatch {
       const px = ms === undefined ? '' : String(ms + this.ttlSlackMs);
       const written = await this.compareAndSet(found, spec, px);
       if (written === true) {
-        this.writes++;
         this.hold(global);
         return;
       }
@@ -199,7 +196,6 @@ export class GlobalWatch {
   /** Deletes the record (resetAll) and holds none: how many keys went (0 or 1). */
   async remove(): Promise<number> {
     const removed = Number(await this.client.command(this.key, ['UNLINK', this.key]));
-    this.writes++;
     this.hold(undefined);
     return removed;
   }
@@ -246,7 +242,6 @@ export class GlobalWatch {
   }
 
   private async poll(): Promise<void> {
-    const writes = this.writes;
     let global: GlobalLimits | undefined;
     try {
       global = this.reader.readMaybe(await this.get());
@@ -255,8 +250,6 @@ export class GlobalWatch {
       // meanwhile run on the record held. A poll runs on a timer, so nothing may escape it.
       return;
     }
-    // Read before this process changed the record: the next poll reads it again.
-    if (writes !== this.writes) return;
     this.hold(global);
   }
 

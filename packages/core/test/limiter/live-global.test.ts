@@ -356,6 +356,23 @@ it("on Redis, a key's mark outlives its smoothBursty state (kept an hour)", asyn
   await l.close();
 });
 
+it('on Redis with an injected clock, the record gets the slack every key gets (Redis expires it on its own clock)', async () => {
+  const redis = testRedis();
+  const l = new RateLimiter({
+    store: redisStore({ client: redis, clock: () => START }),
+    policies: [fixedWindow({ limit: 10, window: '1m', name: 'q' })],
+    prefix: 'slack',
+    liveLimits: true,
+  });
+  await l.setLimit('*', { policy: 'q', limit: 20 });
+  await l.clearLimit('*');
+  const record = (await keysWithTtl(redis)).find((k) => k.key.endsWith(':global'))!;
+  // A cleared record lives as long as the marks (2 × 1 min + 1 s), plus INJECTED_CLOCK_TTL_SLACK_MS.
+  expect(record.pttl).toBeGreaterThan(121_000 + 4_000);
+  expect(record.pttl).toBeLessThanOrEqual(121_000 + 5_000);
+  await l.close();
+});
+
 it('on Redis, a record or a message that is not one is ignored: no poll or handler throws, decisions go on', async () => {
   const redis = testRedis();
   const l = new RateLimiter({
