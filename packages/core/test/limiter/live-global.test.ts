@@ -5,7 +5,7 @@
  * its arguments are validated as strictly as options. Across processes:
  * test/resilience/live-global-processes.test.ts.
  */
-import { keysWithTtl, useTestRedis } from '../../../../test/harness/redis';
+import { connectIoredis, keysWithTtl, useTestRedis } from '../../../../test/harness/redis';
 import {
   type Carry,
   fixedWindow,
@@ -371,6 +371,49 @@ it('on Redis with an injected clock, the record gets the slack every key gets (R
   expect(record.pttl).toBeGreaterThan(121_000 + 4_000);
   expect(record.pttl).toBeLessThanOrEqual(121_000 + 5_000);
   await l.close();
+});
+
+it('on Redis, a change of every key that finds the record replaced at each attempt gives up after 16, writing nothing', async () => {
+  const redis = testRedis();
+  const policies = [fixedWindow({ limit: 10, window: '1m', name: 'q' })];
+  const writer = new RateLimiter({
+    store: redisStore({ client: redis }),
+    policies,
+    prefix: 'busy',
+    liveLimits: true,
+  });
+  await writer.setLimit('*', { policy: 'q', limit: 20 });
+  const key = (await keysWithTtl(redis)).find((k) => k.key.endsWith(':global'))!.key;
+  const [version, ...rest] = (await redis.get(key))!.split('|');
+  // Another process replaces the record just before each script call of this connection.
+  const busy = connectIoredis();
+  const send = busy.sendCommand.bind(busy);
+  let replaced = 0;
+  let last = '';
+  busy.sendCommand = ((command: Parameters<typeof send>[0]) => {
+    if (command.name !== 'evalsha' && command.name !== 'eval') return send(command);
+    last = [String(BigInt(version!) + BigInt(++replaced)), ...rest].join('|');
+    return redis.set(key, last).then(() => send(command));
+  }) as typeof busy.sendCommand;
+  const l = new RateLimiter({
+    store: redisStore({ client: busy }),
+    policies,
+    prefix: 'busy',
+    liveLimits: true,
+  });
+  try {
+    await expect(l.setLimit('*', { policy: 'q', limit: 30 })).rejects.toMatchObject({
+      name: 'RateLimitStoreError',
+      message: expect.stringContaining('changed by others 16 times'),
+    });
+    // 16 attempts, one EVALSHA each (the writer's change loaded the script).
+    expect(replaced).toBe(16);
+    expect(await redis.get(key)).toBe(last);
+  } finally {
+    await l.close();
+    await writer.close();
+    busy.disconnect();
+  }
 });
 
 it('on Redis, a record or a message that is not one is ignored: no poll or handler throws, decisions go on', async () => {
