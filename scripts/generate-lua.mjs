@@ -56,7 +56,7 @@ console.log(
 
 if (distAt > 0) {
   const dist = join(process.cwd(), process.argv[distAt + 1] ?? '');
-  for (const dir of ['', 'include', 'leases', 'probes']) {
+  for (const dir of ['', 'include', 'leases', 'probes', 'global']) {
     mkdirSync(join(dist, dir), { recursive: true });
     for (const file of list(dir))
       writeFileSync(join(dist, dir, file), stripComments(read(join(dir, file))));

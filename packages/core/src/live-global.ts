@@ -47,8 +47,11 @@ export interface GlobalLimits {
 
 /**
  * The record a change of every key makes at `now` (µs, the store's clock), after `previous`:
- * '<version>|<expires µs>|<carry>|<mark PX ms>|<entries>'. The marks' PX never shrinks while a
- * record lives, so a cleared record outlives the marks of every earlier one.
+ * '<version>|<expires µs>|<carry>|<mark PX ms>|<entries>'. As for one key, the change's entries
+ * replace those of their policies and keep the others in force (a lapsed one is gone); no
+ * entries clear them all. The ttl and carry are the change's. The version is above `previous`'s.
+ * The marks' PX never shrinks while a record lives, so a cleared record outlives the marks of
+ * every earlier one.
  */
 export function globalSpec(
   policies: readonly Policy[],
@@ -56,13 +59,19 @@ export function globalSpec(
   now: number,
   previous: GlobalLimits | undefined,
 ): string {
-  const markMs = Math.max(limitsLifetimeMs(policies, { ...change, ttl: 0 }), previous?.markMs ?? 0);
+  const merged = new Map<number, OverrideEntry>();
+  if (change.entries.length > 0) {
+    if (globalActive(previous, now)) for (const e of previous!.entries) merged.set(e.index, e);
+    for (const e of change.entries) merged.set(e.index, e);
+  }
+  const kept = sortEntries([...merged.values()]);
+  const markMs = Math.max(
+    limitsLifetimeMs(policies, { ...change, entries: kept, ttl: 0 }),
+    previous?.markMs ?? 0,
+  );
   const expiresAt = change.ttl > 0 ? now + change.ttl : 0;
   // The stored per-key value holds '<expires>|<carry>|<entries>': the entries part is the same.
-  const entries = storedValue(policies, sortEntries(change.entries), 0, change.carry).replace(
-    /^0\|[a-z-]+\|/,
-    '',
-  );
+  const entries = storedValue(policies, kept, 0, change.carry).replace(/^0\|[a-z-]+\|/, '');
   // Unique per change, even two in one tick of an injected clock.
   const version = previous
     ? BigInt(previous.version) + 1n > BigInt(Math.floor(now))

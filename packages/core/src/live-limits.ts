@@ -281,7 +281,9 @@ export function limitsLifetimeMs(policies: readonly Policy[], change: LimitChang
   for (const p of all) {
     const fill = p.limit > 0 ? (p.window * Math.max(p.capacity, 1)) / p.limit : p.window;
     const warmup = typeof p.options.warmup === 'number' ? p.options.warmup : 0;
-    longest = Math.max(longest, p.window, fill, warmup);
+    // A smoothBursty key is kept for its retention (an hour at least) once its permits are full.
+    const retention = p.kind === 'smooth-bursty' ? Number(p.params[3]) / 1000 : 0;
+    longest = Math.max(longest, p.window, fill, warmup, retention);
   }
   return Math.ceil(change.ttl / 1000) + Math.ceil(2 * longest) + 1000;
 }

@@ -345,8 +345,9 @@ export class RateLimiter {
   }
 
   /**
-   * Forgets every key of this limiter, blocks included (other limiters on the prefix keep
-   * theirs); answers how many storage keys went. On Redis a SCAN of every master, slow on big
+   * Forgets every key of this limiter, blocks included, and its live limits (each key's
+   * overrides and the override for every key, '*'): it is back to its own parameters (other
+   * limiters on the prefix keep theirs); answers how many storage keys went. On Redis a SCAN of every master, slow on big
    * keyspaces and not bounded by `timeout` (stores/reset-all.ts). Failures are thrown.
    */
   async resetAll(): Promise<number> {

@@ -365,6 +365,12 @@ class Assembler {
     return this.once('clock-probe', () => finish('clock-probe', [], [probe]));
   }
 
+  /** The compare-and-set of a limiter's record for every key (lua/global/change.lua), alone. */
+  globalChange() {
+    const change = part('lua/global/change.lua', this.read('global/change.lua'));
+    return this.once('global-change', () => finish('global-change', [], [change]));
+  }
+
   /** The lease scripts' names (lua/leases/<name>.lua). */
   leases() {
     return this.files.list('leases').map((f) => f.slice(0, -'.lua'.length));
@@ -437,8 +443,8 @@ function finish(name, algorithms, parts, combined = false) {
 
 /**
  * Every script `pnpm generate` writes and pins: per algorithm its single and batch scripts, the
- * combined ones where its state can share the key, `engine` (all algorithms), the leases and the
- * clock probe.
+ * combined ones where its state can share the key, `engine` (all algorithms), the leases, the
+ * clock probe and the change of a record for every key.
  */
 function fixedScripts(assembler) {
   const out = [];
@@ -450,7 +456,7 @@ function fixedScripts(assembler) {
       out.push(assembler.script([k], { batch, combined: true }));
   }
   for (const l of assembler.leases()) out.push(assembler.lease(l));
-  out.push(assembler.clockProbe());
+  out.push(assembler.clockProbe(), assembler.globalChange());
   return out;
 }
 

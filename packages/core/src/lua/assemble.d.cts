@@ -40,6 +40,8 @@ export interface Assembler {
   leases(): readonly string[];
   /** The store's clock probe (lua/probes/clock.lua), sent alone: TIME as a script sees it. */
   clockProbe(): AssembledScript;
+  /** The compare-and-set of a limiter's record for every key (lua/global/change.lua), alone. */
+  globalChange(): AssembledScript;
   sourceLine(source: string, line: number): SourceLine;
 }
 

@@ -7,7 +7,13 @@
 import { ALGORITHMS } from '../algorithms/index.js';
 import { type Clock, readMicros } from '../clock.js';
 import type { StoreDecision } from '../decision.js';
-import { combineLimits, type GlobalLimits, GlobalReader, globalSpec } from '../live-global.js';
+import {
+  combineLimits,
+  type GlobalLimits,
+  GlobalReader,
+  globalActive,
+  globalSpec,
+} from '../live-global.js';
 import {
   type Carry,
   carriedRemaining,
@@ -211,7 +217,8 @@ class LiveMemory {
         const matches = limiterKeyMatcher(head, tails);
         let dropped = 0;
         for (const key of this.host.overrides.keys()) {
-          if (matches(key)) {
+          // The limiter's override for every key goes too.
+          if (matches(key) || key === this.globalKey) {
             this.host.overrides.delete(key);
             dropped++;
           }
@@ -221,7 +228,10 @@ class LiveMemory {
       changeLimits: async (keys, change) => this.change(keys, change),
       ...(this.globalKey !== undefined && {
         changeGlobal: async (change) => this.changeGlobal(change),
-        readGlobal: async () => this.global(),
+        readGlobal: async () => {
+          const global = this.global();
+          return globalActive(global, readMicros(this.host.clock)) ? global : undefined;
+        },
       }),
     };
   }

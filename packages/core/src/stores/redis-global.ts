@@ -4,16 +4,22 @@
  * Every process reads the record every GLOBAL_POLL_MS (and before its first decision), so a
  * change, a process that was down or a dropped connection converge within GLOBAL_BOUND_MS.
  */
+
+import { RateLimitStoreError } from '../errors.js';
 import {
   GLOBAL_POLL_MS,
   type GlobalLimits,
   type GlobalReader,
+  globalActive,
   globalRecordMs,
   globalSpec,
 } from '../live-global.js';
 import type { LimitChange } from '../live-limits.js';
 import type { Policy } from '../policy.js';
+import { isNoScript } from './redis-errors.js';
 import type { ScriptClient } from './script-client.js';
+import { globalChangeScript } from './scripts.js';
+import { NOT_RUN_REPLY, notRunError, SendTicket } from './send-ticket.js';
 
 /** What the records need of the user's connection: its 'end' event, where the client has one. */
 interface Closable {
@@ -70,6 +76,20 @@ export class GlobalChannel {
 
 const CHANNELS = new WeakMap<object, GlobalChannel>();
 
+/**
+ * How many times a change of every key is made again on a record another process replaced
+ * meanwhile before it fails: each failed attempt means another change landed, so only as many
+ * changes at once as this would exhaust it.
+ */
+export const GLOBAL_CHANGE_ATTEMPTS = 16;
+
+/** A record as Redis answered it (a string or a Buffer); a reply of any other shape throws. */
+function recordText(value: unknown, key: string): string {
+  if (typeof value === 'string') return value;
+  if (Buffer.isBuffer(value)) return value.toString('utf8');
+  throw new TypeError(`unexpected record at ${key}: ${Object.prototype.toString.call(value)}`);
+}
+
 /** Polls (of GLOBAL_POLL_MS) without a call after which a watch pauses: a minute. */
 const IDLE_POLLS = 120;
 
@@ -94,6 +114,8 @@ export class GlobalWatch {
     private readonly onChange: (global: GlobalLimits | undefined) => void,
     /** The store's injected clock (µs), if any: the scripts' `now` then. */
     private readonly clock: (() => number) | undefined,
+    /** Added to the record's PX (ms): Redis expires it on its own clock, not the injected one. */
+    private readonly ttlSlackMs = 0,
   ) {}
 
   /** The time the scripts decide at (µs): Redis TIME, or the injected clock. */
@@ -111,17 +133,71 @@ export class GlobalWatch {
     return this.first;
   }
 
-  /** Writes a change of every key (an empty one clears it), and holds it. */
+  /** The record held, while in force (none once cleared or lapsed, at the scripts' time). */
+  async inForce(): Promise<GlobalLimits | undefined> {
+    await this.ready();
+    const held = this.current;
+    // Only a record with a ttl needs the time.
+    const now = held && held.expiresAt > 0 ? await this.now() : 0;
+    return globalActive(held, now) ? held : undefined;
+  }
+
+  /**
+   * Writes a change of every key (an empty one clears it), and holds it. The write is a
+   * compare-and-set (lua/global/change.lua): when another process replaced the record since it
+   * was read, the change is made again on the record found, up to GLOBAL_CHANGE_ATTEMPTS times.
+   * So concurrent changes all land, one after the other, and each version is above the last.
+   */
   async change(policies: readonly Policy[], change: LimitChange): Promise<void> {
     await this.ready();
     const now = await this.now();
-    const previous = this.reader.readMaybe(await this.get());
-    const spec = globalSpec(policies, change, now, previous);
-    const global = this.reader.read(spec);
-    const ms = globalRecordMs(global, now);
-    const set = ['SET', this.key, spec, ...(ms === undefined ? [] : ['PX', String(ms)])];
-    await this.client.command(this.key, set);
-    this.hold(global);
+    let found = await this.get();
+    for (let attempt = 1; attempt <= GLOBAL_CHANGE_ATTEMPTS; attempt++) {
+      const spec = globalSpec(policies, change, now, this.reader.readMaybe(found));
+      const global = this.reader.read(spec);
+      const ms = globalRecordMs(global, now);
+      const px = ms === undefined ? '' : String(ms + this.ttlSlackMs);
+      const written = await this.compareAndSet(found, spec, px);
+      if (written === true) {
+        this.hold(global);
+        return;
+      }
+      found = written;
+    }
+    throw new RateLimitStoreError(
+      `${this.client.description}: the live limits for every key (${this.key}) were changed by others ${GLOBAL_CHANGE_ATTEMPTS} times while this change was made; it was not written`,
+    );
+  }
+
+  /** Writes `spec` if the record is still `expected`: true, else the record found. */
+  private async compareAndSet(
+    expected: string | null,
+    spec: string,
+    px: string,
+  ): Promise<true | string | null> {
+    const script = globalChangeScript();
+    const keys = [this.key];
+    const args = [expected ?? '', spec, px];
+    const reply = await this.client
+      .evalsha(script.sha1, keys, args, new SendTicket())
+      .catch((error: unknown) => {
+        if (!isNoScript(error)) throw error;
+        return this.client.eval(script.source, keys, args, new SendTicket());
+      });
+    if (Array.isArray(reply) && Number(reply[0]) === 1) return true;
+    if (Array.isArray(reply) && Number(reply[0]) === 0) {
+      const found = recordText(reply[1], this.key);
+      return found === '' ? null : found;
+    }
+    if (reply === NOT_RUN_REPLY) throw notRunError();
+    throw new TypeError(`unexpected reply to ${script.name} on ${this.key}: ${String(reply)}`);
+  }
+
+  /** Deletes the record (resetAll) and holds none: how many keys went (0 or 1). */
+  async remove(): Promise<number> {
+    const removed = Number(await this.client.command(this.key, ['UNLINK', this.key]));
+    this.hold(undefined);
+    return removed;
   }
 
   /** Stops the poll. */
@@ -180,12 +256,7 @@ export class GlobalWatch {
   /** The record's text, or null for none; a reply of any other shape throws. */
   private async get(): Promise<string | null> {
     const value = await this.client.command(this.key, ['GET', this.key]);
-    if (value === null || value === undefined) return null;
-    if (typeof value === 'string') return value;
-    if (Buffer.isBuffer(value)) return value.toString('utf8');
-    throw new TypeError(
-      `unexpected reply to GET ${this.key}: ${Object.prototype.toString.call(value)}`,
-    );
+    return value === null || value === undefined ? null : recordText(value, this.key);
   }
 
   private hold(global: GlobalLimits | undefined): void {

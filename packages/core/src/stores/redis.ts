@@ -170,10 +170,7 @@ export class RedisStore implements Store {
       }),
       ...(watch && {
         changeGlobal: (change) => watch.change(policies, change),
-        readGlobal: async () => {
-          await watch.ready();
-          return watch.current;
-        },
+        readGlobal: () => watch.inForce(),
         closeLive: () => watch.close(),
       }),
       combined,
@@ -193,7 +190,8 @@ export class RedisStore implements Store {
       unblock: async (keys) => {
         await calls.call(keys, MODE_UNBLOCK, 0, calls.handlers.asReset);
       },
-      resetAll: (head, tails) => deleteLimiterKeys(this.client, head, tails),
+      resetAll: async (head, tails) =>
+        (await deleteLimiterKeys(this.client, head, tails)) + ((await watch?.remove()) ?? 0),
     };
     return watch ? afterGlobalRead(prepared, watch) : prepared;
   }
@@ -217,6 +215,7 @@ export class RedisStore implements Store {
         calls.setGlobal(g?.spec ?? '');
       },
       clock && (() => readMicros(clock)),
+      Number(this.ttlSlack),
     );
   }
 

@@ -125,6 +125,11 @@ export function clockProbeScript(): GeneratedScript {
   return scripts().clockProbe();
 }
 
+/** The compare-and-set of a limiter's record for every key (lua/global/change.lua). */
+export function globalChangeScript(): GeneratedScript {
+  return scripts().globalChange();
+}
+
 /**
  * Where line `line` of a script this store sends comes from (the `<line>` of a Redis error's
  * `user_script:<line>`): its lua/ source file and line.

@@ -112,7 +112,8 @@ export interface PreparedPolicies {
   /**
    * Deletes the state of every key of this limiter: every storage key that starts with `head`
    * (`<prefix>:{`) and ends in one of `tails` (keys.ts `keyTails`), blocks included. Answers
-   * how many storage keys were deleted. Stores without it cannot `resetAll`.
+   * how many storage keys were deleted. Stores without it cannot `resetAll`. With live limits:
+   * the keys' overrides and marks, and the limiter's override for every key (`globalKey`).
    */
   resetAll?(head: string, tails: readonly string[]): Promise<number>;
   /**
@@ -154,7 +155,10 @@ export interface PreparedPolicies {
    * holds it within GLOBAL_BOUND_MS of this resolving.
    */
   changeGlobal?(change: LimitChange): Promise<void>;
-  /** The override for every key as this process holds it (read from the store first if need be). */
+  /**
+   * The override for every key as this process holds it (read from the store first if need be),
+   * while it is in force: none once cleared or lapsed (the decisions' own parameters then).
+   */
   readGlobal?(): Promise<GlobalLimits | undefined>;
   /** Stops what keeps the override for every key current (a subscriber, a poll). */
   closeLive?(): void;

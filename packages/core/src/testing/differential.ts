@@ -17,6 +17,7 @@ import {
 } from '../algorithms/index.js';
 import type { Decision } from '../decision.js';
 import { RateLimitConfigError } from '../errors.js';
+import { EVERY_KEY } from '../live-global.js';
 import type { Carry, LimitOverride } from '../live-limits.js';
 import type { BlockDuration, Policy } from '../policy.js';
 import { RateLimiter } from '../rate-limiter.js';
@@ -62,7 +63,7 @@ export interface DifferentialOptions {
   maxPolicies?: number;
   /**
    * Limiters with live limits, and traces that also change limits (setLimit with a random
-   * override, carry and ttl; clearLimit). @default false
+   * override, carry and ttl; clearLimit), of one key or of every key ('*'). @default false
    */
   liveLimits?: boolean;
 }
@@ -173,7 +174,8 @@ function call(limiter: RateLimiter, s: TraceStep): Promise<Decision | undefined>
 
 /**
  * A setLimit or clearLimit step, answered as a read of the key after it (so the change itself is
- * compared); an override a factory refuses answers its error's field, for both alike.
+ * compared), or of getLimit('*') for a change of every key; an override a factory refuses
+ * answers its error's field, for both alike.
  */
 async function changeLimit(limiter: RateLimiter, s: TraceStep): Promise<Decision | undefined> {
   try {
@@ -186,14 +188,19 @@ async function changeLimit(limiter: RateLimiter, s: TraceStep): Promise<Decision
     if (!(error instanceof RateLimitConfigError)) throw error;
     return { refused: error.field } as unknown as Decision;
   }
+  if (s.key === EVERY_KEY) return { every: await limiter.getLimit(s.key) } as unknown as Decision;
   return limiter.peek(s.key, { cost: 0 });
 }
 
-/** A step of a live limits trace: now and then a limit change, else an ordinary step. */
+/**
+ * A step of a live limits trace: now and then a limit change (of one key, or of every key: '*'),
+ * else an ordinary step.
+ */
 function drawLiveStep(r: Random, policies: readonly Policy[]): TraceStep {
   const roll = r.int(0, 9);
   if (roll > 1) return drawStep(r);
-  const step = drawStep(r);
+  const drawn = drawStep(r);
+  const step = r.int(0, 2) === 0 ? { ...drawn, key: EVERY_KEY } : drawn;
   const smooth = policies.some((p) => p.kind.startsWith('smooth'));
   const carry: Carry = smooth ? 'reset' : r.pick(['as-is', 'proportional', 'additive', 'reset']);
   if (roll === 0 && r.int(0, 2) === 0) return { ...step, op: 'clearLimit', carry };

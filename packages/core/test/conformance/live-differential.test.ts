@@ -1,12 +1,15 @@
 /**
  * Live limits in the randomized differential test: random traces that also change limits
- * (setLimit with random overrides, carry modes and ttls; clearLimit) fed to the Lua scripts'
- * live variants on real Redis and to the twins in memory: every decision must be identical.
+ * (setLimit with random overrides, carry modes and ttls; clearLimit), of one key or of every key
+ * ('*'), fed to the Lua scripts' live variants on real Redis and to the twins in memory: every
+ * decision must be identical, and so must getLimit('*') after each change of every key. On Redis
+ * a change of every key reaches other processes by their poll; here the limiter that makes it
+ * decides next, and it holds the record it wrote at once, so no step waits for a poll.
  */
 import { Redis } from 'ioredis';
 import { flushRedis } from '../../../../test/harness/redis';
 import { type RedisServerHandle, startRedisServer } from '../../../../test/harness/redis-server';
-import { redisStore } from '../../src/index';
+import { redisStore, type Store } from '../../src/index';
 import { runDifferential } from '../../src/testing/index';
 
 let server: RedisServerHandle;
@@ -21,11 +24,32 @@ afterAll(async () => {
   await server.stop();
 });
 
+/** `store`, counting the changes of every key its limiters make. */
+function countingEveryKey(store: Store, count: () => void): Store {
+  const prepare = store.prepare.bind(store);
+  return Object.assign(Object.create(store) as Store, {
+    prepare: (...args: Parameters<Store['prepare']>) => {
+      const prepared = prepare(...args);
+      const change = prepared.changeGlobal;
+      if (change === undefined) return prepared;
+      return {
+        ...prepared,
+        changeGlobal: (...c: Parameters<typeof change>) => {
+          count();
+          return change(...c);
+        },
+      };
+    },
+  });
+}
+
 test.each([1, 2, 3])(
   'live limits: Lua and twins agree on random traces (seed %i)',
   async (seed) => {
+    let everyKey = 0;
     const report = await runDifferential({
-      store: (clock) => redisStore({ client: redis, clock, batch: false }),
+      store: (clock) =>
+        countingEveryKey(redisStore({ client: redis, clock, batch: false }), () => everyKey++),
       liveLimits: true,
       runs: 60,
       steps: 40,
@@ -33,6 +57,8 @@ test.each([1, 2, 3])(
     });
     expect(report.failure).toBeUndefined();
     expect(report.decisions).toBe(60 * 40);
+    // The traces changed every key's limits many times (setLimit('*') and clearLimit('*')).
+    expect(everyKey).toBeGreaterThan(50);
   },
   60_000,
 );

@@ -5,7 +5,7 @@
  * its arguments are validated as strictly as options. Across processes:
  * test/resilience/live-global-processes.test.ts.
  */
-import { keysWithTtl, useTestRedis } from '../../../../test/harness/redis';
+import { connectIoredis, keysWithTtl, useTestRedis } from '../../../../test/harness/redis';
 import {
   type Carry,
   fixedWindow,
@@ -126,6 +126,93 @@ describe.each(stores)("the override for every key ('*') on the %s store", (_name
     expect((await l.consume('new')).limit).toBe(10);
   });
 
+  it("after the override's ttl lapsed, getLimit('*') answers the policies' own parameters, as after clearLimit('*')", async () => {
+    const l = limiter([
+      fixedWindow({ limit: 10, window: '1d', name: 'q' }),
+      gcra({ limit: 100, window: '1h', name: 'g' }),
+    ]);
+    const own = await l.getLimit('*');
+    await l.setLimit('*', { policy: 'q', limit: 3 }, { ttl: '1h' });
+    await use(l, 'a', 1);
+    now += 3_600_000;
+    expect(await l.getLimit('*')).toEqual(own);
+    expect(await l.getLimit('a')).toEqual(own);
+    expect(await l.getLimit('never-called')).toEqual(own);
+    await l.clearLimit('*');
+    expect(await l.getLimit('*')).toEqual(own);
+  });
+
+  it("after a key's own override lapsed, getLimit(key) answers the parameters its decisions use", async () => {
+    const l = limiter([
+      fixedWindow({ limit: 10, window: '1d', name: 'q' }),
+      gcra({ limit: 100, window: '1h', name: 'g' }),
+    ]);
+    const own = await l.getLimit('vip');
+    await l.setLimit('vip', { policy: 'g', limit: 7 }, { ttl: '1m' });
+    expect((await l.getLimit('vip')).g).toMatchObject({ limit: 7, overridden: true });
+    now += 60_000;
+    expect(await l.getLimit('vip')).toEqual(own);
+    // Under an override for every key, the lapsed own one falls to it.
+    await l.setLimit('vip', { policy: 'g', limit: 7 }, { ttl: '1m' });
+    await l.setLimit('*', { policy: 'g', limit: 50 });
+    now += 60_000;
+    expect((await l.getLimit('vip')).g).toMatchObject({ limit: 50, overridden: true });
+    expect((await l.consume('vip')).policies.find((p) => p.name === 'g')?.limit).toBe(50);
+  });
+
+  it("a change of one policy for every key keeps the other policies' overrides, as for one key", async () => {
+    const l = limiter([
+      fixedWindow({ limit: 10, window: '1d', name: 'q' }),
+      gcra({ limit: 100, window: '1h', name: 'g' }),
+    ]);
+    await l.setLimit('*', { policy: 'q', limit: 3 });
+    await l.setLimit('*', { policy: 'g', limit: 50 });
+    await l.setLimit('*', { policy: 'q', limit: 4 });
+    expect(await l.getLimit('*')).toMatchObject({
+      q: { limit: 4, overridden: true },
+      g: { limit: 50, overridden: true },
+    });
+    expect((await l.consume('a')).policies.map((p) => p.limit)).toEqual([4, 50]);
+    // A lapsed override is not kept by a later change.
+    await l.setLimit('*', { policy: 'q', limit: 5 }, { ttl: '1m' });
+    now += 60_000;
+    await l.setLimit('*', { policy: 'g', limit: 60 });
+    expect(await l.getLimit('*')).toMatchObject({
+      q: { limit: 10, overridden: false },
+      g: { limit: 60, overridden: true },
+    });
+  });
+
+  it("resetAll removes the override for every key, the keys' own overrides and marks: back to the own parameters", async () => {
+    const l = limiter();
+    await l.setLimit('*', { policy: 'q', limit: 20 });
+    await l.setLimit('vip', { policy: 'q', limit: 30 });
+    await use(l, 'a', 3);
+    await use(l, 'vip', 3);
+    await l.resetAll();
+    expect((await l.getLimit('*')).q).toMatchObject({ limit: 10, overridden: false });
+    expect((await l.getLimit('vip')).q).toMatchObject({ limit: 10, overridden: false });
+    expect(await remaining(l, 'a')).toBe(10);
+    expect((await l.consume('vip')).limit).toBe(10);
+    // A new override for every key after it applies from the limiter's own parameters.
+    await use(l, 'a', 2);
+    await l.setLimit('*', { policy: 'q', limit: 20 }, { carry: 'additive' });
+    expect(await remaining(l, 'a')).toBe(18);
+  });
+
+  it('a smoothBursty key idle for half an hour is still carried: its mark outlives its state (kept an hour)', async () => {
+    const l = limiter([smoothBursty({ limit: 10, window: '1s', name: 'sb' })]);
+    await l.setLimit('*', { policy: 'sb', limit: 40 }, { carry: 'reset' });
+    await use(l, 'a', 1);
+    // Idle: the key stores 40 permits of the override (a second's worth), kept an hour.
+    now += 30 * 60_000;
+    await l.clearLimit('*', { carry: 'reset' });
+    // Emptied ('reset') under the limiter's own parameters: as a key never used.
+    const d = await l.peek('a', { cost: 0 });
+    const fresh = await l.peek('never-used', { cost: 0 });
+    expect([d.limit, d.remaining, d.resetAfter]).toEqual([10, fresh.remaining, fresh.resetAfter]);
+  });
+
   it('works with algorithms whose state layout depends on the parameters', async () => {
     const l = limiter([
       slidingWindow({ limit: 6, window: '1m', buckets: 6, name: 's' }),
@@ -205,6 +292,128 @@ it('on Redis, the record is one key of its own, each key marks which global para
   expect(mark?.pttl).toBeLessThanOrEqual(2 * 60_000 + 1000);
   expect(keys.every((k) => k.pttl > 0)).toBe(true);
   await l.close();
+});
+
+it('on Redis, resetAll leaves no key of the limiter: its record for every key, the overrides and marks, the states', async () => {
+  const redis = testRedis();
+  const l = new RateLimiter({
+    store: redisStore({ client: redis }),
+    policies: [fixedWindow({ limit: 10, window: '1m', name: 'q' })],
+    prefix: 'gone',
+    liveLimits: true,
+  });
+  const other = new RateLimiter({
+    store: redisStore({ client: redis }),
+    policies: [fixedWindow({ limit: 10, window: '1m', name: 'q' })],
+    prefix: 'kept',
+    liveLimits: true,
+  });
+  for (const limiter of [l, other]) {
+    await limiter.setLimit('*', { policy: 'q', limit: 20 });
+    await limiter.setLimit('vip', { policy: 'q', limit: 30 }, { ttl: '1h' });
+    await limiter.consume('alice');
+    await limiter.consume('vip');
+  }
+  const before = (await keysWithTtl(redis)).map((k) => k.key);
+  const mine = before.filter((k) => k.startsWith('gone:'));
+  // The record, alice's state and mark, vip's state and override.
+  const named = (key: string) =>
+    key.replace(/lm[0-9A-Za-z]+/, 'lm').replace(/\}:(?!lm)[0-9A-Za-z]+$/, '}:state');
+  expect(mine.map(named).sort()).toEqual(
+    [
+      'gone:lm:global',
+      'gone:{alice}:lm:g',
+      'gone:{alice}:state',
+      'gone:{vip}:lm',
+      'gone:{vip}:state',
+    ].sort(),
+  );
+  expect(await l.resetAll()).toBe(mine.length);
+  const after = (await keysWithTtl(redis)).map((k) => k.key);
+  expect(after.filter((k) => k.startsWith('gone:'))).toEqual([]);
+  expect(after.sort()).toEqual(before.filter((k) => !k.startsWith('gone:')).sort());
+  expect((await l.consume('bob')).limit).toBe(10);
+  expect((await other.consume('bob')).limit).toBe(20);
+  await l.close();
+  await other.close();
+});
+
+it("on Redis, a key's mark outlives its smoothBursty state (kept an hour)", async () => {
+  const redis = testRedis();
+  const l = new RateLimiter({
+    store: redisStore({ client: redis }),
+    policies: [smoothBursty({ limit: 10, window: '1s', name: 'sb' })],
+    prefix: 'sb',
+    liveLimits: true,
+  });
+  await l.setLimit('*', { policy: 'sb', limit: 40 }, { carry: 'reset' });
+  await l.consume('alice');
+  const keys = await keysWithTtl(redis);
+  const mark = keys.find((k) => k.key.endsWith(':g'))!;
+  const state = keys.find((k) => k.key.startsWith('sb:{alice}') && k !== mark)!;
+  expect(state.pttl).toBeGreaterThan(3_600_000);
+  expect(mark.pttl).toBeGreaterThan(state.pttl);
+  await l.close();
+});
+
+it('on Redis with an injected clock, the record gets the slack every key gets (Redis expires it on its own clock)', async () => {
+  const redis = testRedis();
+  const l = new RateLimiter({
+    store: redisStore({ client: redis, clock: () => START }),
+    policies: [fixedWindow({ limit: 10, window: '1m', name: 'q' })],
+    prefix: 'slack',
+    liveLimits: true,
+  });
+  await l.setLimit('*', { policy: 'q', limit: 20 });
+  await l.clearLimit('*');
+  const record = (await keysWithTtl(redis)).find((k) => k.key.endsWith(':global'))!;
+  // A cleared record lives as long as the marks (2 × 1 min + 1 s), plus INJECTED_CLOCK_TTL_SLACK_MS.
+  expect(record.pttl).toBeGreaterThan(121_000 + 4_000);
+  expect(record.pttl).toBeLessThanOrEqual(121_000 + 5_000);
+  await l.close();
+});
+
+it('on Redis, a change of every key that finds the record replaced at each attempt gives up after 16, writing nothing', async () => {
+  const redis = testRedis();
+  const policies = [fixedWindow({ limit: 10, window: '1m', name: 'q' })];
+  const writer = new RateLimiter({
+    store: redisStore({ client: redis }),
+    policies,
+    prefix: 'busy',
+    liveLimits: true,
+  });
+  await writer.setLimit('*', { policy: 'q', limit: 20 });
+  const key = (await keysWithTtl(redis)).find((k) => k.key.endsWith(':global'))!.key;
+  const [version, ...rest] = (await redis.get(key))!.split('|');
+  // Another process replaces the record just before each script call of this connection.
+  const busy = connectIoredis();
+  const send = busy.sendCommand.bind(busy);
+  let replaced = 0;
+  let last = '';
+  busy.sendCommand = ((command: Parameters<typeof send>[0]) => {
+    if (command.name !== 'evalsha' && command.name !== 'eval') return send(command);
+    last = [String(BigInt(version!) + BigInt(++replaced)), ...rest].join('|');
+    return redis.set(key, last).then(() => send(command));
+  }) as typeof busy.sendCommand;
+  const l = new RateLimiter({
+    store: redisStore({ client: busy }),
+    policies,
+    prefix: 'busy',
+    liveLimits: true,
+  });
+  try {
+    await expect(l.setLimit('*', { policy: 'q', limit: 30 })).rejects.toMatchObject({
+      name: 'RateLimitStoreError',
+      message: expect.stringContaining('changed by others 16 times'),
+    });
+    // 16 attempts, one EVALSHA each (the writer's change loaded the script).
+    expect(replaced).toBe(16);
+    expect(await redis.get(key)).toBe(last);
+  } finally {
+    await l.close();
+    await writer.close();
+    busy.disconnect();
+  }
 });
 
 it('on Redis, a record or a message that is not one is ignored: no poll or handler throws, decisions go on', async () => {

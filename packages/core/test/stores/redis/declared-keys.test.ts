@@ -43,7 +43,7 @@ let seenEnd: () => void = () => undefined;
 let monitor: (Redis & { disconnect(): void }) | undefined;
 
 // Every fixed script (each algorithm's, their batch and combined variants, the mixed engine,
-// the leases, the clock probe); the scripts composed for other mixes are made of the same parts.
+// the leases, the clock probe, the change of a record for every key); the scripts composed for other mixes are made of the same parts.
 const generated = fixedScripts();
 const sha1 = (text: string) => createHash('sha1').update(text).digest('hex');
 const nameBySha = new Map<string, string>(generated.map((s) => [s.sha1, s.name]));
@@ -155,6 +155,19 @@ test('leases: acquire, renew, release, reset', async () => {
   await held.lease!.release();
   await limiter.acquire('k');
   await limiter.reset('k');
+});
+
+test('live limits for every key: the compare-and-set of the record', async () => {
+  const limiter = new RateLimiter({
+    store: redisStore({ client: own().client }),
+    policies: [fixedWindow({ limit: 5, window: '1m', name: 'q' })],
+    prefix: 'audit-global',
+    liveLimits: true,
+  });
+  await limiter.setLimit('*', { policy: 'q', limit: 10 }, { ttl: '1m' });
+  await limiter.consume('k');
+  await limiter.clearLimit('*');
+  await limiter.close();
 });
 
 /**
