@@ -27,10 +27,28 @@
 --                number (admitted + 4 · packed_mask) from which the reader knows how many follow
 --                (stores/redis-batch.ts). The engine writes them into OUT itself (a table per
 --                decision, and Redis nesting it, cost more than the rest of the reply:
---                docs/benchmarks.md "Three policies"), from OUTN + 1, and answers OUT.
+--                docs/benchmarks.md "Three policies"), from OUTN + 1, and answers OUT. A call
+--                not run here (a per-node batch's slot that moved, a live key with live state)
+--                answers 'FLOODGATE-REDIRECT <why>', and Node sends it again alone.
 -- Numbers from the strings that hold one: `s + 0` converts once where tonumber(s) converts twice
 -- (~850 instructions a string in Redis's Lua, strtod twice: callgrind). Tables are made at their
 -- size in one step (one that grows is reallocated at 1, 2, 4, 8 … entries).
+--- @if live
+-- A live limiter's batch (RateLimiter option `liveLimits`; lua/include/live.lua is its single
+-- script): it decides the calls whose keys have no live state, exactly as a batch without live
+-- limits would, and sends the others back to go alone through the live script (REDIRECT, below).
+-- The store never batches a call that carries a spec (a change, or an override for every key
+-- this process holds), so the shapes hold no live ARGV. Each call's two live keys (its overrides
+-- and its mark of the override for every key) come after every call's own keys, in call order,
+-- and the last ARGV is the number of calls.
+local LIVE_KEYS
+do
+  local n, total = BATCH_ARGV[#BATCH_ARGV] * 2, #BATCH_KEYS
+  BATCH_ARGV[#BATCH_ARGV] = nil
+  LIVE_KEYS = { unpack(BATCH_KEYS, total - n + 1, total) }
+  for i = total, total - n + 1, -1 do BATCH_KEYS[i] = nil end
+end
+--- @end
 local shapes, p, batch_now, one = {}, 2, nil, nil
 local S = BATCH_ARGV[1] + 0
 for s = 1, S do
@@ -82,7 +100,7 @@ end
 -- calls are not run: their reply is REDIRECT and the error, and Node re-sends each alone through
 -- the cluster client, which follows MOVED/ASK/TRYAGAIN. A script is atomic, so a group that
 -- passed stays this node's until the script ends.
-local REDIRECT, redirected = 'FLOODGATE-REDIRECT ', {}
+local REDIRECT, redirected, redirecting = 'FLOODGATE-REDIRECT ', {}, false
 if SLOT_GROUPS then
   NO_BLOCKS = true
   local first, kk = 1, 0
@@ -94,6 +112,7 @@ if SLOT_GROUPS then
     local found = redis.pcall('EXISTS', unpack(BATCH_KEYS, k0, kk))
     if type(found) == 'table' then
       for c = first, last do redirected[c] = REDIRECT .. tostring(found.err) end
+      redirecting = true
     elseif found > 0 and NO_BLOCKS and redis.call('EXISTS', unpack(block_keys, first, last)) > 0 then
       NO_BLOCKS = false
     end
@@ -102,6 +121,32 @@ if SLOT_GROUPS then
 else
   NO_BLOCKS = redis.call('EXISTS', unpack(block_keys)) == 0
 end
+--- @if live
+-- A call whose overrides or mark exist goes alone through the live script, which reads them
+-- (Node re-sends it after this batch's reply, in call order). One EXISTS of the calls' live keys
+-- tells whether any has some, which most batches have not; then one MGET says which. A per-node
+-- batch asks only for the calls it runs (the others' slots may not be this node's).
+do
+  local keys, calls = LIVE_KEYS, nil
+  if redirecting then
+    keys, calls = {}, {}
+    for c = 1, count do
+      if not redirected[c] then
+        local j = #calls + 1
+        keys[2 * j - 1], keys[2 * j], calls[j] = LIVE_KEYS[2 * c - 1], LIVE_KEYS[2 * c], c
+      end
+    end
+  end
+  if #keys > 0 and redis.call('EXISTS', unpack(keys)) > 0 then
+    local found = redis.call('MGET', unpack(keys))
+    for j = 1, #keys / 2 do
+      if found[2 * j - 1] or found[2 * j] then
+        redirected[calls and calls[j] or j], redirecting = REDIRECT .. 'live limits', true
+      end
+    end
+  end
+end
+--- @end
 
 -- A lone consume: a shape of one policy, consuming (mode 0, cost > 0), with no lockout. While no
 -- block key of the batch exists (NO_BLOCKS) such a decision is what the engine's one-policy path
@@ -181,7 +226,7 @@ while e <= count do
       local id = BATCH_ARGV[p + e - 1]
       while last < count and BATCH_ARGV[p + last] == id do last = last + 1 end
     end
-    if SLOT_GROUPS then
+    if redirecting then
       for c = e + 1, last do
         if redirected[c] then
           last = c - 1

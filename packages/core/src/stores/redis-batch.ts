@@ -279,8 +279,12 @@ export class Batcher {
     let calls = perNode ? sortBySlot(sent) : sent;
     const keys: string[] = [];
     const head: string[] = [];
-    const fill = perNode ? nodeBatchArguments : batchArguments;
-    fill(calls, keys, head);
+    const script = calls[0]!.batchScript;
+    // A live script's batch may send calls back too (lua/include/batch.lua's live part).
+    const live = script.live === true;
+    const fill = (some: readonly Call[]): void =>
+      perNode ? nodeBatchArguments(some, keys, head, live) : batchArguments(some, keys, head, live);
+    fill(calls);
     const ticket = new SendTicket();
     for (const call of calls) call.ticket.joinBatch(ticket);
     // Re-sent after NOSCRIPT: without the calls whose own timeout has passed meanwhile (they
@@ -290,11 +294,10 @@ export class Batcher {
       if (calls.some(isAbandoned)) {
         for (const call of calls) if (isAbandoned(call)) fail(call, notRunError());
         calls = calls.filter((call) => !isAbandoned(call));
-        if (calls.length > 0) fill(calls, keys, head);
+        if (calls.length > 0) fill(calls);
       }
       resend();
     };
-    const script = calls[0]!.batchScript;
     const batchScript = perNode && this.perNode ? this.perNode.nodeScript(script) : script;
     this.run(batchScript, keys, head, ticket, onResend).then(
       (reply) => {
@@ -325,16 +328,21 @@ export class Batcher {
           const call = calls[i]!;
           const answer: unknown = answers[i];
           // The batch script answers a call's error as its message (lua/include/batch.lua), and
-          // a per-node batch a call it did not run (its slot is not this node's now) with
-          // REDIRECT_REPLY: that call goes alone through the cluster client, which follows the
+          // a call it did not run with REDIRECT_REPLY (a per-node batch: its slot is not this
+          // node's now; a live batch: its key has live state): that call goes alone as its
+          // single script, through the cluster client on a cluster, which follows the
           // redirection (resendAlone).
-          if (typeof answer === 'string' && perNode && answer.startsWith(REDIRECT_REPLY))
+          if (typeof answer === 'string' && (perNode || live) && answer.startsWith(REDIRECT_REPLY))
             redirected.push(call);
           else if (typeof answer === 'string')
             fail(call, new Error(withSourceLine(batchScript, answer)));
           else resolveWith(call, answer);
         }
-        if (redirected.length > 0) this.resendAlone(redirected);
+        if (redirected.length === 0) return;
+        // A live batch's are all on this connection's node (one slot, or one Redis), where
+        // commands run in the order they are written: they go at once.
+        if (perNode) this.resendAlone(redirected);
+        else for (const call of redirected) this.sendOne(call, noop);
       },
       (error: unknown) => {
         done();
@@ -356,6 +364,8 @@ function sortBySlot(calls: Call[]): Call[] {
   }
   return calls;
 }
+
+function noop(): void {}
 
 function isAbandoned(call: Call): boolean {
   return call.ticket.abandoned;

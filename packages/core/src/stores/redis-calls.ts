@@ -63,6 +63,8 @@ export class PolicyCalls {
   readonly handlers: ReplyHandlers;
   /** The script's batch variant, when the store batches. */
   private readonly batchScript: GeneratedScript | undefined;
+  /** The batch variant calls go as now (none while a live script holds an override for every key). */
+  private batchNow: GeneratedScript | undefined;
   private readonly policyArgs: string[] = [];
   private policySize: number;
   private consumeOne: readonly string[];
@@ -90,8 +92,9 @@ export class PolicyCalls {
     this.consumeOne = [MODE_CONSUME, '', '1', store.ttlSlack, ...this.policyArgs];
     this.peekOne = [MODE_PEEK, '', '1', store.ttlSlack, ...this.policyArgs];
     this.oneSize = size(this.consumeOne);
-    // A live script is a single call (its part before the engine reads the call's own KEYS).
-    this.batchScript = store.batch && !live ? batchScriptFor(script) : undefined;
+    // A live script's batch decides the calls whose keys have no live state (lua/include/batch.lua).
+    this.batchScript = store.batch ? batchScriptFor(script) : undefined;
+    this.batchNow = this.batchScript;
     this.handlers = new ReplyHandlers(
       store.client,
       script,
@@ -105,13 +108,16 @@ export class PolicyCalls {
   change(keys: readonly string[], spec: string): Promise<StoreDecision> {
     const global = this.policyArgs[this.policyArgs.length - 1]!;
     const args = [...this.head(MODE_CHANGE, 0), ...this.policyArgs.slice(0, -2), spec, global];
-    return this.send(keys, args, this.handlers.asReset, size(args));
+    // Never batched: a live batch carries no spec.
+    return this.store.send(this.script, undefined, keys, args, this.handlers.asReset, size(args));
   }
 
   /** The override for every key the live script's calls send from now on ('' for none). */
   setGlobal(spec: string): void {
     if (!this.live) return;
     this.policyArgs[this.policyArgs.length - 1] = spec;
+    // A live batch carries no spec: while one is held, every call goes as the single script.
+    this.batchNow = spec === '' ? this.batchScript : undefined;
     this.consumeOne = [MODE_CONSUME, '', '1', this.store.ttlSlack, ...this.policyArgs];
     this.peekOne = [MODE_PEEK, '', '1', this.store.ttlSlack, ...this.policyArgs];
     this.oneSize = size(this.consumeOne);
@@ -173,7 +179,7 @@ export class PolicyCalls {
     handlers: Handlers,
     argsSize: number,
   ): Promise<StoreDecision> {
-    return this.store.send(this.script, this.batchScript, keys, args, handlers, argsSize);
+    return this.store.send(this.script, this.batchNow, keys, args, handlers, argsSize);
   }
 }
 
