@@ -28,20 +28,19 @@
 --                (stores/redis-batch.ts). The engine writes them into OUT itself (a table per
 --                decision, and Redis nesting it, cost more than the rest of the reply:
 --                docs/benchmarks.md "Three policies"), from OUTN + 1, and answers OUT. A call
---                not run here (a per-node batch's slot that moved, a live key with live state)
---                answers 'FLOODGATE-REDIRECT <why>', and Node sends it again alone.
+--                a per-node batch did not run (its slot moved) answers 'FLOODGATE-REDIRECT <why>',
+--                and Node sends it again alone.
 -- Numbers from the strings that hold one: `s + 0` converts once where tonumber(s) converts twice
 -- (~850 instructions a string in Redis's Lua, strtod twice: callgrind). Tables are made at their
 -- size in one step (one that grows is reallocated at 1, 2, 4, 8 … entries).
 --- @if live
--- A live limiter's batch (RateLimiter option `liveLimits`; lua/include/live.lua is its single
--- script): it decides the calls whose keys have no live state, exactly as a batch without live
--- limits would, and sends the others back to go alone through the live script (REDIRECT, below).
--- The store never batches a call that carries a spec (a change, or an override for every key
--- this process holds), so the shapes hold no live ARGV. Each call's two live keys (its overrides
--- and its mark of the override for every key) come after every call's own keys, in call order,
--- and the last ARGV is the number of calls.
-local LIVE_KEYS
+-- A live limiter's batch (RateLimiter option `liveLimits`): the calls whose keys have no live
+-- state are decided exactly as a batch without live limits decides them, the others through
+-- include/live.lua's decide_live() (below). Each call's two live keys (its overrides and its mark
+-- of the override for every key) come after every call's own keys, in call order, and the last
+-- ARGV is the number of calls; each shape's last two ARGV are the live script's (a change, never
+-- batched: '', and the override for every key the process holds), taken off the shape here.
+local LIVE_KEYS, ANY_GLOBAL = nil, false
 do
   local n, total = BATCH_ARGV[#BATCH_ARGV] * 2, #BATCH_KEYS
   BATCH_ARGV[#BATCH_ARGV] = nil
@@ -61,6 +60,11 @@ for s = 1, S do
     end
     args[2] = batch_now
   end
+  --- @if live
+  local global, size = args[nargs], nargs
+  args[nargs], args[nargs - 1], nargs = nil, nil, nargs - 2
+  if global ~= '' then ANY_GLOBAL = true end
+  --- @end
   local nums = { unpack(args) }
   for i = 1, nargs do
     local a = args[i]
@@ -69,6 +73,10 @@ for s = 1, S do
   -- [3]: the call's KEYS table, made by the first call of this shape that goes through the engine
   -- and reused by the others (all have nkeys keys).
   local shape = { nkeys, args, false, nums }
+  --- @if live
+  -- [5], [6]: the override for every key the calls carry, and the number of the shape's ARGV.
+  shape[5], shape[6], nargs = global, nargs, size
+  --- @end
   if S == 1 then one = shape else shapes[string.format('%d', s)] = shape end
   p = p + 2 + nargs
 end
@@ -122,11 +130,18 @@ else
   NO_BLOCKS = redis.call('EXISTS', unpack(block_keys)) == 0
 end
 --- @if live
--- A call whose overrides or mark exist goes alone through the live script, which reads them
--- (Node re-sends it after this batch's reply, in call order). One EXISTS of the calls' live keys
--- tells whether any has some, which most batches have not; then one MGET says which. A per-node
--- batch asks only for the calls it runs (the others' slots may not be this node's).
-do
+-- The calls decided through decide_live() (their `redirected` entry is true): every call when a
+-- shape carries an override for every key (a call may carry a key's states to it, and a later
+-- call on the same key must see that), else the calls whose overrides or mark exist. One EXISTS
+-- of the calls' live keys tells whether any has some, which most batches have not; then one MGET
+-- says which. A per-node batch asks only for the calls it runs (the others' slots may not be
+-- this node's). Nothing in a batch without an override for every key gives a key live state.
+if ANY_GLOBAL then
+  for c = 1, count do
+    if not redirected[c] then redirected[c] = true end
+  end
+  redirecting = true
+else
   local keys, calls = LIVE_KEYS, nil
   if redirecting then
     keys, calls = {}, {}
@@ -140,11 +155,19 @@ do
   if #keys > 0 and redis.call('EXISTS', unpack(keys)) > 0 then
     local found = redis.call('MGET', unpack(keys))
     for j = 1, #keys / 2 do
-      if found[2 * j - 1] or found[2 * j] then
-        redirected[calls and calls[j] or j], redirecting = REDIRECT .. 'live limits', true
-      end
+      if found[2 * j - 1] or found[2 * j] then redirected[calls and calls[j] or j], redirecting = true, true end
     end
   end
+end
+
+-- A live call: its KEYS (the shape's table, filled with its own) and copies of its shape's ARGV
+-- and NUMS get its two live keys and ARGV back, for decide_live() to take off and change.
+local function run_live(shape, e)
+  local n, nargs = shape[1], shape[6]
+  KEYS[n + 1], KEYS[n + 2] = LIVE_KEYS[2 * e - 1], LIVE_KEYS[2 * e]
+  ARGV, NUMS = { unpack(shape[2], 1, nargs) }, { unpack(shape[4], 1, nargs) }
+  ARGV[nargs + 1], ARGV[nargs + 2] = '', shape[5]
+  return decide_live()
 end
 --- @end
 
@@ -209,6 +232,10 @@ local e = 1
 while e <= count do
   local shape = one or shapes[BATCH_ARGV[p + e - 1]]
   local skip = redirected[e]
+  --- @if live
+  local live = skip == true
+  if live then skip = nil end
+  --- @end
   if not skip and (shape ~= current or MODE ~= shape[2][1]) then
     ARGV, NUMS = shape[2], shape[4]
     read_call()
@@ -218,7 +245,11 @@ while e <= count do
     -- Not run here (a per-node batch's slot check, above).
     k, e, OUTN = k + shape[1], e + 1, OUTN + 1
     replies[OUTN] = skip
+  --- @if live
+  elseif lone and NO_BLOCKS and not live then
+  --- @else
   elseif lone and NO_BLOCKS then
+  --- @end
     -- This call and the ones after it of the same shape, one after another.
     local last = count
     if not one then
@@ -260,7 +291,18 @@ while e <= count do
     local before = OUTN
     -- The engine is made by the first call of the batch that needs it (include/blocks.lua).
     if not decide then decide = make_engine() end
+    --- @if live
+    local ok, reply
+    if live then
+      ok, reply = pcall(run_live, shape, e)
+      -- It ran on copies of the shape's ARGV: the next call sets the shape's again.
+      current = nil
+    else
+      ok, reply = pcall(decide)
+    end
+    --- @else
     local ok, reply = pcall(decide)
+    --- @end
     if not ok then
       -- A failure after the engine wrote its reply (the combined layout writes the state last):
       -- the call answers its error alone.

@@ -42,11 +42,6 @@
 --              { reply, stored or '', global version } when global entries applied. A change
 --              replies 1.
 
-local MARK_KEY, GLOBAL_SPEC = KEYS[#KEYS], ARGV[#ARGV]
-KEYS[#KEYS], ARGV[#ARGV] = nil, nil
-local LIMITS_KEY, LIMITS_SPEC = KEYS[#KEYS], ARGV[#ARGV]
-KEYS[#KEYS], ARGV[#ARGV] = nil, nil
-
 -- Stored (or asked) entries as tables of strings: { i, o, base capacity, capacity, limit, window, burst, arg… }.
 local function parse_entries(list)
   local entries = {}
@@ -58,9 +53,15 @@ local function parse_entries(list)
   return entries
 end
 
--- Policy i's group (name at ARGV[o]) gets `args` (strings, from index `from`) after its name.
+-- Policy i's group (name at ARGV[o]) gets `args` (strings, from index `from`) after its name
+-- (and, in a batch, NUMS their numbers: its algorithms read those).
 local function put_args(o, args, from)
-  for j = from, #args do ARGV[o + j - from + 1] = args[j] end
+  for j = from, #args do
+    ARGV[o + j - from + 1] = args[j]
+    --- @if batch
+    NUMS[o + j - from + 1] = tonumber(args[j])
+    --- @end
+  end
 end
 
 -- The ARGV after the name of the group at ARGV[o], as the entries hold them.
@@ -96,10 +97,16 @@ local function carry_policy(i, o, from, to, carry, args)
   local used = to - left
   if used > 0 then
     MODE, COST, ARGV[3] = '0', used, string.format('%d', used)
+    --- @if batch
+    NUMS[3] = used
+    --- @end
     local allowed, _, reset, _, _, _, new1, new2, new3, new4 = check(KEYS[i], o + 1, used)
     if allowed == 1 and new1 ~= nil then commit(KEYS[i], o + 1, used, reset, new1, new2, new3, new4) end
   end
   MODE, COST, ARGV[3] = mode, cost, cost_arg
+  --- @if batch
+  NUMS[3] = tonumber(cost_arg)
+  --- @end
 end
 
 -- The args of an entry (from its eighth field).
@@ -108,6 +115,19 @@ local function entry_args(e)
   for j = 8, #e do args[j - 7] = e[j] end
   return args
 end
+
+-- A batch script (include/batch.lua) decides a call whose key has live state, or that carries an
+-- override for every key, through decide_live(): the rest of this file, on the call's own KEYS
+-- and ARGV (copies: what follows changes them), the engine's decide() in place of run_engine().
+-- The helpers above are made once per batch.
+--- @if batch
+local function decide_live()
+local BEFORE = OUTN
+--- @end
+local MARK_KEY, GLOBAL_SPEC = KEYS[#KEYS], ARGV[#ARGV]
+KEYS[#KEYS], ARGV[#ARGV] = nil, nil
+local LIMITS_KEY, LIMITS_SPEC = KEYS[#KEYS], ARGV[#ARGV]
+KEYS[#KEYS], ARGV[#ARGV] = nil, nil
 
 -- One read for both (as cheap as a GET): a key's mark is seen even by a process that holds no
 -- override for every key yet, which then carries the key back rather than misread its states.
@@ -261,7 +281,21 @@ end
 
 -- The engine runs as a function here, so its reply can be answered with the override.
 --- @engine
+--- @if batch
+local reply = decide()
+-- Answered with its overrides: a decision the engine wrote into the batch's reply (OUT, from
+-- BEFORE + 1) is taken back out into a table of its own, the first element of this call's.
+if reply == OUT and (GLOBAL_APPLIED or limits) then
+  local own = {}
+  for j = BEFORE + 1, OUTN do own[j - BEFORE], OUT[j] = OUT[j], nil end
+  OUTN, reply = BEFORE, own
+end
+--- @else
 local reply = run_engine()
+--- @end
 if GLOBAL_APPLIED then return { reply, limits or '', GLOBAL_VERSION } end
 if limits then return { reply, limits } end
 return reply
+--- @if batch
+end
+--- @end

@@ -298,8 +298,8 @@ class Assembler {
       const [open, close] = [file('include/combined-decide.lua'), file('include/combined-end.lua')];
       tail = has('batch') ? [several, open, engine, close] : [open, engine, several, close];
     }
-    // A live batch decides only keys without live state (include/batch.lua): no live.lua.
-    if (has('live') && !has('batch')) tail = this.withLive(tail);
+    // A live batch runs include/live.lua after the engine, as decide_live() (include/batch.lua).
+    if (has('live')) tail = has('batch') ? [...tail, file('include/live.lua')] : this.withLive(tail);
     const steps = [...new Set(algorithms.flatMap((a) => a.uses))].sort();
     const parts = [
       file('include/prelude.lua'),

@@ -14,8 +14,8 @@ const shapeId = (n: number): string => (SHAPE_IDS[n] ??= String(n));
  * Fills `keys` and `head` (emptied first) with one batch script call's KEYS and ARGV for
  * `calls`: the distinct ARGV arrays once each, then each call's shape number unless there is
  * one shape; KEYS in call order. `live`: the calls are a live script's (lua/include/batch.lua's
- * live part), whose last LIVE_TAIL keys go after every call's own keys, whose last LIVE_TAIL
- * ARGV (empty specs: the store batches no other) are left out, and the number of calls ends ARGV.
+ * live part): their last LIVE_KEYS keys go after every call's own keys, and the number of calls
+ * ends ARGV.
  */
 export function batchArguments(
   calls: readonly BatchedCall[],
@@ -26,7 +26,7 @@ export function batchArguments(
   keys.length = 0;
   head.length = 0;
   head.push('');
-  const tail = live ? LIVE_TAIL : 0;
+  const tail = live ? LIVE_KEYS : 0;
   const liveKeys: string[] = [];
   const shapes = new Map<readonly string[], string>();
   const entries: string[] = new Array(calls.length);
@@ -36,9 +36,7 @@ export function batchArguments(
     if (id === undefined) {
       id = shapeId(shapes.size + 1);
       shapes.set(call.args, id);
-      const nargs = call.args.length - tail;
-      head.push(shapeId(call.keys.length - tail), shapeId(nargs));
-      for (let j = 0; j < nargs; j++) head.push(call.args[j]!);
+      head.push(shapeId(call.keys.length - tail), shapeId(call.args.length), ...call.args);
     }
     entries[i] = id;
     const own = call.keys.length - tail;
@@ -53,8 +51,8 @@ export function batchArguments(
   }
 }
 
-/** A live script's last KEYS (overrides, mark) and ARGV (their specs): lua/include/live.lua. */
-export const LIVE_TAIL = 2;
+/** A live script's last KEYS: the key's overrides and its mark (lua/include/live.lua). */
+const LIVE_KEYS = 2;
 
 /** A call of a per-node batch: its slot too. */
 export interface NodeBatchedCall extends BatchedCall {

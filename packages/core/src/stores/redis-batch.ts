@@ -280,7 +280,7 @@ export class Batcher {
     const keys: string[] = [];
     const head: string[] = [];
     const script = calls[0]!.batchScript;
-    // A live script's batch may send calls back too (lua/include/batch.lua's live part).
+    // A live script's batch: its calls' live keys go last (lua/include/batch.lua's live part).
     const live = script.live === true;
     const fill = (some: readonly Call[]): void =>
       perNode ? nodeBatchArguments(some, keys, head, live) : batchArguments(some, keys, head, live);
@@ -328,21 +328,16 @@ export class Batcher {
           const call = calls[i]!;
           const answer: unknown = answers[i];
           // The batch script answers a call's error as its message (lua/include/batch.lua), and
-          // a call it did not run with REDIRECT_REPLY (a per-node batch: its slot is not this
-          // node's now; a live batch: its key has live state): that call goes alone as its
-          // single script, through the cluster client on a cluster, which follows the
+          // a per-node batch a call it did not run (its slot is not this node's now) with
+          // REDIRECT_REPLY: that call goes alone through the cluster client, which follows the
           // redirection (resendAlone).
-          if (typeof answer === 'string' && (perNode || live) && answer.startsWith(REDIRECT_REPLY))
+          if (typeof answer === 'string' && perNode && answer.startsWith(REDIRECT_REPLY))
             redirected.push(call);
           else if (typeof answer === 'string')
             fail(call, new Error(withSourceLine(batchScript, answer)));
           else resolveWith(call, answer);
         }
-        if (redirected.length === 0) return;
-        // A live batch's are all on this connection's node (one slot, or one Redis), where
-        // commands run in the order they are written: they go at once.
-        if (perNode) this.resendAlone(redirected);
-        else for (const call of redirected) this.sendOne(call, noop);
+        if (redirected.length > 0) this.resendAlone(redirected);
       },
       (error: unknown) => {
         done();
@@ -364,8 +359,6 @@ function sortBySlot(calls: Call[]): Call[] {
   }
   return calls;
 }
-
-function noop(): void {}
 
 function isAbandoned(call: Call): boolean {
   return call.ticket.abandoned;

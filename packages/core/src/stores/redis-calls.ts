@@ -63,8 +63,6 @@ export class PolicyCalls {
   readonly handlers: ReplyHandlers;
   /** The script's batch variant, when the store batches. */
   private readonly batchScript: GeneratedScript | undefined;
-  /** The batch variant calls go as now (none while a live script holds an override for every key). */
-  private batchNow: GeneratedScript | undefined;
   private readonly policyArgs: string[] = [];
   private policySize: number;
   private consumeOne: readonly string[];
@@ -94,7 +92,6 @@ export class PolicyCalls {
     this.oneSize = size(this.consumeOne);
     // A live script's batch decides the calls whose keys have no live state (lua/include/batch.lua).
     this.batchScript = store.batch ? batchScriptFor(script) : undefined;
-    this.batchNow = this.batchScript;
     this.handlers = new ReplyHandlers(
       store.client,
       script,
@@ -108,7 +105,7 @@ export class PolicyCalls {
   change(keys: readonly string[], spec: string): Promise<StoreDecision> {
     const global = this.policyArgs[this.policyArgs.length - 1]!;
     const args = [...this.head(MODE_CHANGE, 0), ...this.policyArgs.slice(0, -2), spec, global];
-    // Never batched: a live batch carries no spec.
+    // Never batched: a live batch's calls carry no change (lua/include/batch.lua).
     return this.store.send(this.script, undefined, keys, args, this.handlers.asReset, size(args));
   }
 
@@ -116,8 +113,6 @@ export class PolicyCalls {
   setGlobal(spec: string): void {
     if (!this.live) return;
     this.policyArgs[this.policyArgs.length - 1] = spec;
-    // A live batch carries no spec: while one is held, every call goes as the single script.
-    this.batchNow = spec === '' ? this.batchScript : undefined;
     this.consumeOne = [MODE_CONSUME, '', '1', this.store.ttlSlack, ...this.policyArgs];
     this.peekOne = [MODE_PEEK, '', '1', this.store.ttlSlack, ...this.policyArgs];
     this.oneSize = size(this.consumeOne);
@@ -179,7 +174,7 @@ export class PolicyCalls {
     handlers: Handlers,
     argsSize: number,
   ): Promise<StoreDecision> {
-    return this.store.send(this.script, this.batchNow, keys, args, handlers, argsSize);
+    return this.store.send(this.script, this.batchScript, keys, args, handlers, argsSize);
   }
 }
 
