@@ -136,12 +136,7 @@ end
 -- of the calls' live keys tells whether any has some, which most batches have not; then one MGET
 -- says which. A per-node batch asks only for the calls it runs (the others' slots may not be
 -- this node's). Nothing in a batch without an override for every key gives a key live state.
-if ANY_GLOBAL then
-  for c = 1, count do
-    if not redirected[c] then redirected[c] = true end
-  end
-  redirecting = true
-else
+do
   local keys, calls = LIVE_KEYS, nil
   if redirecting then
     keys, calls = {}, {}
@@ -152,10 +147,16 @@ else
       end
     end
   end
-  if #keys > 0 and redis.call('EXISTS', unpack(keys)) > 0 then
+  if #keys > 0 and (ANY_GLOBAL or redis.call('EXISTS', unpack(keys)) > 0) then
+    -- What each live call's decide_live() reads (LIVE_NOW: false for none; it keeps them current).
     local found = redis.call('MGET', unpack(keys))
     for j = 1, #keys / 2 do
-      if found[2 * j - 1] or found[2 * j] then redirected[calls and calls[j] or j], redirecting = true, true end
+      local limits, mark = found[2 * j - 1], found[2 * j]
+      if ANY_GLOBAL or limits or mark then
+        local c = calls and calls[j] or j
+        redirected[c], redirecting = true, true
+        LIVE_NOW[keys[2 * j - 1]], LIVE_NOW[keys[2 * j]] = limits, mark
+      end
     end
   end
 end

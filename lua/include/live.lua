@@ -42,14 +42,26 @@
 --              { reply, stored or '', global version } when global entries applied. A change
 --              replies 1.
 
+--- @if batch
+-- A batch's calls mostly carry the same entries: each text is parsed once (the tables are only
+-- read). LIVE_NOW: each live call's two keys' values, read by include/batch.lua for them all.
+local PARSED, LIVE_NOW = {}, {}
+--- @end
 -- Stored (or asked) entries as tables of strings: { i, o, base capacity, capacity, limit, window, burst, arg… }.
 local function parse_entries(list)
+  --- @if batch
+  local known = PARSED[list]
+  if known then return known end
+  --- @end
   local entries = {}
   for entry in string.gmatch(list, '[^;]+') do
     local e = {}
     for field in string.gmatch(entry, '%S+') do e[#e + 1] = field end
     entries[#entries + 1] = e
   end
+  --- @if batch
+  PARSED[list] = entries
+  --- @end
   return entries
 end
 
@@ -131,7 +143,14 @@ KEYS[#KEYS], ARGV[#ARGV] = nil, nil
 
 -- One read for both (as cheap as a GET): a key's mark is seen even by a process that holds no
 -- override for every key yet, which then carries the key back rather than misread its states.
+--- @if batch
+-- A batch read them for all its live calls at once (LIVE_NOW, include/batch.lua: false for none),
+-- and keeps them as its calls write them.
+local limits, mark = LIVE_NOW[LIMITS_KEY], LIVE_NOW[MARK_KEY]
+if limits == nil or mark == nil then limits, mark = unpack(redis.call('MGET', LIMITS_KEY, MARK_KEY)) end
+--- @else
 local limits, mark = unpack(redis.call('MGET', LIMITS_KEY, MARK_KEY))
+--- @end
 
 -- The override for every key ('*'), as this process holds it (GLOBAL_SPEC): the key's policies
 -- without an override of their own are carried lazily to its entries, from those the key's mark
@@ -207,6 +226,9 @@ if GLOBAL_SPEC ~= '' or mark then
       if value ~= mark then redis.call('SET', MARK_KEY, value, 'PX', px) else redis.call('PEXPIRE', MARK_KEY, px) end
       mark = value
     end
+    --- @if batch
+    LIVE_NOW[MARK_KEY] = mark or false
+    --- @end
     GLOBAL_APPLIED = n > 0
   end
 end
@@ -225,6 +247,9 @@ if limits then
     end
     redis.call('DEL', LIMITS_KEY)
     limits, entries = nil, {}
+    --- @if batch
+    LIVE_NOW[LIMITS_KEY] = false
+    --- @end
   end
 end
 
