@@ -162,12 +162,20 @@ do
 end
 
 -- A live call: its KEYS (the shape's table, filled with its own) and copies of its shape's ARGV
--- and NUMS get its two live keys and ARGV back, for decide_live() to take off and change.
+-- and NUMS get its two live keys and ARGV back, for decide_live() to take off and change. The
+-- copies are the shape's own two tables ([7], [8]), filled again for each call: a table made per
+-- call costs Redis more (allocation, and the garbage collector's walk) than the copy.
 local function run_live(shape, e)
   local n, nargs = shape[1], shape[6]
   KEYS[n + 1], KEYS[n + 2] = LIVE_KEYS[2 * e - 1], LIVE_KEYS[2 * e]
-  ARGV, NUMS = { unpack(shape[2], 1, nargs) }, { unpack(shape[4], 1, nargs) }
-  ARGV[nargs + 1], ARGV[nargs + 2] = '', shape[5]
+  local args, nums, from, numbers = shape[7], shape[8], shape[2], shape[4]
+  if not args then
+    args, nums = {}, {}
+    shape[7], shape[8] = args, nums
+  end
+  for j = 1, nargs do args[j], nums[j] = from[j], numbers[j] end
+  args[nargs + 1], args[nargs + 2] = '', shape[5]
+  ARGV, NUMS = args, nums
   return decide_live()
 end
 --- @end
@@ -296,8 +304,8 @@ while e <= count do
     local ok, reply
     if live then
       ok, reply = pcall(run_live, shape, e)
-      -- It ran on copies of the shape's ARGV: the next call sets the shape's again.
-      current = nil
+      -- It ran on copies of the shape's ARGV (MODE, COST and the rest as read_call() left them).
+      ARGV, NUMS = shape[2], shape[4]
     else
       ok, reply = pcall(decide)
     end
