@@ -161,22 +161,28 @@ do
   end
 end
 
--- A live call: its KEYS (the shape's table, filled with its own) and copies of its shape's ARGV
--- and NUMS get its two live keys and ARGV back, for decide_live() to take off and change. The
--- copies are the shape's own two tables ([7], [8]), filled again for each call: a table made per
--- call costs Redis more (allocation, and the garbage collector's walk) than the copy.
+-- A live call: its KEYS (the shape's table, filled with its own) and its shape's ARGV get its two
+-- live keys and ARGV back, for decide_live() to take off. It changes the shape's ARGV and NUMS in
+-- place (a copy per call cost Redis more), noting where in TOUCHED; `restore` puts those ranges
+-- back from the shape's pristine copies ([7], [8], made by its first live call).
 local function run_live(shape, e)
-  local n, nargs = shape[1], shape[6]
+  local n, nargs, args = shape[1], shape[6], shape[2]
+  if not shape[7] then shape[7], shape[8] = { unpack(args, 1, nargs) }, { unpack(shape[4], 1, nargs) } end
   KEYS[n + 1], KEYS[n + 2] = LIVE_KEYS[2 * e - 1], LIVE_KEYS[2 * e]
-  local args, nums, from, numbers = shape[7], shape[8], shape[2], shape[4]
-  if not args then
-    args, nums = {}, {}
-    shape[7], shape[8] = args, nums
-  end
-  for j = 1, nargs do args[j], nums[j] = from[j], numbers[j] end
   args[nargs + 1], args[nargs + 2] = '', shape[5]
-  ARGV, NUMS = args, nums
   return decide_live()
+end
+local function restore(shape)
+  local args, nums, args0, nums0, nargs = shape[2], shape[4], shape[7], shape[8], shape[6]
+  for t = 1, #TOUCHED, 2 do
+    for j = TOUCHED[t], TOUCHED[t + 1] do args[j], nums[j] = args0[j], nums0[j] end
+    TOUCHED[t], TOUCHED[t + 1] = nil, nil
+  end
+  -- A call that failed before decide_live() took its live keys and ARGV off.
+  args[nargs + 1], args[nargs + 2] = nil, nil
+  KEYS[shape[1] + 1], KEYS[shape[1] + 2] = nil, nil
+  ARGV[3] = args0[3]
+  NUMS[3] = nums0[3]
 end
 --- @end
 
@@ -304,8 +310,7 @@ while e <= count do
     local ok, reply
     if live then
       ok, reply = pcall(run_live, shape, e)
-      -- It ran on copies of the shape's ARGV (MODE, COST and the rest as read_call() left them).
-      ARGV, NUMS = shape[2], shape[4]
+      restore(shape)
     else
       ok, reply = pcall(decide)
     end

@@ -44,8 +44,10 @@
 
 --- @if batch
 -- A batch's calls mostly carry the same entries: each text is parsed once (the tables are only
--- read). LIVE_NOW: each live call's two keys' values, read by include/batch.lua for them all.
-local PARSED, LIVE_NOW = {}, {}
+-- read), and each key's stored overrides (OWN: expires at, as a number, carry, entries). LIVE_NOW:
+-- each live call's two keys' values, read by include/batch.lua for them all. TOUCHED: the ranges
+-- of ARGV a live call changed (first, last, …).
+local PARSED, OWN, LIVE_NOW, TOUCHED = {}, {}, {}, {}
 --- @end
 -- Stored (or asked) entries as tables of strings: { i, o, base capacity, capacity, limit, window, burst, arg… }.
 local function parse_entries(list)
@@ -68,10 +70,22 @@ end
 -- Policy i's group (name at ARGV[o]) gets `args` (strings, from index `from`) after its name
 -- (and, in a batch, NUMS their numbers: its algorithms read those).
 local function put_args(o, args, from)
+  --- @if batch
+  -- A batch runs its live calls on the shape's own ARGV and NUMS: what changes is noted in
+  -- TOUCHED (include/batch.lua puts it back after the call). An entry's numbers are worked out
+  -- once (its table is kept: PARSED).
+  local nums = args.nums
+  if not nums then
+    nums = {}
+    for j = 1, #args do nums[j] = tonumber(args[j]) end
+    args.nums = nums
+  end
+  TOUCHED[#TOUCHED + 1], TOUCHED[#TOUCHED + 2] = o + 1, o + #args - from + 1
+  --- @end
   for j = from, #args do
     ARGV[o + j - from + 1] = args[j]
     --- @if batch
-    NUMS[o + j - from + 1] = tonumber(args[j])
+    NUMS[o + j - from + 1] = nums[j]
     --- @end
   end
 end
@@ -234,7 +248,17 @@ if GLOBAL_SPEC ~= '' or mark then
 end
 local entries
 if limits then
+  --- @if batch
+  local own = OWN[limits]
+  if not own then
+    own = { string.match(limits, '^(%d+)|([^|]*)|(.*)$') }
+    own[1] = own[1] + 0
+    OWN[limits] = own
+  end
+  local expires, carry, list = own[1], own[2], own[3]
+  --- @else
   local expires, carry, list = string.match(limits, '^(%d+)|([^|]*)|(.*)$')
+  --- @end
   entries = parse_entries(list)
   if expires + 0 > 0 and expires + 0 <= now then
     -- Lapsed: each overridden policy's state goes back to the limiter's parameters (the carry it
