@@ -60,8 +60,9 @@ interface Step {
 
 const step: fc.Arbitrary<Step> = fc.record({
   advance: fc.integer({ min: 0, max: 150_000 }),
-  // 4: '*' for a change, key 0 for a decision.
-  key: fc.integer({ min: 0, max: 4 }),
+  // Changes on keys 0 to 3 and '*' (8), decisions on keys 0 to 7: batches mix keys with live
+  // state and keys without.
+  key: fc.integer({ min: 0, max: 8 }),
   cost: fc.integer({ min: 0, max: 3 }),
   op: fc.constantFrom(
     'consume' as const,
@@ -92,7 +93,7 @@ type Answer = Decision | { refused: string } | undefined;
 
 async function call(limiter: RateLimiter, s: Step, names: string[]): Promise<Answer> {
   const change = s.op === 'setLimit' || s.op === 'clearLimit';
-  const key = change && s.key === 4 ? '*' : `k${s.key % 4}`;
+  const key = !change ? `k${s.key % 8}` : s.key === 8 ? '*' : `k${s.key % 4}`;
   if (s.op === 'setLimit') {
     const policy = names[s.policy % names.length]!;
     const ttl = s.ttl === undefined ? {} : { ttl: s.ttl };
@@ -166,7 +167,7 @@ test('calls issued at once over keys with and without overrides answer as the tw
       fc.array(fc.integer({ min: 0, max: FACTORIES.length - 1 }), { minLength: 1, maxLength: 2 }),
       fc.array(fc.integer({ min: 1, max: 6 }), { minLength: 2, maxLength: 2 }),
       fc.integer({ min: 2, max: 12 }),
-      fc.array(step, { minLength: 1, maxLength: 50 }),
+      fc.array(step, { minLength: 1, maxLength: 60 }),
       runTrace,
     ),
     { numRuns: 80 },
@@ -204,6 +205,50 @@ test('a flood over 200 keys, every tenth overridden, is batched and admits exact
     expect([`u${k}`, admitted.get(`u${k}`)]).toEqual([`u${k}`, k % 10 === 0 ? 3 : 5]);
   // Overridden or not, the calls share batch scripts.
   expect(scripts).toBeLessThan(1600 / 4);
+});
+
+// On Redis TIME a limiter's cost-1 calls share one ARGV array (a batch's shape): a live call
+// that changes it for its override must leave it as it was for the calls after it.
+test('calls of one shape, keys with overrides of either policy and keys without, with an override for every key too', async () => {
+  const limiter = new RateLimiter({
+    store: redisStore({ client: redis }),
+    policies: [
+      fixedWindow({ limit: 6, window: '1h', name: 'hour' }),
+      slidingWindow({ limit: 7, window: '1h', name: 'sw' }),
+    ],
+    prefix: `shape${run++}`,
+    liveLimits: true,
+  });
+  const expected = (k: number, global: number) => {
+    const hour = k % 5 === 0 ? 2 : 6;
+    const sw = k % 3 === 0 ? 4 : global;
+    return Math.min(hour, sw);
+  };
+  for (let k = 0; k < 60; k++) {
+    if (k % 5 === 0) await limiter.setLimit(`s${k}`, { policy: 'hour', limit: 2 });
+    if (k % 3 === 0) await limiter.setLimit(`s${k}`, { policy: 'sw', limit: 4 });
+  }
+  for (const global of [7, 5]) {
+    if (global === 5) {
+      await limiter.resetAll();
+      for (let k = 0; k < 60; k++) {
+        if (k % 5 === 0) await limiter.setLimit(`s${k}`, { policy: 'hour', limit: 2 });
+        if (k % 3 === 0) await limiter.setLimit(`s${k}`, { policy: 'sw', limit: 4 });
+      }
+      await limiter.setLimit('*', { policy: 'sw', limit: 5 });
+    }
+    const admitted = new Map<number, number>();
+    await Promise.all(
+      Array.from({ length: 30 }, async (_, c) => {
+        for (let i = 0; i < 16; i++) {
+          const k = (c * 16 + i) % 60;
+          if ((await limiter.consume(`s${k}`)).allowed) admitted.set(k, (admitted.get(k) ?? 0) + 1);
+        }
+      }),
+    );
+    for (let k = 0; k < 60; k++)
+      expect([k, admitted.get(k) ?? 0]).toEqual([k, expected(k, global)]);
+  }
 });
 
 test('an override for every key applies to calls decided together, and goes with clearLimit', async () => {
