@@ -134,31 +134,33 @@ end
 -- shape carries an override for every key (a call may carry a key's states to it, and a later
 -- call on the same key must see that), else the calls whose overrides or mark exist. One EXISTS
 -- of the calls' live keys tells whether any has some, which most batches have not; then one MGET
--- says which. A per-node batch asks only for the calls it runs (the others' slots may not be
--- this node's). Nothing in a batch without an override for every key gives a key live state.
-do
-  local keys, calls = LIVE_KEYS, nil
-  if redirecting then
-    keys, calls = {}, {}
-    for c = 1, count do
-      if not redirected[c] then
-        local j = #calls + 1
-        keys[2 * j - 1], keys[2 * j], calls[j] = LIVE_KEYS[2 * c - 1], LIVE_KEYS[2 * c], c
-      end
-    end
-  end
-  if #keys > 0 and (ANY_GLOBAL or redis.call('EXISTS', unpack(keys)) > 0) then
-    -- What each live call's decide_live() reads (LIVE_NOW: false for none; it keeps them current).
+-- says which (LIVE_NOW: what each live call's decide_live() reads, false for none; it keeps them
+-- current). A per-node batch asks per slot group (a command's keys must share a slot), for the
+-- groups it runs. Nothing in a batch without an override for every key gives a key live state.
+local function live_calls(first, last)
+  local keys = LIVE_KEYS
+  if first > 1 or last < count then keys = { unpack(LIVE_KEYS, 2 * first - 1, 2 * last) } end
+  if ANY_GLOBAL or redis.call('EXISTS', unpack(keys)) > 0 then
     local found = redis.call('MGET', unpack(keys))
-    for j = 1, #keys / 2 do
-      local limits, mark = found[2 * j - 1], found[2 * j]
+    for c = first, last do
+      local j = 2 * (c - first)
+      local limits, mark = found[j + 1], found[j + 2]
       if ANY_GLOBAL or limits or mark then
-        local c = calls and calls[j] or j
         redirected[c], redirecting = true, true
-        LIVE_NOW[keys[2 * j - 1]], LIVE_NOW[keys[2 * j]] = limits, mark
+        LIVE_NOW[keys[j + 1]], LIVE_NOW[keys[j + 2]] = limits, mark
       end
     end
   end
+end
+if SLOT_GROUPS then
+  local first = 1
+  for g = 1, #SLOT_GROUPS do
+    local last = first + SLOT_GROUPS[g] - 1
+    if not redirected[first] then live_calls(first, last) end
+    first = last + 1
+  end
+elseif count > 0 then
+  live_calls(1, count)
 end
 
 -- A live call: its KEYS (the shape's table, filled with its own) and its shape's ARGV get its two
