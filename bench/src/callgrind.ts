@@ -31,6 +31,8 @@ export interface CommandSubject {
   command: readonly string[];
   /** Decisions one command makes (a batch script's calls): the count is per decision. */
   perCall?: number;
+  /** Writes what the command should find (before its warm-up), on the measured server. */
+  setup?: (client: Redis) => Promise<void>;
 }
 
 export async function callgrindAvailable(): Promise<boolean> {
@@ -84,6 +86,7 @@ export async function instructionsPerCall(
   async function measureOne(s: CommandSubject): Promise<InstructionRow> {
     {
       if (s.script !== undefined) await client.script('LOAD', s.script);
+      await s.setup?.(client);
       // Every key exists before counting starts (the steady state: misses would add first writes).
       await bench(Math.ceil((KEYS * 6) / (s.perCall ?? 1)), s.command);
       await run('callgrind_control', ['-z', pid]);

@@ -20,6 +20,7 @@ interface ScriptsModule {
   scriptFor(kinds: Iterable<string>): EngineScript;
   combinedScriptFor(kinds: Iterable<string>): EngineScript;
   batchScriptFor(script: EngineScript): EngineScript;
+  liveScriptFor(kinds: Iterable<string>): EngineScript;
   algorithmKinds(): readonly string[];
 }
 interface KeysModule {
@@ -38,7 +39,8 @@ const load = async <T>(file: string) => (await import(pathToFileURL(join(dist, f
 /** The script a limiter with these algorithm kinds runs (core's `scriptFor`). */
 /** Its batch variant (core's `batchScriptFor`), which decides many calls in one EVALSHA. */
 /** The combined variant (core's `combinedScriptFor`): every policy's state in one key. */
-export const { scriptFor, combinedScriptFor, batchScriptFor, algorithmKinds } =
+/** The live variant (core's `liveScriptFor`): a limiter with `liveLimits`. */
+export const { scriptFor, combinedScriptFor, batchScriptFor, liveScriptFor, algorithmKinds } =
   await load<ScriptsModule>('stores/scripts.js');
 /** Whether redisStore keeps these policies in one key per caller (core's `sharesOneKey`). */
 export const { sharesOneKey } = await load<KeysModule>('keys.js');

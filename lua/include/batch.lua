@@ -27,10 +27,27 @@
 --                number (admitted + 4 · packed_mask) from which the reader knows how many follow
 --                (stores/redis-batch.ts). The engine writes them into OUT itself (a table per
 --                decision, and Redis nesting it, cost more than the rest of the reply:
---                docs/benchmarks.md "Three policies"), from OUTN + 1, and answers OUT.
+--                docs/benchmarks.md "Three policies"), from OUTN + 1, and answers OUT. A call
+--                a per-node batch did not run (its slot moved) answers 'FLOODGATE-REDIRECT <why>',
+--                and Node sends it again alone.
 -- Numbers from the strings that hold one: `s + 0` converts once where tonumber(s) converts twice
 -- (~850 instructions a string in Redis's Lua, strtod twice: callgrind). Tables are made at their
 -- size in one step (one that grows is reallocated at 1, 2, 4, 8 … entries).
+--- @if live
+-- A live limiter's batch (RateLimiter option `liveLimits`): the calls whose keys have no live
+-- state are decided exactly as a batch without live limits decides them, the others through
+-- include/live.lua's decide_live() (below). Each call's two live keys (its overrides and its mark
+-- of the override for every key) come after every call's own keys, in call order, and the last
+-- ARGV is the number of calls; each shape's last two ARGV are the live script's (a change, never
+-- batched: '', and the override for every key the process holds), taken off the shape here.
+local LIVE_KEYS, ANY_GLOBAL = nil, false
+do
+  local n, total = BATCH_ARGV[#BATCH_ARGV] * 2, #BATCH_KEYS
+  BATCH_ARGV[#BATCH_ARGV] = nil
+  LIVE_KEYS = { unpack(BATCH_KEYS, total - n + 1, total) }
+  for i = total, total - n + 1, -1 do BATCH_KEYS[i] = nil end
+end
+--- @end
 local shapes, p, batch_now, one = {}, 2, nil, nil
 local S = BATCH_ARGV[1] + 0
 for s = 1, S do
@@ -43,6 +60,11 @@ for s = 1, S do
     end
     args[2] = batch_now
   end
+  --- @if live
+  local global, size = args[nargs], nargs
+  args[nargs], args[nargs - 1], nargs = nil, nil, nargs - 2
+  if global ~= '' then ANY_GLOBAL = true end
+  --- @end
   local nums = { unpack(args) }
   for i = 1, nargs do
     local a = args[i]
@@ -51,6 +73,10 @@ for s = 1, S do
   -- [3]: the call's KEYS table, made by the first call of this shape that goes through the engine
   -- and reused by the others (all have nkeys keys).
   local shape = { nkeys, args, false, nums }
+  --- @if live
+  -- [5], [6]: the override for every key the calls carry, and the number of the shape's ARGV.
+  shape[5], shape[6], nargs = global, nargs, size
+  --- @end
   if S == 1 then one = shape else shapes[string.format('%d', s)] = shape end
   p = p + 2 + nargs
 end
@@ -82,7 +108,7 @@ end
 -- calls are not run: their reply is REDIRECT and the error, and Node re-sends each alone through
 -- the cluster client, which follows MOVED/ASK/TRYAGAIN. A script is atomic, so a group that
 -- passed stays this node's until the script ends.
-local REDIRECT, redirected = 'FLOODGATE-REDIRECT ', {}
+local REDIRECT, redirected, redirecting = 'FLOODGATE-REDIRECT ', {}, false
 if SLOT_GROUPS then
   NO_BLOCKS = true
   local first, kk = 1, 0
@@ -94,6 +120,7 @@ if SLOT_GROUPS then
     local found = redis.pcall('EXISTS', unpack(BATCH_KEYS, k0, kk))
     if type(found) == 'table' then
       for c = first, last do redirected[c] = REDIRECT .. tostring(found.err) end
+      redirecting = true
     elseif found > 0 and NO_BLOCKS and redis.call('EXISTS', unpack(block_keys, first, last)) > 0 then
       NO_BLOCKS = false
     end
@@ -102,6 +129,64 @@ if SLOT_GROUPS then
 else
   NO_BLOCKS = redis.call('EXISTS', unpack(block_keys)) == 0
 end
+--- @if live
+-- The calls decided through decide_live() (their `redirected` entry is true): every call when a
+-- shape carries an override for every key (a call may carry a key's states to it, and a later
+-- call on the same key must see that), else the calls whose overrides or mark exist. One EXISTS
+-- of the calls' live keys tells whether any has some, which most batches have not; then one MGET
+-- says which (LIVE_NOW: what each live call's decide_live() reads, false for none; it keeps them
+-- current). A per-node batch asks per slot group (a command's keys must share a slot), for the
+-- groups it runs. Nothing in a batch without an override for every key gives a key live state.
+local function live_calls(first, last)
+  local keys = LIVE_KEYS
+  if first > 1 or last < count then keys = { unpack(LIVE_KEYS, 2 * first - 1, 2 * last) } end
+  if ANY_GLOBAL or redis.call('EXISTS', unpack(keys)) > 0 then
+    local found = redis.call('MGET', unpack(keys))
+    for c = first, last do
+      local j = 2 * (c - first)
+      local limits, mark = found[j + 1], found[j + 2]
+      if ANY_GLOBAL or limits or mark then
+        redirected[c], redirecting = true, true
+        LIVE_NOW[keys[j + 1]], LIVE_NOW[keys[j + 2]] = limits, mark
+      end
+    end
+  end
+end
+if SLOT_GROUPS then
+  local first = 1
+  for g = 1, #SLOT_GROUPS do
+    local last = first + SLOT_GROUPS[g] - 1
+    if not redirected[first] then live_calls(first, last) end
+    first = last + 1
+  end
+elseif count > 0 then
+  live_calls(1, count)
+end
+
+-- A live call: its KEYS (the shape's table, filled with its own) and its shape's ARGV get its two
+-- live keys and ARGV back, for decide_live() to take off. It changes the shape's ARGV and NUMS in
+-- place (a copy per call cost Redis more), noting where in TOUCHED; `restore` puts those ranges
+-- back from the shape's pristine copies ([7], [8], made by its first live call).
+local function run_live(shape, e)
+  local n, nargs, args = shape[1], shape[6], shape[2]
+  if not shape[7] then shape[7], shape[8] = { unpack(args, 1, nargs) }, { unpack(shape[4], 1, nargs) } end
+  KEYS[n + 1], KEYS[n + 2] = LIVE_KEYS[2 * e - 1], LIVE_KEYS[2 * e]
+  args[nargs + 1], args[nargs + 2] = '', shape[5]
+  return decide_live()
+end
+local function restore(shape)
+  local args, nums, args0, nums0, nargs = shape[2], shape[4], shape[7], shape[8], shape[6]
+  for t = 1, #TOUCHED, 2 do
+    for j = TOUCHED[t], TOUCHED[t + 1] do args[j], nums[j] = args0[j], nums0[j] end
+    TOUCHED[t], TOUCHED[t + 1] = nil, nil
+  end
+  -- A call that failed before decide_live() took its live keys and ARGV off.
+  args[nargs + 1], args[nargs + 2] = nil, nil
+  KEYS[shape[1] + 1], KEYS[shape[1] + 2] = nil, nil
+  ARGV[3] = args0[3]
+  NUMS[3] = nums0[3]
+end
+--- @end
 
 -- A lone consume: a shape of one policy, consuming (mode 0, cost > 0), with no lockout. While no
 -- block key of the batch exists (NO_BLOCKS) such a decision is what the engine's one-policy path
@@ -164,6 +249,10 @@ local e = 1
 while e <= count do
   local shape = one or shapes[BATCH_ARGV[p + e - 1]]
   local skip = redirected[e]
+  --- @if live
+  local live = skip == true
+  if live then skip = nil end
+  --- @end
   if not skip and (shape ~= current or MODE ~= shape[2][1]) then
     ARGV, NUMS = shape[2], shape[4]
     read_call()
@@ -173,7 +262,11 @@ while e <= count do
     -- Not run here (a per-node batch's slot check, above).
     k, e, OUTN = k + shape[1], e + 1, OUTN + 1
     replies[OUTN] = skip
+  --- @if live
+  elseif lone and NO_BLOCKS and not live then
+  --- @else
   elseif lone and NO_BLOCKS then
+  --- @end
     -- This call and the ones after it of the same shape, one after another.
     local last = count
     if not one then
@@ -181,7 +274,7 @@ while e <= count do
       local id = BATCH_ARGV[p + e - 1]
       while last < count and BATCH_ARGV[p + last] == id do last = last + 1 end
     end
-    if SLOT_GROUPS then
+    if redirecting then
       for c = e + 1, last do
         if redirected[c] then
           last = c - 1
@@ -215,7 +308,17 @@ while e <= count do
     local before = OUTN
     -- The engine is made by the first call of the batch that needs it (include/blocks.lua).
     if not decide then decide = make_engine() end
+    --- @if live
+    local ok, reply
+    if live then
+      ok, reply = pcall(run_live, shape, e)
+      restore(shape)
+    else
+      ok, reply = pcall(decide)
+    end
+    --- @else
     local ok, reply = pcall(decide)
+    --- @end
     if not ok then
       -- A failure after the engine wrote its reply (the combined layout writes the state last):
       -- the call answers its error alone.

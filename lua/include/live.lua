@@ -42,25 +42,52 @@
 --              { reply, stored or '', global version } when global entries applied. A change
 --              replies 1.
 
-local MARK_KEY, GLOBAL_SPEC = KEYS[#KEYS], ARGV[#ARGV]
-KEYS[#KEYS], ARGV[#ARGV] = nil, nil
-local LIMITS_KEY, LIMITS_SPEC = KEYS[#KEYS], ARGV[#ARGV]
-KEYS[#KEYS], ARGV[#ARGV] = nil, nil
-
+--- @if batch
+-- A batch's calls mostly carry the same entries: each text is parsed once (the tables are only
+-- read), and each key's stored overrides (OWN: expires at, as a number, carry, entries). LIVE_NOW:
+-- each live call's two keys' values, read by include/batch.lua for them all. TOUCHED: the ranges
+-- of ARGV a live call changed (first, last, …).
+local PARSED, OWN, LIVE_NOW, TOUCHED = {}, {}, {}, {}
+--- @end
 -- Stored (or asked) entries as tables of strings: { i, o, base capacity, capacity, limit, window, burst, arg… }.
 local function parse_entries(list)
+  --- @if batch
+  local known = PARSED[list]
+  if known then return known end
+  --- @end
   local entries = {}
   for entry in string.gmatch(list, '[^;]+') do
     local e = {}
     for field in string.gmatch(entry, '%S+') do e[#e + 1] = field end
     entries[#entries + 1] = e
   end
+  --- @if batch
+  PARSED[list] = entries
+  --- @end
   return entries
 end
 
--- Policy i's group (name at ARGV[o]) gets `args` (strings, from index `from`) after its name.
+-- Policy i's group (name at ARGV[o]) gets `args` (strings, from index `from`) after its name
+-- (and, in a batch, NUMS their numbers: its algorithms read those).
 local function put_args(o, args, from)
-  for j = from, #args do ARGV[o + j - from + 1] = args[j] end
+  --- @if batch
+  -- A batch runs its live calls on the shape's own ARGV and NUMS: what changes is noted in
+  -- TOUCHED (include/batch.lua puts it back after the call). An entry's numbers are worked out
+  -- once (its table is kept: PARSED).
+  local nums = args.nums
+  if not nums then
+    nums = {}
+    for j = 1, #args do nums[j] = tonumber(args[j]) end
+    args.nums = nums
+  end
+  TOUCHED[#TOUCHED + 1], TOUCHED[#TOUCHED + 2] = o + 1, o + #args - from + 1
+  --- @end
+  for j = from, #args do
+    ARGV[o + j - from + 1] = args[j]
+    --- @if batch
+    NUMS[o + j - from + 1] = nums[j]
+    --- @end
+  end
 end
 
 -- The ARGV after the name of the group at ARGV[o], as the entries hold them.
@@ -96,10 +123,16 @@ local function carry_policy(i, o, from, to, carry, args)
   local used = to - left
   if used > 0 then
     MODE, COST, ARGV[3] = '0', used, string.format('%d', used)
+    --- @if batch
+    NUMS[3] = used
+    --- @end
     local allowed, _, reset, _, _, _, new1, new2, new3, new4 = check(KEYS[i], o + 1, used)
     if allowed == 1 and new1 ~= nil then commit(KEYS[i], o + 1, used, reset, new1, new2, new3, new4) end
   end
   MODE, COST, ARGV[3] = mode, cost, cost_arg
+  --- @if batch
+  NUMS[3] = tonumber(cost_arg)
+  --- @end
 end
 
 -- The args of an entry (from its eighth field).
@@ -109,9 +142,29 @@ local function entry_args(e)
   return args
 end
 
+-- A batch script (include/batch.lua) decides a call whose key has live state, or that carries an
+-- override for every key, through decide_live(): the rest of this file, on the call's own KEYS
+-- and ARGV (copies: what follows changes them), the engine's decide() in place of run_engine().
+-- The helpers above are made once per batch.
+--- @if batch
+local function decide_live()
+local BEFORE = OUTN
+--- @end
+local MARK_KEY, GLOBAL_SPEC = KEYS[#KEYS], ARGV[#ARGV]
+KEYS[#KEYS], ARGV[#ARGV] = nil, nil
+local LIMITS_KEY, LIMITS_SPEC = KEYS[#KEYS], ARGV[#ARGV]
+KEYS[#KEYS], ARGV[#ARGV] = nil, nil
+
 -- One read for both (as cheap as a GET): a key's mark is seen even by a process that holds no
 -- override for every key yet, which then carries the key back rather than misread its states.
+--- @if batch
+-- A batch read them for all its live calls at once (LIVE_NOW, include/batch.lua: false for none),
+-- and keeps them as its calls write them.
+local limits, mark = LIVE_NOW[LIMITS_KEY], LIVE_NOW[MARK_KEY]
+if limits == nil or mark == nil then limits, mark = unpack(redis.call('MGET', LIMITS_KEY, MARK_KEY)) end
+--- @else
 local limits, mark = unpack(redis.call('MGET', LIMITS_KEY, MARK_KEY))
+--- @end
 
 -- The override for every key ('*'), as this process holds it (GLOBAL_SPEC): the key's policies
 -- without an override of their own are carried lazily to its entries, from those the key's mark
@@ -187,12 +240,25 @@ if GLOBAL_SPEC ~= '' or mark then
       if value ~= mark then redis.call('SET', MARK_KEY, value, 'PX', px) else redis.call('PEXPIRE', MARK_KEY, px) end
       mark = value
     end
+    --- @if batch
+    LIVE_NOW[MARK_KEY] = mark or false
+    --- @end
     GLOBAL_APPLIED = n > 0
   end
 end
 local entries
 if limits then
+  --- @if batch
+  local own = OWN[limits]
+  if not own then
+    own = { string.match(limits, '^(%d+)|([^|]*)|(.*)$') }
+    own[1] = own[1] + 0
+    OWN[limits] = own
+  end
+  local expires, carry, list = own[1], own[2], own[3]
+  --- @else
   local expires, carry, list = string.match(limits, '^(%d+)|([^|]*)|(.*)$')
+  --- @end
   entries = parse_entries(list)
   if expires + 0 > 0 and expires + 0 <= now then
     -- Lapsed: each overridden policy's state goes back to the limiter's parameters (the carry it
@@ -205,6 +271,9 @@ if limits then
     end
     redis.call('DEL', LIMITS_KEY)
     limits, entries = nil, {}
+    --- @if batch
+    LIVE_NOW[LIMITS_KEY] = false
+    --- @end
   end
 end
 
@@ -261,7 +330,21 @@ end
 
 -- The engine runs as a function here, so its reply can be answered with the override.
 --- @engine
+--- @if batch
+local reply = decide()
+-- Answered with its overrides: a decision the engine wrote into the batch's reply (OUT, from
+-- BEFORE + 1) is taken back out into a table of its own, the first element of this call's.
+if reply == OUT and (GLOBAL_APPLIED or limits) then
+  local own = {}
+  for j = BEFORE + 1, OUTN do own[j - BEFORE], OUT[j] = OUT[j], nil end
+  OUTN, reply = BEFORE, own
+end
+--- @else
 local reply = run_engine()
+--- @end
 if GLOBAL_APPLIED then return { reply, limits or '', GLOBAL_VERSION } end
 if limits then return { reply, limits } end
 return reply
+--- @if batch
+end
+--- @end

@@ -264,7 +264,7 @@ class Assembler {
   script(kindList, { batch = false, combined = false, live = false, node = false } = {}) {
     const names = [...new Set(kindList)].sort();
     if (names.length === 0) throw new Error('a script needs at least one algorithm');
-    if (live && (batch || combined)) throw new Error('a live script is a single call, per policy');
+    if (live && combined) throw new Error('a live script keeps one key per policy');
     if (node && !batch) throw new Error('a per-node script is a batch script');
     let name = names.length === 1 ? names[0] : names.join('+');
     if (!combined && names.length === this.kinds().length) name = 'engine';
@@ -279,7 +279,7 @@ class Assembler {
       const flags = new Set([names.length === 1 ? 'solo' : 'mixed']);
       for (const [flag, on] of Object.entries({ batch, combined, live, node }))
         if (on) flags.add(flag);
-      return finish(name, names, this.parts(algorithms, flags), combined);
+      return finish(name, names, this.parts(algorithms, flags), combined, live);
     });
   }
 
@@ -298,7 +298,8 @@ class Assembler {
       const [open, close] = [file('include/combined-decide.lua'), file('include/combined-end.lua')];
       tail = has('batch') ? [several, open, engine, close] : [open, engine, several, close];
     }
-    if (has('live')) tail = this.withLive(tail);
+    // A live batch runs include/live.lua after the engine, as decide_live() (include/batch.lua).
+    if (has('live')) tail = has('batch') ? [...tail, file('include/live.lua')] : this.withLive(tail);
     const steps = [...new Set(algorithms.flatMap((a) => a.uses))].sort();
     const parts = [
       file('include/prelude.lua'),
@@ -429,7 +430,7 @@ function createAssembler(files) {
   return new Assembler(files);
 }
 
-function finish(name, algorithms, parts, combined = false) {
+function finish(name, algorithms, parts, combined = false, live = false) {
   const source = `${parts.map((p) => `${marker(p.file)}\n${p.text}`).join('\n\n')}\n`;
   return Object.freeze({
     name,
@@ -437,6 +438,7 @@ function finish(name, algorithms, parts, combined = false) {
     algorithms: Object.freeze(algorithms),
     keysPerPolicy: 1,
     ...(combined ? { combined: true } : {}),
+    ...(live ? { live: true } : {}),
     source,
   });
 }

@@ -10,6 +10,11 @@ export interface AssembledScript {
   readonly keysPerPolicy: 1;
   /** The combined layout (lua/include/combined.lua): KEYS are the caller's state and block keys. */
   readonly combined?: true;
+  /**
+   * Live limits (lua/include/live.lua): each call's last two KEYS are its overrides and its mark
+   * of the override for every key, its last two ARGV their specs; a batch sends neither ARGV.
+   */
+  readonly live?: true;
   readonly source: string;
 }
 

@@ -279,8 +279,12 @@ export class Batcher {
     let calls = perNode ? sortBySlot(sent) : sent;
     const keys: string[] = [];
     const head: string[] = [];
-    const fill = perNode ? nodeBatchArguments : batchArguments;
-    fill(calls, keys, head);
+    const script = calls[0]!.batchScript;
+    // A live script's batch: its calls' live keys go last (lua/include/batch.lua's live part).
+    const live = script.live === true;
+    const fill = (some: readonly Call[]): void =>
+      perNode ? nodeBatchArguments(some, keys, head, live) : batchArguments(some, keys, head, live);
+    fill(calls);
     const ticket = new SendTicket();
     for (const call of calls) call.ticket.joinBatch(ticket);
     // Re-sent after NOSCRIPT: without the calls whose own timeout has passed meanwhile (they
@@ -290,11 +294,10 @@ export class Batcher {
       if (calls.some(isAbandoned)) {
         for (const call of calls) if (isAbandoned(call)) fail(call, notRunError());
         calls = calls.filter((call) => !isAbandoned(call));
-        if (calls.length > 0) fill(calls, keys, head);
+        if (calls.length > 0) fill(calls);
       }
       resend();
     };
-    const script = calls[0]!.batchScript;
     const batchScript = perNode && this.perNode ? this.perNode.nodeScript(script) : script;
     this.run(batchScript, keys, head, ticket, onResend).then(
       (reply) => {

@@ -90,8 +90,8 @@ export class PolicyCalls {
     this.consumeOne = [MODE_CONSUME, '', '1', store.ttlSlack, ...this.policyArgs];
     this.peekOne = [MODE_PEEK, '', '1', store.ttlSlack, ...this.policyArgs];
     this.oneSize = size(this.consumeOne);
-    // A live script is a single call (its part before the engine reads the call's own KEYS).
-    this.batchScript = store.batch && !live ? batchScriptFor(script) : undefined;
+    // A live script's batch decides the calls whose keys have no live state (lua/include/batch.lua).
+    this.batchScript = store.batch ? batchScriptFor(script) : undefined;
     this.handlers = new ReplyHandlers(
       store.client,
       script,
@@ -105,7 +105,8 @@ export class PolicyCalls {
   change(keys: readonly string[], spec: string): Promise<StoreDecision> {
     const global = this.policyArgs[this.policyArgs.length - 1]!;
     const args = [...this.head(MODE_CHANGE, 0), ...this.policyArgs.slice(0, -2), spec, global];
-    return this.send(keys, args, this.handlers.asReset, size(args));
+    // Never batched: a live batch's calls carry no change (lua/include/batch.lua).
+    return this.store.send(this.script, undefined, keys, args, this.handlers.asReset, size(args));
   }
 
   /** The override for every key the live script's calls send from now on ('' for none). */

@@ -89,17 +89,22 @@ export function combinedScriptFor(kinds: Iterable<string>): GeneratedScript {
 
 /**
  * The live variant of the script for these kinds (lua/include/live.lua): a single call that reads
- * the key's overrides first, for a limiter with `liveLimits` (one key per policy, never batched).
+ * the key's overrides first, for a limiter with `liveLimits` (one key per policy). Its batch
+ * variant decides the calls whose keys have no live state and sends the others back.
  */
 export function liveScriptFor(kinds: Iterable<string>): GeneratedScript {
   return scripts().script(kinds, { live: true });
 }
 
-/** The batch variant of a script `scriptFor` or `combinedScriptFor` answered (lua/include/batch.lua). */
+/**
+ * The batch variant of a script `scriptFor`, `combinedScriptFor` or `liveScriptFor` answered
+ * (lua/include/batch.lua).
+ */
 export function batchScriptFor(script: GeneratedScript): GeneratedScript {
   return scripts().script(script.algorithms, {
     batch: true,
     combined: script.combined === true,
+    live: script.live === true,
   });
 }
 
@@ -111,6 +116,7 @@ export function nodeBatchScriptFor(batchScript: GeneratedScript): GeneratedScrip
   return scripts().script(batchScript.algorithms, {
     batch: true,
     combined: batchScript.combined === true,
+    live: batchScript.live === true,
     node: true,
   });
 }

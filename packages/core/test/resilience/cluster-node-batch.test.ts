@@ -121,6 +121,40 @@ describe("batch: 'node'", () => {
     // 240 decisions on 24 slots of one master: a handful of scripts, not one per slot or call.
     expect(calls).toBeLessThan(24);
   });
+
+  test('live limits: keys with overrides and keys without, over several slots, exactly per key', async () => {
+    const limiter = new RateLimiter({
+      store: redisStore({ client, batch: 'node' }),
+      policies: [
+        fixedWindow({ limit: 5, window: '1h', name: 'hour' }),
+        gcra({ limit: 7, window: '1h', name: 'g' }),
+      ],
+      prefix: 'per-node-live',
+      onStoreError: 'closed',
+      liveLimits: true,
+    });
+    const [master] = await cluster.masters();
+    const keys = await keysOn(limiter, master!, 24);
+    // Every third key's hour is 3; every fourth's gcra 2.
+    for (const [k, key] of keys.entries()) {
+      if (k % 3 === 0) await limiter.setLimit(key, { policy: 'hour', limit: 3 });
+      if (k % 4 === 0) await limiter.setLimit(key, { policy: 'g', limit: 2 });
+    }
+    const before = await evalshaCalls(master!);
+    const decisions = await Promise.all(
+      Array.from({ length: keys.length * 8 }, (_, i) => limiter.consume(keys[i % keys.length]!)),
+    );
+    const calls = (await evalshaCalls(master!)) - before;
+    expect([...new Set(decisions.map((d) => d.reason))]).toEqual([undefined]);
+    keys.forEach((_, k) => {
+      const limit = Math.min(k % 3 === 0 ? 3 : 5, k % 4 === 0 ? 2 : 7);
+      const mine = decisions.filter((_, i) => i % keys.length === k);
+      expect([k, mine.filter((d) => d.allowed).length]).toEqual([k, limit]);
+      expect(mine.slice(0, limit).every((d) => d.allowed)).toBe(true);
+    });
+    expect(calls).toBeLessThan(24);
+    await limiter.close();
+  });
 });
 
 /** Moves `slot` from `from` to `to` as redis-cli --cluster reshard does, key by key. */
