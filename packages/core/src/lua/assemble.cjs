@@ -299,7 +299,8 @@ class Assembler {
       tail = has('batch') ? [several, open, engine, close] : [open, engine, several, close];
     }
     // A live batch runs include/live.lua after the engine, as decide_live() (include/batch.lua).
-    if (has('live')) tail = has('batch') ? [...tail, file('include/live.lua')] : this.withLive(tail);
+    if (has('live'))
+      tail = has('batch') ? [...tail, file('include/live.lua')] : this.withLive(tail);
     const steps = [...new Set(algorithms.flatMap((a) => a.uses))].sort();
     const parts = [
       file('include/prelude.lua'),
