@@ -142,7 +142,7 @@ export class RedisStore implements Store {
     });
     // Only the algorithms these policies use: one kind runs its own lean script. Several
     // policies whose states are strings share one key per caller (lua/include/combined.lua).
-    // Live limits: one key per policy, the live variant (lua/include/live.lua), never batched.
+    // Live limits: one key per policy, the live variant (lua/include/live.lua; batched too).
     const live = options?.liveLimits === true ? new LiveReplies(policies) : undefined;
     const combined = !live && options?.stateKeys !== 'per-policy' && sharesOneKey(policies);
     const kinds = policies.map((p) => p.kind);
