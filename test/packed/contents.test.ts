@@ -49,7 +49,7 @@ test('every public package is packed', () => {
 // keep the others (editor hovers): without them the package would still weigh ~350 KB, over a
 // 300 KB target the JavaScript alone (220 KB minified, 428 KB not) leaves no room for. This
 // bound keeps the package from growing unseen.
-test('@floodgate/core weighs at most 480 KiB unpacked (one minified CommonJS build, Lua without comments)', () => {
+test('@floodgate/core weighs at most 484 KiB unpacked (one minified CommonJS build, Lua without comments)', () => {
   const listing = execFileSync('tar', ['-tvzf', install.tarballs['@floodgate/core']!], {
     encoding: 'utf8',
   });
@@ -59,7 +59,7 @@ test('@floodgate/core weighs at most 480 KiB unpacked (one minified CommonJS bui
     .split('\n')
     .reduce((sum, line) => sum + Number(line.trim().split(/\s+/)[2]), 0);
   expect(unpacked).toBeGreaterThan(50_000);
-  expect(unpacked).toBeLessThanOrEqual(480 * 1024);
+  expect(unpacked).toBeLessThanOrEqual(484 * 1024);
   // No file per module: the entries, their shared chunks and the Lua assembler's files.
   const js = tarballFiles('@floodgate/core').filter((f) => /\.(c|m)?js$/.test(f));
   expect(js.length).toBeLessThan(20);
