@@ -7,9 +7,7 @@
  * each key's limit, its own or its override's.
  */
 import fc from 'fast-check';
-import { Redis } from 'ioredis';
-import { flushRedis } from '../../../../../test/harness/redis';
-import { type RedisServerHandle, startRedisServer } from '../../../../../test/harness/redis-server';
+import { useOwnRedisServer } from '../../../../../test/harness/redis';
 import {
   type Carry,
   type Decision,
@@ -27,21 +25,12 @@ import { fakeClock, T0 } from '../../../src/testing/index';
 
 // Its own server: calls issued at once must be decided in the order sent, and the suite's shared
 // server has its script cache flushed by other jest workers (see conformance.test.ts).
-let server: RedisServerHandle;
-let redis: Redis;
-beforeAll(async () => {
-  server = await startRedisServer();
-  redis = new Redis(server.url);
-  await flushRedis(redis);
-});
-afterAll(async () => {
-  await redis.quit();
-  await server.stop();
-});
+const own = useOwnRedisServer();
+const redis = () => own().client;
 
 /** EVALSHA and EVAL calls Redis has run so far. */
 async function scriptCalls(): Promise<number> {
-  const info = await redis.info('commandstats');
+  const info = await redis().info('commandstats');
   let n = 0;
   for (const m of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) n += Number(m[1]);
   return n;
@@ -128,7 +117,7 @@ async function runTrace(
     liveLimits: true,
   });
   const lua = new RateLimiter({
-    store: redisStore({ client: redis, clock: time.clock, batch: { maxDecisions } }),
+    store: redisStore({ client: redis(), clock: time.clock, batch: { maxDecisions } }),
     policies: policies(),
     prefix,
     liveLimits: true,
@@ -176,7 +165,7 @@ test('calls issued at once over keys with and without overrides answer as the tw
 
 test('a flood over 200 keys, every tenth overridden, is batched and admits exactly each limit', async () => {
   const limiter = new RateLimiter({
-    store: redisStore({ client: redis }),
+    store: redisStore({ client: redis() }),
     policies: [
       fixedWindow({ limit: 5, window: '1h', name: 'hour' }),
       gcra({ limit: 6, window: '1h', name: 'g' }),
@@ -211,7 +200,7 @@ test('a flood over 200 keys, every tenth overridden, is batched and admits exact
 // that changes it for its override must leave it as it was for the calls after it.
 test('calls of one shape, keys with overrides of either policy and keys without, with an override for every key too', async () => {
   const limiter = new RateLimiter({
-    store: redisStore({ client: redis }),
+    store: redisStore({ client: redis() }),
     policies: [
       fixedWindow({ limit: 6, window: '1h', name: 'hour' }),
       slidingWindow({ limit: 7, window: '1h', name: 'sw' }),
@@ -253,7 +242,7 @@ test('calls of one shape, keys with overrides of either policy and keys without,
 
 test('an override for every key applies to calls decided together, and goes with clearLimit', async () => {
   const limiter = new RateLimiter({
-    store: redisStore({ client: redis }),
+    store: redisStore({ client: redis() }),
     policies: [fixedWindow({ limit: 4, window: '1h', name: 'hour' })],
     prefix: `global${run++}`,
     liveLimits: true,
