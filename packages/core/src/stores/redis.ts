@@ -163,9 +163,13 @@ export class RedisStore implements Store {
     };
     const prepared: PreparedPolicies = {
       ...(live && {
-        changeLimits: async (keys, change) => {
-          await watch?.ready();
-          await calls.change(keys, encodeChange(policies, change));
+        // As a decision (afterGlobalRead): a change answered by its timeout while the global
+        // record was read is never sent afterwards.
+        changeLimits: (keys, change) => {
+          const spec = encodeChange(policies, change);
+          const send = () => calls.change(keys, spec) as Promise<unknown> as Promise<void>;
+          const first = watch?.ready();
+          return first === undefined ? send() : afterRead(first, send);
         },
       }),
       ...(watch && {

@@ -2,7 +2,8 @@
  * A live limiter's first call waits for the read of its override for every key (a GET of the
  * global record). When that read stalled past the limiter's `timeout`, the failure policy
  * answered the call, and the call still reached Redis once the read came back: a request
- * admitted by `'open'` (or refused by `'closed'`) was charged as well. The stall here is a real
+ * admitted by `'open'` (or refused by `'closed'`) was charged as well, and a `setLimit` that
+ * had failed with a timeout was applied. The stall here is a real
  * one: CLIENT PAUSE on a redis-server this file starts. The same stall, longer than a limiter's
  * default timeout, made the conformance table's live scenarios fail at their first step on a
  * loaded CI machine (the kit's limiters now wait longer: src/testing/table.ts).
@@ -62,6 +63,27 @@ test.each([
     await limiter.close();
   },
 );
+
+test('a setLimit answered by the timeout while the global record was read is never applied', async () => {
+  const [client, admin, waiter] = await Promise.all([connect(), connect(), connect()]);
+  const limiter = new RateLimiter({
+    store: redisStore({ client }),
+    policies: [fixedWindow({ limit: 10, window: '1h', name: 'hour' })],
+    prefix: `first-change${prefixes++}`,
+    liveLimits: true,
+    timeout: 100,
+    circuitBreaker: false,
+  });
+  await admin.call('CLIENT', 'PAUSE', '400', 'ALL');
+  await expect(limiter.setLimit('k', { policy: 'hour', limit: 3 })).rejects.toMatchObject({
+    name: 'RateLimitStoreError',
+  });
+  await waiter.ping();
+  const after = await limiter.getLimit('k');
+  expect([after.hour?.limit, after.hour?.overridden]).toEqual([10, false]);
+  expect(await limiter.consume('k', { cost: 4 })).toMatchObject({ allowed: true, remaining: 6 });
+  await limiter.close();
+});
 
 test('a live scenario of the conformance table passes when its first read stalls past 1 s', async () => {
   const [client, admin] = await Promise.all([connect(), connect()]);
