@@ -22,7 +22,7 @@ import {
 const testRedis = useTestRedis();
 
 let prefixes = 0;
-const policies = (second = '1s') => [
+const policies = (second: '1s' | '1m' = '1s') => [
   fixedWindow({ limit: 5, window: second, name: 'second' }),
   gcra({ limit: 100, window: '1h', name: 'hour' }),
 ];
@@ -33,7 +33,7 @@ const stores: Array<[string, () => Store]> = [
 ];
 
 describe.each(stores)('live limits on the %s store', (_name, makeStore) => {
-  const limiter = (store = makeStore(), prefix = `live${prefixes++}`, second?: string) =>
+  const limiter = (store = makeStore(), prefix = `live${prefixes++}`, second?: '1s' | '1m') =>
     new RateLimiter({ store, policies: policies(second), prefix, liveLimits: true });
 
   it('getLimit answers the effective parameters per policy, before and after setLimit', async () => {
