@@ -163,6 +163,32 @@ test('calls issued at once over keys with and without overrides answer as the tw
   );
 }, 120_000);
 
+/**
+ * `callers` callers in flight, each consuming `each` times, caller c's i-th call on key
+ * `(c · each + i) % keys` (named `name(k)`): how many calls each key admitted, and how many ran.
+ */
+async function flood(
+  limiter: RateLimiter,
+  callers: number,
+  each: number,
+  keys: number,
+  name: (k: number) => string,
+): Promise<{ admitted: number[]; decisions: number }> {
+  const admitted = new Array<number>(keys).fill(0);
+  let decisions = 0;
+  await Promise.all(
+    Array.from({ length: callers }, async (_, c) => {
+      for (let i = 0; i < each; i++) {
+        const k = (c * each + i) % keys;
+        const d = await limiter.consume(name(k));
+        decisions++;
+        if (d.allowed) admitted[k]!++;
+      }
+    }),
+  );
+  return { admitted, decisions };
+}
+
 test('a flood over 200 keys, every tenth overridden, is batched and admits exactly each limit', async () => {
   const limiter = new RateLimiter({
     store: redisStore({ client: redis() }),
@@ -175,23 +201,12 @@ test('a flood over 200 keys, every tenth overridden, is batched and admits exact
   });
   for (let k = 0; k < 200; k += 10) await limiter.setLimit(`u${k}`, { policy: 'hour', limit: 3 });
   const before = await scriptCalls();
-  const admitted = new Map<string, number>();
-  let decisions = 0;
-  // 64 callers, each sweeping every key 8 times: 8 calls per key, more than any limit.
-  await Promise.all(
-    Array.from({ length: 64 }, async (_, c) => {
-      for (let i = 0; i < 25; i++) {
-        const key = `u${(c * 25 + i) % 200}`;
-        const d = await limiter.consume(key);
-        decisions++;
-        if (d.allowed) admitted.set(key, (admitted.get(key) ?? 0) + 1);
-      }
-    }),
-  );
+  // 64 callers of 25 calls over 200 keys: 8 calls per key, more than any limit.
+  const { admitted, decisions } = await flood(limiter, 64, 25, 200, (k) => `u${k}`);
   const scripts = (await scriptCalls()) - before;
   expect(decisions).toBe(1600);
   for (let k = 0; k < 200; k++)
-    expect([`u${k}`, admitted.get(`u${k}`)]).toEqual([`u${k}`, k % 10 === 0 ? 3 : 5]);
+    expect([`u${k}`, admitted[k]]).toEqual([`u${k}`, k % 10 === 0 ? 3 : 5]);
   // Overridden or not, the calls share batch scripts.
   expect(scripts).toBeLessThan(1600 / 4);
 });
@@ -213,30 +228,21 @@ test('calls of one shape, keys with overrides of either policy and keys without,
     const sw = k % 3 === 0 ? 4 : global;
     return Math.min(hour, sw);
   };
-  for (let k = 0; k < 60; k++) {
-    if (k % 5 === 0) await limiter.setLimit(`s${k}`, { policy: 'hour', limit: 2 });
-    if (k % 3 === 0) await limiter.setLimit(`s${k}`, { policy: 'sw', limit: 4 });
-  }
+  const overrideSome = async () => {
+    for (let k = 0; k < 60; k++) {
+      if (k % 5 === 0) await limiter.setLimit(`s${k}`, { policy: 'hour', limit: 2 });
+      if (k % 3 === 0) await limiter.setLimit(`s${k}`, { policy: 'sw', limit: 4 });
+    }
+  };
+  await overrideSome();
   for (const global of [7, 5]) {
     if (global === 5) {
       await limiter.resetAll();
-      for (let k = 0; k < 60; k++) {
-        if (k % 5 === 0) await limiter.setLimit(`s${k}`, { policy: 'hour', limit: 2 });
-        if (k % 3 === 0) await limiter.setLimit(`s${k}`, { policy: 'sw', limit: 4 });
-      }
+      await overrideSome();
       await limiter.setLimit('*', { policy: 'sw', limit: 5 });
     }
-    const admitted = new Map<number, number>();
-    await Promise.all(
-      Array.from({ length: 30 }, async (_, c) => {
-        for (let i = 0; i < 16; i++) {
-          const k = (c * 16 + i) % 60;
-          if ((await limiter.consume(`s${k}`)).allowed) admitted.set(k, (admitted.get(k) ?? 0) + 1);
-        }
-      }),
-    );
-    for (let k = 0; k < 60; k++)
-      expect([k, admitted.get(k) ?? 0]).toEqual([k, expected(k, global)]);
+    const { admitted } = await flood(limiter, 30, 16, 60, (k) => `s${k}`);
+    for (let k = 0; k < 60; k++) expect([k, admitted[k]]).toEqual([k, expected(k, global)]);
   }
 });
 
