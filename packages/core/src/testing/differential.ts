@@ -147,16 +147,22 @@ export async function runDifferential(options: DifferentialOptions): Promise<Dif
       timeout: KIT_TIMEOUT_MS,
       ...extra,
     });
-    for (const [i, step] of trace.entries()) {
-      time.now += step.advance / 1000;
-      const expected = await call(twins, step);
-      const actual = await call(tested, step);
-      decisions++;
-      if (JSON.stringify(expected) !== JSON.stringify(actual)) {
-        const described = policies.map((p) => ({ kind: p.kind, options: p.options }));
-        const failure = { seed, run, policies: described, trace: trace.slice(0, i + 1) };
-        return { runs: run + 1, decisions, failure: { ...failure, expected, actual } };
+    try {
+      for (const [i, step] of trace.entries()) {
+        time.now += step.advance / 1000;
+        const expected = await call(twins, step);
+        const actual = await call(tested, step);
+        decisions++;
+        if (JSON.stringify(expected) !== JSON.stringify(actual)) {
+          const described = policies.map((p) => ({ kind: p.kind, options: p.options }));
+          const failure = { seed, run, policies: described, trace: trace.slice(0, i + 1) };
+          return { runs: run + 1, decisions, failure: { ...failure, expected, actual } };
+        }
       }
+    } finally {
+      // A live limiter polls its override for every key until closed: no read may outlive the
+      // trace (the caller may close its connection right after).
+      await Promise.all([twins.close(), tested.close()]);
     }
   }
   return { runs, decisions };
