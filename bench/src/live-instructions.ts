@@ -39,7 +39,7 @@ async function liveTexts() {
     });
     const keys = limiter.storageKeys('x');
     await limiter.setLimit('x', { policy: 'hour', limit: NEVER_DENY + 1 });
-    const override = (await client.get(keys[keys.length - 2]!))!;
+    const override = (await client.get(keys[keys.length - 1]!))!;
     await limiter.setLimit('*', { policy: 'minute', limit: NEVER_DENY + 1 });
     const [record] = await client.keys('bench:lm*:global');
     const spec = (await client.get(record!))!;
@@ -59,7 +59,7 @@ async function main() {
   const head = ['0', '', '1', '0'];
   const groups = policies().flatMap((p) => [p.kind, ...p.params.map(String)]);
   const lockouts = policies().map(() => '');
-  const plainKeys = shape.slice(0, -2);
+  const plainKeys = shape.slice(0, -1);
   const plain = batchScriptFor(scriptFor(kinds));
   const liveSingle = liveScriptFor(kinds);
   const live = batchScriptFor(liveSingle);
@@ -77,7 +77,7 @@ async function main() {
     ...args,
     ...(tail.length > 0 ? [String(BATCH)] : []),
   ];
-  const liveTail = shape.slice(-2);
+  const liveTail = shape.slice(-1);
   const overrides = (every: number) => async (client: Redis) => {
     for (let n = 0; n < 1000; n += every) {
       await client.set(liveTail[0]!.replace(RAND, String(n).padStart(12, '0')), override);

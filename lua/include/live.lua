@@ -4,19 +4,27 @@
 -- and the engine, which it wraps in run_engine(), so limiters without live limits run exactly
 -- the scripts they ran before and pay nothing for it.
 --
--- KEYS[#KEYS]  the key's overrides, <prefix>:{<key>}:<limiter id>:lm (same hash tag); taken off
---              KEYS here, so the engine sees the KEYS it always sees
+-- KEYS[#KEYS]  the key's live state, <prefix>:{<key>}:<limiter id> (same hash tag), taken off KEYS
+--              here, so the engine sees the KEYS it always sees: one string '<own>\n<mark>', the
+--              key's overrides and its mark of the override for every key (below), either ''
+--              when it has none (no key when both are). One key, not two: each key a call
+--              declares costs Redis every call (docs/algorithms.md "What live limits cost").
 -- ARGV[#ARGV]  '' for every call but a change; taken off ARGV here. A change (MODE 'a') gives
 --              '<ttl µs, 0: none>|<PX ms or ''>|<carry>|<entries>': its entries replace the stored
 --              ones of their policies, and the ttl applies to all; no entries clears every
 --              override of the key (it goes back to the limiter's own parameters)
--- Stored       a string '<expires at µs, 0: never>|<carry>|<entries>', entries separated by ';',
+-- Own          '<expires at µs, 0: never>|<carry>|<entries>', entries separated by ';',
 --              each '<i> <o> <base capacity> <capacity> <limit> <window µs> <burst or -> <arg>…':
 --              policy i (KEYS[i]), whose group starts at ARGV[FIRST_ARG + o] (its algorithm's
 --              name), takes these ARGV after its name instead of the limiter's (limit, window and
 --              burst are for the store to read the override back). The policy's state is kept in the override's
 --              parameters (a change rewrites it: carry_policy), so an override is never read
---              without them. TTL: none, or the override's ttl plus the time its state can live.
+--              without them.
+-- TTL          none while the key has overrides without a ttl; else as long as its longer-lived
+--              part needs: the overrides their ttl plus the time their states can live (the
+--              change's PX), the mark the PX of the override for every key (renewed each call).
+--              Kept longer than a part needs changes nothing: a lapse is carried at the key's next
+--              call, and a mark of states that are gone carries full states, which stay full.
 -- Carry        what a change makes of the used units (docs/algorithms.md#live-limits), with R the
 --              remaining whole units under the old parameters (capacity C) and C' the new
 --              capacity: 'as-is' keeps min(R, C'), 'proportional' keeps the fraction used
@@ -24,11 +32,10 @@
 --              (clamp(R + C' - C, 0, C')), 'reset' starts full; a key at full capacity (R = C:
 --              idle) stays full whatever the carry. The state is then cleared and charged C'
 --              minus that, as a fresh key admits it, at now.
--- KEYS[#KEYS]  (taken off first) the key's mark of the override for every key ('*'):
---              <prefix>:{<key>}:<limiter id>:g, '<version>|<carry>|<entries>': the global
---              entries its states are kept in (policies with an override of their own left
---              out). A call without a spec that finds a mark carries the key back to the
---              limiter's own parameters (a process that has not read a change yet).
+-- Mark         '<version>|<carry>|<entries>': the global entries the key's states are kept in
+--              (policies with an override of their own left out). A call without a spec that
+--              finds a mark carries the key back to the limiter's own parameters (a process that
+--              has not read a change yet).
 -- ARGV[#ARGV]  (taken off first) '' when the limiter has no override for every key, else the
 --              one the process holds: '<version>|<expires at µs, 0: never>|<carry>|<mark PX ms>|
 --              <entries>', entries as stored. A key's policies without an override of their own
@@ -45,7 +52,7 @@
 --- @if batch
 -- A batch's calls mostly carry the same entries: each text is parsed once (the tables are only
 -- read), and each key's stored overrides (OWN: expires at, as a number, carry, entries). LIVE_NOW:
--- each live call's two keys' values, read by include/batch.lua for them all. TOUCHED: the ranges
+-- each live call's live state (false for none), read by include/batch.lua for them all. TOUCHED: the ranges
 -- of ARGV a live call changed (first, last, …).
 local PARSED, OWN, LIVE_NOW, TOUCHED = {}, {}, {}, {}
 --- @end
@@ -150,21 +157,59 @@ end
 local function decide_live()
 local BEFORE = OUTN
 --- @end
-local MARK_KEY, GLOBAL_SPEC = KEYS[#KEYS], ARGV[#ARGV]
-KEYS[#KEYS], ARGV[#ARGV] = nil, nil
-local LIMITS_KEY, LIMITS_SPEC = KEYS[#KEYS], ARGV[#ARGV]
+local GLOBAL_SPEC = ARGV[#ARGV]
+ARGV[#ARGV] = nil
+local LIVE_KEY, LIMITS_SPEC = KEYS[#KEYS], ARGV[#ARGV]
 KEYS[#KEYS], ARGV[#ARGV] = nil, nil
 
--- One read for both (as cheap as a GET): a key's mark is seen even by a process that holds no
+-- The key's overrides and mark, one read: a key's mark is seen even by a process that holds no
 -- override for every key yet, which then carries the key back rather than misread its states.
 --- @if batch
 -- A batch read them for all its live calls at once (LIVE_NOW, include/batch.lua: false for none),
 -- and keeps them as its calls write them.
-local limits, mark = LIVE_NOW[LIMITS_KEY], LIVE_NOW[MARK_KEY]
-if limits == nil or mark == nil then limits, mark = unpack(redis.call('MGET', LIMITS_KEY, MARK_KEY)) end
+local value = LIVE_NOW[LIVE_KEY]
+if value == nil then value = redis.call('GET', LIVE_KEY) end
 --- @else
-local limits, mark = unpack(redis.call('MGET', LIMITS_KEY, MARK_KEY))
+local value = redis.call('GET', LIVE_KEY)
 --- @end
+local limits, mark
+if value then
+  limits, mark = string.match(value, '^([^\n]*)\n(.*)$')
+  if limits == '' then limits = nil end
+  if mark == '' then mark = nil end
+end
+
+-- Writes the key's live state as `limits` and `mark` now are. The key lives for ever while its
+-- overrides have no ttl, else as long as the longer-lived part needs: `own_px` (ms) for the
+-- overrides (nil: what the key has left), `mark_px` for the mark. The same value is only renewed.
+local function write_live(own_px, mark_px)
+  local px
+  if limits then
+    if own_px == nil then
+      if string.sub(limits, 1, 2) == '0|' then
+        own_px = ''
+      else
+        local left = redis.call('PTTL', LIVE_KEY)
+        own_px = left > 0 and left or ''
+      end
+    end
+    if own_px ~= '' then px = math.max(own_px + 0, mark and mark_px + 0 or 0) end
+  elseif mark then
+    px = mark_px
+  end
+  local new = (limits or mark) and (limits or '') .. '\n' .. (mark or '')
+  if not new then
+    if value then redis.call('DEL', LIVE_KEY) end
+  elseif new ~= value then
+    if px then redis.call('SET', LIVE_KEY, new, 'PX', px) else redis.call('SET', LIVE_KEY, new) end
+  elseif px then
+    redis.call('PEXPIRE', LIVE_KEY, px)
+  end
+  value = new or false
+  --- @if batch
+  LIVE_NOW[LIVE_KEY] = value
+  --- @end
+end
 
 -- The override for every key ('*'), as this process holds it (GLOBAL_SPEC): the key's policies
 -- without an override of their own are carried lazily to its entries, from those the key's mark
@@ -230,19 +275,12 @@ if GLOBAL_SPEC ~= '' or mark then
     put_args(FIRST_ARG + e[2], e, 8)
     HELD[i] = e[4] + 0
   end
-  -- Writes the key's mark for its own overrides `skip` (renewing its PX).
-  mark_global = function(skip)
-    local value, n = wanted(skip)
-    if n == 0 then
-      if mark then redis.call('DEL', MARK_KEY) end
-      mark = nil
-    else
-      if value ~= mark then redis.call('SET', MARK_KEY, value, 'PX', px) else redis.call('PEXPIRE', MARK_KEY, px) end
-      mark = value
-    end
-    --- @if batch
-    LIVE_NOW[MARK_KEY] = mark or false
-    --- @end
+  -- Writes the key's mark for its own overrides `skip` (renewing its PX), with its overrides
+  -- (`own_px`: as write_live takes it).
+  mark_global = function(skip, own_px)
+    local wanted_mark, n = wanted(skip)
+    if n == 0 then mark = nil else mark = wanted_mark end
+    write_live(own_px, px)
     GLOBAL_APPLIED = n > 0
   end
 end
@@ -269,11 +307,9 @@ if limits then
       put_args(o, e, 8)
       carry_policy(e[1] + 0, o, e[4] + 0, held(e[1] + 0, e[3]), carry, base)
     end
-    redis.call('DEL', LIMITS_KEY)
     limits, entries = nil, {}
-    --- @if batch
-    LIVE_NOW[LIMITS_KEY] = false
-    --- @end
+    -- Written with the mark, just below, when the key has one.
+    if not mark_global then write_live() end
   end
 end
 
@@ -316,13 +352,12 @@ if MODE == 'a' then
   end
   list = table.concat(kept, ';')
   if list == '' then
-    redis.call('DEL', LIMITS_KEY)
+    limits = nil
   else
     local expires = ttl + 0 > 0 and now + ttl or 0
-    local value = string.format('%d', expires) .. '|' .. carry .. '|' .. list
-    if px == '' then redis.call('SET', LIMITS_KEY, value) else redis.call('SET', LIMITS_KEY, value, 'PX', px) end
+    limits = string.format('%d', expires) .. '|' .. carry .. '|' .. list
   end
-  if mark_global then mark_global(new) end
+  if mark_global then mark_global(new, px) else write_live(px) end
   return 1
 elseif limits then
   for _, e in ipairs(entries) do put_args(FIRST_ARG + e[2], e, 8) end

@@ -111,11 +111,9 @@ export class RateLimiter {
     });
     this.head = `${prefix}:{`;
     this.tails = keyTails(this.policies, this.prepared.combined === true);
-    // The key's overrides, then its mark of the override for every key (live-global.ts).
-    if (liveLimits) {
-      const id = limitsId(this.policies);
-      this.tails = [...this.tails, `}:${id}`, `}:${id}:g`];
-    }
+    // The key's live state: its overrides and its mark of the override for every key, one key
+    // (lua/include/live.lua; live-global.ts).
+    if (liveLimits) this.tails = [...this.tails, `}:${limitsId(this.policies)}`];
     // A denial of a fixedWindow with extendWindow moves its own retryAfter: none is cached. With
     // live limits none either: another process's setLimit must be seen by the next decision.
     this.deniedCache =

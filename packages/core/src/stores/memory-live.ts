@@ -122,7 +122,8 @@ class LiveMemory {
     const lapsed = global.expiresAt > 0 && global.expiresAt <= now;
     const wanted = new Map<number, OverrideEntry>();
     if (!lapsed) for (const e of global.entries) wanted.set(e.index, e);
-    const markKey = keys[this.n + 2]!;
+    // The key's live key, in the store's table of states (its overrides are in their own table).
+    const markKey = keys[this.n + 1]!;
     let mark = this.host.state(markKey, now) as GlobalMark | undefined;
     const kept = (skip: ReadonlySet<number>) =>
       [...wanted.values()].filter((e) => !skip.has(e.index));

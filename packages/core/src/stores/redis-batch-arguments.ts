@@ -51,8 +51,8 @@ export function batchArguments(
   }
 }
 
-/** A live script's last KEYS: the key's overrides and its mark (lua/include/live.lua). */
-const LIVE_KEYS = 2;
+/** A live script's last KEYS: the key's live state, its overrides and mark (lua/include/live.lua). */
+const LIVE_KEYS = 1;
 
 /** A call of a per-node batch: its slot too. */
 export interface NodeBatchedCall extends BatchedCall {

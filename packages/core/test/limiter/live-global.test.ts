@@ -285,14 +285,57 @@ it('on Redis, the record is one key of its own, each key marks which global para
   await l.consume('alice');
   const keys = await keysWithTtl(redis);
   const record = keys.find((k) => k.key.endsWith(':global'));
-  const mark = keys.find((k) => k.key.endsWith(':g'));
+  const mark = keys.find((k) => k.key.startsWith('rec:{alice}:lm'));
   expect(record?.key).toMatch(/^rec:lm[0-9A-Za-z]+:global$/);
   expect(record?.pttl).toBeGreaterThan(3_600_000);
-  expect(mark?.key).toMatch(/^rec:\{alice\}:lm[0-9A-Za-z]+:g$/);
+  // The key's live state, its mark alone (no override of its own).
+  expect(mark?.key).toMatch(/^rec:\{alice\}:lm[0-9A-Za-z_-]+$/);
+  expect(await redis.get(mark!.key)).toMatch(/^\n\d+\|as-is\|1 /);
   // The mark outlives the key's state (a 1-minute window), and no more than twice over.
   expect(mark?.pttl).toBeGreaterThan(60_000);
   expect(mark?.pttl).toBeLessThanOrEqual(2 * 60_000 + 1000);
   expect(keys.every((k) => k.pttl > 0)).toBe(true);
+  await l.close();
+});
+
+it("on Redis, a key's overrides and mark share its one live key, which lives as long as the longer-lived part needs", async () => {
+  const redis = testRedis();
+  const l = new RateLimiter({
+    store: redisStore({ client: redis }),
+    policies: [
+      fixedWindow({ limit: 10, window: '1m', name: 'q' }),
+      fixedWindow({ limit: 10, window: '1m', name: 'r' }),
+    ],
+    prefix: 'one',
+    liveLimits: true,
+  });
+  const liveKey = (key: string) => l.storageKeys(key).at(-1)!;
+  const pttl = (key: string) => redis.pttl(liveKey(key));
+  await l.setLimit('*', { policy: 'r', limit: 20 });
+  // An override of its own without a ttl: the key is kept for good, the mark with it.
+  await l.setLimit('alice', { policy: 'q', limit: 30 });
+  await l.consume('alice');
+  expect(await redis.get(liveKey('alice'))).toMatch(/^0\|as-is\|1 [^\n]*\n\d+\|as-is\|2 /);
+  expect(await pttl('alice')).toBe(-1);
+  // One with a ttl of an hour: each call renews the mark, never shortening the key.
+  await l.setLimit('bob', { policy: 'q', limit: 30 }, { ttl: '1h' });
+  for (let i = 0; i < 3; i++) await l.consume('bob');
+  expect(await redis.get(liveKey('bob'))).toMatch(/^[1-9]\d*\|as-is\|1 [^\n]*\n\d+\|as-is\|2 /);
+  expect(await pttl('bob')).toBeGreaterThan(3_600_000);
+  expect((await l.consume('bob')).policies.map((p) => p.limit)).toEqual([30, 20]);
+  // Cleared: the mark alone is left, with the mark's PX (twice the 1-minute window, and 1 s).
+  await l.clearLimit('bob');
+  expect(await redis.get(liveKey('bob'))).toMatch(/^\n\d+\|as-is\|2 /);
+  expect(await pttl('bob')).toBeGreaterThan(60_000);
+  expect(await pttl('bob')).toBeLessThanOrEqual(2 * 60_000 + 1000);
+  // No override for every key either: the next call carries bob back, and the key goes.
+  await l.clearLimit('*');
+  expect((await l.consume('bob')).policies.map((p) => p.limit)).toEqual([10, 10]);
+  expect(await redis.exists(liveKey('bob'))).toBe(0);
+  // alice keeps her own override, now without a mark, still for good.
+  expect((await l.consume('alice')).policies.map((p) => p.limit)).toEqual([30, 10]);
+  expect(await redis.get(liveKey('alice'))).toMatch(/^0\|as-is\|1 [^\n]*\n$/);
+  expect(await pttl('alice')).toBe(-1);
   await l.close();
 });
 
@@ -324,7 +367,7 @@ it('on Redis, resetAll leaves no key of the limiter: its record for every key, t
   expect(mine.map(named).sort()).toEqual(
     [
       'gone:lm:global',
-      'gone:{alice}:lm:g',
+      'gone:{alice}:lm',
       'gone:{alice}:state',
       'gone:{vip}:lm',
       'gone:{vip}:state',
@@ -351,7 +394,7 @@ it("on Redis, a key's mark outlives its smoothBursty state (kept an hour)", asyn
   await l.setLimit('*', { policy: 'sb', limit: 40 }, { carry: 'reset' });
   await l.consume('alice');
   const keys = await keysWithTtl(redis);
-  const mark = keys.find((k) => k.key.endsWith(':g'))!;
+  const mark = keys.find((k) => k.key.startsWith('sb:{alice}:lm'))!;
   const state = keys.find((k) => k.key.startsWith('sb:{alice}') && k !== mark)!;
   expect(state.pttl).toBeGreaterThan(3_600_000);
   expect(mark.pttl).toBeGreaterThan(state.pttl);
