@@ -59,35 +59,33 @@ async function main() {
   const head = ['0', '', '1', '0'];
   const groups = policies().flatMap((p) => [p.kind, ...p.params.map(String)]);
   const lockouts = policies().map(() => '');
-  const plainKeys = shape.slice(0, -1);
   const plain = batchScriptFor(scriptFor(kinds));
   const liveSingle = liveScriptFor(kinds);
   const live = batchScriptFor(liveSingle);
   const calls = (keys: string[]) => Array.from({ length: BATCH }, () => keys).flat();
   const plainArgs = [...head, ...groups, ...lockouts];
-  const batchOf = (script: { sha1: string }, keys: string[], args: string[], tail: string[]) => [
+  const batchOf = (script: { sha1: string }, keys: string[], args: string[]) => [
     'EVALSHA',
     script.sha1,
     String(BATCH * keys.length),
-    ...calls(keys.slice(0, keys.length - tail.length)),
-    ...Array.from({ length: BATCH }, () => tail).flat(),
+    ...calls(keys),
     '1',
-    String(keys.length - tail.length),
+    String(keys.length),
     String(args.length),
     ...args,
-    ...(tail.length > 0 ? [String(BATCH)] : []),
   ];
-  const liveTail = shape.slice(-1);
+  // The caller's live key: its block key, which holds its overrides too.
+  const liveKey = shape.at(-1)!;
   const overrides = (every: number) => async (client: Redis) => {
     for (let n = 0; n < 1000; n += every) {
-      await client.set(liveTail[0]!.replace(RAND, String(n).padStart(12, '0')), override);
+      await client.set(liveKey.replace(RAND, String(n).padStart(12, '0')), override);
     }
   };
   const subjects: CommandSubject[] = [
     {
       name: 'off (per decision in a batch of 32)',
       script: plain.source,
-      command: batchOf(plain, plainKeys, plainArgs, []),
+      command: batchOf(plain, shape, plainArgs),
       perCall: BATCH,
       // Every row runs with the same scripts loaded: Redis's Lua garbage collector walks them all.
       setup: async (client: Redis) => {
@@ -104,7 +102,7 @@ async function main() {
     ).map(([name, specs, setup]) => ({
       name: `${name} (per decision in a batch of 32)`,
       script: live.source,
-      command: batchOf(live, shape, [...plainArgs, ...specs], liveTail),
+      command: batchOf(live, shape, [...plainArgs, ...specs]),
       perCall: BATCH,
       ...(setup && { setup }),
     })),

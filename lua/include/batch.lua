@@ -36,17 +36,11 @@
 --- @if live
 -- A live limiter's batch (RateLimiter option `liveLimits`): the calls whose keys have no live
 -- state are decided exactly as a batch without live limits decides them, the others through
--- include/live.lua's decide_live() (below). Each call's live key (its overrides and its mark of
--- the override for every key) comes after every call's own keys, in call order, and the last
--- ARGV is the number of calls; each shape's last two ARGV are the live script's (a change, never
--- batched: '', and the override for every key the process holds), taken off the shape here.
-local LIVE_KEYS, ANY_GLOBAL = nil, false
-do
-  local n, total = BATCH_ARGV[#BATCH_ARGV] + 0, #BATCH_KEYS
-  BATCH_ARGV[#BATCH_ARGV] = nil
-  LIVE_KEYS = { unpack(BATCH_KEYS, total - n + 1, total) }
-  for i = total, total - n + 1, -1 do BATCH_KEYS[i] = nil end
-end
+-- include/live.lua's decide_live() (below). Each call's live state (its block, overrides and mark
+-- of the override for every key) is in its block key (include/blocks.lua); each shape's last two
+-- ARGV are the live script's (a change, never batched: '', and the override for every key the
+-- process holds), taken off the shape here.
+local ANY_GLOBAL = false
 --- @end
 local shapes, p, batch_now, one = {}, 2, nil, nil
 local S = BATCH_ARGV[1] + 0
@@ -132,15 +126,16 @@ end
 --- @if live
 -- The calls decided through decide_live() (their `redirected` entry is true): every call when a
 -- shape carries an override for every key (a call may carry a key's states to it, and a later
--- call on the same key must see that), else the calls whose live key exists. One EXISTS of the
--- calls' live keys tells whether any has one, which most batches have not; then one MGET says
--- which (LIVE_NOW: what each live call's decide_live() reads, false for none; it keeps them
--- current). A per-node batch asks per slot group (a command's keys must share a slot), for the
--- groups it runs. Nothing in a batch without an override for every key gives a key live state.
-local function live_calls(first, last)
-  local keys = LIVE_KEYS
-  if first > 1 or last < count then keys = { unpack(LIVE_KEYS, first, last) } end
-  if ANY_GLOBAL or redis.call('EXISTS', unpack(keys)) > 0 then
+-- call on the same key must see that), else the calls whose block key exists, which the EXISTS
+-- above told (most batches have none). Then one MGET says which (LIVE_NOW, include/blocks.lua:
+-- false for none; kept current as calls write them), and the engine reads no block key. A
+-- per-node batch asks per slot group (a command's keys must share a slot), for the groups it
+-- runs. Nothing in a batch without an override for every key gives a key overrides or a mark;
+-- a block written is seen by the key's later calls (write_block: NO_BLOCKS, LIVE_NOW).
+local function live_calls(first, last, some)
+  local keys = block_keys
+  if first > 1 or last < count then keys = { unpack(block_keys, first, last) } end
+  if ANY_GLOBAL or some or (some == nil and redis.call('EXISTS', unpack(keys)) > 0) then
     local found = redis.call('MGET', unpack(keys))
     for c = first, last do
       local j = c - first + 1
@@ -160,17 +155,16 @@ if SLOT_GROUPS then
     first = last + 1
   end
 elseif count > 0 then
-  live_calls(1, count)
+  live_calls(1, count, not NO_BLOCKS)
 end
+NO_BLOCKS = true
 
--- A live call: its KEYS (the shape's table, filled with its own) and its shape's ARGV get its live
--- key and two ARGV back, for decide_live() to take off. It changes the shape's ARGV and NUMS in
+-- A live call: its shape's ARGV get its two ARGV back, for decide_live() to take off. It changes the shape's ARGV and NUMS in
 -- place (a copy per call cost Redis more), noting where in TOUCHED; `restore` puts those ranges
 -- back from the shape's pristine copies ([7], [8], made by its first live call).
-local function run_live(shape, e)
-  local n, nargs, args = shape[1], shape[6], shape[2]
+local function run_live(shape)
+  local nargs, args = shape[6], shape[2]
   if not shape[7] then shape[7], shape[8] = { unpack(args, 1, nargs) }, { unpack(shape[4], 1, nargs) } end
-  KEYS[n + 1] = LIVE_KEYS[e]
   args[nargs + 1], args[nargs + 2] = '', shape[5]
   return decide_live()
 end
@@ -180,9 +174,8 @@ local function restore(shape)
     for j = TOUCHED[t], TOUCHED[t + 1] do args[j], nums[j] = args0[j], nums0[j] end
     TOUCHED[t], TOUCHED[t + 1] = nil, nil
   end
-  -- A call that failed before decide_live() took its live keys and ARGV off.
+  -- A call that failed before decide_live() took its ARGV off.
   args[nargs + 1], args[nargs + 2] = nil, nil
-  KEYS[shape[1] + 1] = nil
   ARGV[3] = args0[3]
   NUMS[3] = nums0[3]
 end
@@ -311,7 +304,7 @@ while e <= count do
     --- @if live
     local ok, reply
     if live then
-      ok, reply = pcall(run_live, shape, e)
+      ok, reply = pcall(run_live, shape)
       restore(shape)
     else
       ok, reply = pcall(decide)

@@ -15,6 +15,65 @@ local function algorithm(o)
   return a[1], a[2], a[3], a[4], a[5]
 end
 
+--- @if live
+-- A live limiter (include/live.lua) keeps its key's block state in its live key, KEYS[n+1]: one
+-- string '<block>\n<own deadline ms>\n<own>\n<mark>', each part '' when the key has none (no key
+-- when all are): the block state, the key's overrides and when their key may go (Redis ms,
+-- '' with no ttl), and its mark of the override for every key. One key: each key a call declares
+-- costs Redis every call, and a batch asks whether its calls' block keys exist anyway.
+-- LIVE_NOW: each live key's value as this script call read or wrote it (false: none); MARK_PX:
+-- the PX of the mark of the call deciding (include/live.lua sets it).
+local LIVE_NOW, MARK_PX = {}, nil
+
+-- A live key's value, read once per script call: a batch that found none of its calls' keys
+-- (NO_BLOCKS) knows it is missing.
+local function live_value(key)
+  local value = LIVE_NOW[key]
+  if value == nil then
+    value = not NO_BLOCKS and redis.call('GET', key)
+    LIVE_NOW[key] = value
+  end
+  return value
+end
+
+-- A live value's parts: block, own deadline, own overrides, mark (nil for none).
+local function live_parts(value)
+  if not value then return nil, nil, nil, nil end
+  local block, deadline, own, mark = string.match(value, '^([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$')
+  return block ~= '' and block or nil, deadline ~= '' and deadline or nil, own ~= '' and own or nil,
+    mark ~= '' and mark or nil
+end
+
+-- Writes a live key from its parts, with the TTL they need: none when one needs it (a block for
+-- ever, overrides without a ttl), else the longest of the block's (until its level is forgotten),
+-- the overrides' (their deadline) and the mark's (MARK_PX). The same value is only renewed.
+local function write_live(key, block, deadline, own, mark)
+  local old = LIVE_NOW[key]
+  local value = (block or own or mark) and
+    (block or '') .. '\n' .. (deadline or '') .. '\n' .. (own or '') .. '\n' .. (mark or '')
+  LIVE_NOW[key] = value or false
+  if not value then
+    if old ~= false then redis.call('DEL', key) end
+    return
+  end
+  local forever, px = false, 0
+  if block then
+    local u, f = string.match(block, '^(%d+):%d+:%d+:(%d+)$')
+    if u == '0' then forever = true else px = ttl_ms(math.max(u + 0, f + 0) - now) + 0 end
+  end
+  if own then
+    if deadline then px = math.max(px, deadline - (now - now % 1000) / 1000) else forever = true end
+  end
+  if mark then px = math.max(px, MARK_PX + 0) end
+  if px < 1 then px = 1 end
+  if value ~= old then
+    if forever then redis.call('SET', key, value) else redis.call('SET', key, value, 'PX', string.format('%d', px)) end
+  elseif not forever then
+    redis.call('PEXPIRE', key, string.format('%d', px))
+  end
+end
+--- @end
+
 -- A batch script makes what follows only when a call of the batch goes through the engine
 -- (make_engine, closed at the end of include/engine.lua): a closure, and a local that one
 -- captures (an upvalue object), is made on every EVALSHA, and a batch of lone consumes
@@ -49,6 +108,11 @@ local function block_steps()
     -- A batch's later calls read their block keys again (this may be one of them).
     NO_BLOCKS = false
     local value = string.format('%d:%d:%d:%d', until_us, by, level, forget_at)
+    --- @if live
+    local _, deadline, own, mark = live_parts(live_value(block_key))
+    write_live(block_key, value, deadline, own, mark)
+    do return end
+    --- @end
     if until_us == 0 then
       redis.call('SET', block_key, value)
     else

@@ -66,7 +66,13 @@ if MODE == '2' or MODE == '6' then
     o = o + 1 + nargs
   end
   if MODE == '2' then
+    --- @if live
+    -- The key's overrides and mark stay (include/blocks.lua's live key).
+    local _, deadline, own, mark = live_parts(live_value(block_key))
+    write_live(block_key, nil, deadline, own, mark)
+    --- @else
     redis.call('DEL', block_key)
+    --- @end
     return 1
   end
   -- The refund answers as a read of the key as it now stands.
@@ -74,7 +80,11 @@ if MODE == '2' or MODE == '6' then
 elseif MODE == '4' then
   -- Block by hand for COST µs (0: for ever); a lockout level in course is kept.
   local parse_block, write_block = block_steps()
+  --- @if live
+  local block, level, forget_at = live_parts(live_value(block_key)), 0, 0
+  --- @else
   local block, level, forget_at = redis.call('GET', block_key), 0, 0
+  --- @end
   if block then
     local _
     _, _, level, forget_at = parse_block(block)
@@ -84,7 +94,12 @@ elseif MODE == '4' then
   write_block(block_key, until_us, 0, level, forget_at)
   return 1
 elseif MODE == '5' then
+  --- @if live
+  local _, deadline, own, mark = live_parts(live_value(block_key))
+  write_live(block_key, nil, deadline, own, mark)
+  --- @else
   redis.call('DEL', block_key)
+  --- @end
   return 1
 end
 
@@ -119,7 +134,11 @@ end
 -- A block answers before any policy is read: nothing is charged while blocked. In a batch whose
 -- block keys were all missing (NO_BLOCKS, the prelude), the key is known to be missing.
 local blocked_until, blocked_by, level
+--- @if live
+local block = live_parts(live_value(block_key))
+--- @else
 local block = not NO_BLOCKS and redis.call('GET', block_key)
+--- @end
 if block then
   local parse_block = block_steps()
   blocked_until, blocked_by, level = parse_block(block)

@@ -4,11 +4,10 @@
 -- and the engine, which it wraps in run_engine(), so limiters without live limits run exactly
 -- the scripts they ran before and pay nothing for it.
 --
--- KEYS[#KEYS]  the key's live state, <prefix>:{<key>}:<limiter id> (same hash tag), taken off KEYS
---              here, so the engine sees the KEYS it always sees: one string '<own>\n<mark>', the
---              key's overrides and its mark of the override for every key (below), either ''
---              when it has none (no key when both are). One key, not two: each key a call
---              declares costs Redis every call (docs/algorithms.md "What live limits cost").
+-- KEYS[#KEYS]  the key's block key, <prefix>:{<key>}:<limiter id>, which holds its live state
+--              too (include/blocks.lua: its block, its own overrides and when their key may go,
+--              its mark of the override for every key): one key per call, which the engine
+--              reads anyway (docs/algorithms.md "What live limits cost").
 -- ARGV[#ARGV]  '' for every call but a change; taken off ARGV here. A change (MODE 'a') gives
 --              '<ttl µs, 0: none>|<PX ms or ''>|<carry>|<entries>': its entries replace the stored
 --              ones of their policies, and the ttl applies to all; no entries clears every
@@ -20,11 +19,12 @@
 --              burst are for the store to read the override back). The policy's state is kept in the override's
 --              parameters (a change rewrites it: carry_policy), so an override is never read
 --              without them.
--- TTL          none while the key has overrides without a ttl; else as long as its longer-lived
---              part needs: the overrides their ttl plus the time their states can live (the
---              change's PX), the mark the PX of the override for every key (renewed each call).
---              Kept longer than a part needs changes nothing: a lapse is carried at the key's next
---              call, and a mark of states that are gone carries full states, which stay full.
+-- TTL          none while the key has overrides without a ttl (or a block for ever); else as long
+--              as its longest-lived part needs: the overrides their ttl plus the time their
+--              states can live (the change's PX, kept as their deadline), the mark the PX of the
+--              override for every key (renewed each call), the block its own. Kept longer than a
+--              part needs changes nothing: a lapse is carried at the key's next call, and a mark
+--              of states that are gone carries full states, which stay full.
 -- Carry        what a change makes of the used units (docs/algorithms.md#live-limits), with R the
 --              remaining whole units under the old parameters (capacity C) and C' the new
 --              capacity: 'as-is' keeps min(R, C'), 'proportional' keeps the fraction used
@@ -51,10 +51,9 @@
 
 --- @if batch
 -- A batch's calls mostly carry the same entries: each text is parsed once (the tables are only
--- read), and each key's stored overrides (OWN: expires at, as a number, carry, entries). LIVE_NOW:
--- each live call's live state (false for none), read by include/batch.lua for them all. TOUCHED: the ranges
--- of ARGV a live call changed (first, last, …).
-local PARSED, OWN, LIVE_NOW, TOUCHED = {}, {}, {}, {}
+-- read), and each key's stored overrides (OWN: expires at, as a number, carry, entries).
+-- TOUCHED: the ranges of ARGV a live call changed (first, last, …).
+local PARSED, OWN, TOUCHED = {}, {}, {}
 --- @end
 -- Stored (or asked) entries as tables of strings: { i, o, base capacity, capacity, limit, window, burst, arg… }.
 local function parse_entries(list)
@@ -159,56 +158,26 @@ local BEFORE = OUTN
 --- @end
 local GLOBAL_SPEC = ARGV[#ARGV]
 ARGV[#ARGV] = nil
-local LIVE_KEY, LIMITS_SPEC = KEYS[#KEYS], ARGV[#ARGV]
-KEYS[#KEYS], ARGV[#ARGV] = nil, nil
+local LIMITS_SPEC = ARGV[#ARGV]
+ARGV[#ARGV] = nil
+-- The key's live key is its block key (include/blocks.lua), which the engine reads too.
+local LIVE_KEY = KEYS[#KEYS]
+MARK_PX = nil
 
 -- The key's overrides and mark, one read: a key's mark is seen even by a process that holds no
 -- override for every key yet, which then carries the key back rather than misread its states.
---- @if batch
--- A batch read them for all its live calls at once (LIVE_NOW, include/batch.lua: false for none),
--- and keeps them as its calls write them.
-local value = LIVE_NOW[LIVE_KEY]
-if value == nil then value = redis.call('GET', LIVE_KEY) end
---- @else
-local value = redis.call('GET', LIVE_KEY)
---- @end
-local limits, mark
-if value then
-  limits, mark = string.match(value, '^([^\n]*)\n(.*)$')
-  if limits == '' then limits = nil end
-  if mark == '' then mark = nil end
+-- A batch read them for all its live calls at once (include/batch.lua), and keeps them as its
+-- calls write them (LIVE_NOW).
+local limits, mark, deadline
+do
+  local _
+  _, deadline, limits, mark = live_parts(live_value(LIVE_KEY))
 end
 
--- Writes the key's live state as `limits` and `mark` now are. The key lives for ever while its
--- overrides have no ttl, else as long as the longer-lived part needs: `own_px` (ms) for the
--- overrides (nil: what the key has left), `mark_px` for the mark. The same value is only renewed.
-local function write_live(own_px, mark_px)
-  local px
-  if limits then
-    if own_px == nil then
-      if string.sub(limits, 1, 2) == '0|' then
-        own_px = ''
-      else
-        local left = redis.call('PTTL', LIVE_KEY)
-        own_px = left > 0 and left or ''
-      end
-    end
-    if own_px ~= '' then px = math.max(own_px + 0, mark and mark_px + 0 or 0) end
-  elseif mark then
-    px = mark_px
-  end
-  local new = (limits or mark) and (limits or '') .. '\n' .. (mark or '')
-  if not new then
-    if value then redis.call('DEL', LIVE_KEY) end
-  elseif new ~= value then
-    if px then redis.call('SET', LIVE_KEY, new, 'PX', px) else redis.call('SET', LIVE_KEY, new) end
-  elseif px then
-    redis.call('PEXPIRE', LIVE_KEY, px)
-  end
-  value = new or false
-  --- @if batch
-  LIVE_NOW[LIVE_KEY] = value
-  --- @end
+-- Writes the key's overrides and mark as `deadline`, `limits` and `mark` now are (its block
+-- as it is).
+local function write_own()
+  write_live(LIVE_KEY, (live_parts(live_value(LIVE_KEY))), deadline, limits, mark)
 end
 
 -- The override for every key ('*'), as this process holds it (GLOBAL_SPEC): the key's policies
@@ -275,12 +244,12 @@ if GLOBAL_SPEC ~= '' or mark then
     put_args(FIRST_ARG + e[2], e, 8)
     HELD[i] = e[4] + 0
   end
-  -- Writes the key's mark for its own overrides `skip` (renewing its PX), with its overrides
-  -- (`own_px`: as write_live takes it).
-  mark_global = function(skip, own_px)
+  -- Writes the key's mark for its own overrides `skip` (renewing its PX).
+  MARK_PX = px
+  mark_global = function(skip)
     local wanted_mark, n = wanted(skip)
     if n == 0 then mark = nil else mark = wanted_mark end
-    write_live(own_px, px)
+    write_own()
     GLOBAL_APPLIED = n > 0
   end
 end
@@ -307,9 +276,9 @@ if limits then
       put_args(o, e, 8)
       carry_policy(e[1] + 0, o, e[4] + 0, held(e[1] + 0, e[3]), carry, base)
     end
-    limits, entries = nil, {}
+    limits, deadline, entries = nil, nil, {}
     -- Written with the mark, just below, when the key has one.
-    if not mark_global then write_live() end
+    if not mark_global then write_own() end
   end
 end
 
@@ -352,12 +321,14 @@ if MODE == 'a' then
   end
   list = table.concat(kept, ';')
   if list == '' then
-    limits = nil
+    limits, deadline = nil, nil
   else
     local expires = ttl + 0 > 0 and now + ttl or 0
     limits = string.format('%d', expires) .. '|' .. carry .. '|' .. list
+    -- The key may go once the ttl lapsed and the states kept in the overrides are gone (PX).
+    deadline = px ~= '' and string.format('%d', (now - now % 1000) / 1000 + px) or nil
   end
-  if mark_global then mark_global(new, px) else write_live(px) end
+  if mark_global then mark_global(new) else write_own() end
   return 1
 elseif limits then
   for _, e in ipairs(entries) do put_args(FIRST_ARG + e[2], e, 8) end

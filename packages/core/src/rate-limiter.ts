@@ -111,9 +111,9 @@ export class RateLimiter {
     });
     this.head = `${prefix}:{`;
     this.tails = keyTails(this.policies, this.prepared.combined === true);
-    // The key's live state: its overrides and its mark of the override for every key, one key
-    // (lua/include/live.lua; live-global.ts).
-    if (liveLimits) this.tails = [...this.tails, `}:${limitsId(this.policies)}`];
+    // Live limits keep a key's block state, overrides and mark of the override for every key in
+    // one key of their own, its last (lua/include/blocks.lua; live-global.ts).
+    if (liveLimits) this.tails = [...this.tails.slice(0, -1), `}:${limitsId(this.policies)}`];
     // A denial of a fixedWindow with extendWindow moves its own retryAfter: none is cached. With
     // live limits none either: another process's setLimit must be seen by the next decision.
     this.deniedCache =

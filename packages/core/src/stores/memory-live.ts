@@ -122,8 +122,9 @@ class LiveMemory {
     const lapsed = global.expiresAt > 0 && global.expiresAt <= now;
     const wanted = new Map<number, OverrideEntry>();
     if (!lapsed) for (const e of global.entries) wanted.set(e.index, e);
-    // The key's live key, in the store's table of states (its overrides are in their own table).
-    const markKey = keys[this.n + 1]!;
+    // The key's last key, in the store's table of states (its block and overrides are in
+    // tables of their own).
+    const markKey = keys[this.n]!;
     let mark = this.host.state(markKey, now) as GlobalMark | undefined;
     const kept = (skip: ReadonlySet<number>) =>
       [...wanted.values()].filter((e) => !skip.has(e.index));
@@ -243,7 +244,7 @@ class LiveMemory {
     stored?: StoredLimits;
     step?: GlobalStep;
   } {
-    const limitsKey = keys[this.n + 1]!;
+    const limitsKey = keys[this.n]!;
     const record = this.host.overrides.get(limitsKey);
     const global = this.global();
     if (record === undefined && global === undefined) return { prepared: this.base };
@@ -275,11 +276,11 @@ class LiveMemory {
   private change(keys: readonly string[], change: LimitChange): void {
     // A lapsed override is carried back first (as any call does).
     const { step } = this.current(keys);
-    const record = this.host.overrides.get(keys[this.n + 1]!);
+    const record = this.host.overrides.get(keys[this.n]!);
     const stored = record === undefined ? undefined : this.reader.read(record.value);
     const held = step?.held ?? this.policies;
     const now = readMicros(this.host.clock);
-    const limitsKey = keys[this.n + 1]!;
+    const limitsKey = keys[this.n]!;
     const old = new Map<number, OverrideEntry>();
     for (const e of stored?.entries ?? []) old.set(e.index, e);
     // The asked entries replace the stored ones of their policies; none at all clears them all.

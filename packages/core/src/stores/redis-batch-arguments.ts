@@ -13,21 +13,16 @@ const shapeId = (n: number): string => (SHAPE_IDS[n] ??= String(n));
 /**
  * Fills `keys` and `head` (emptied first) with one batch script call's KEYS and ARGV for
  * `calls`: the distinct ARGV arrays once each, then each call's shape number unless there is
- * one shape; KEYS in call order. `live`: the calls are a live script's (lua/include/batch.lua's
- * live part): their last LIVE_KEYS keys go after every call's own keys, and the number of calls
- * ends ARGV.
+ * one shape; KEYS in call order.
  */
 export function batchArguments(
   calls: readonly BatchedCall[],
   keys: string[],
   head: string[],
-  live = false,
 ): void {
   keys.length = 0;
   head.length = 0;
   head.push('');
-  const tail = live ? LIVE_KEYS : 0;
-  const liveKeys: string[] = [];
   const shapes = new Map<readonly string[], string>();
   const entries: string[] = new Array(calls.length);
   for (let i = 0; i < calls.length; i++) {
@@ -36,23 +31,15 @@ export function batchArguments(
     if (id === undefined) {
       id = shapeId(shapes.size + 1);
       shapes.set(call.args, id);
-      head.push(shapeId(call.keys.length - tail), shapeId(call.args.length), ...call.args);
+      head.push(shapeId(call.keys.length), shapeId(call.args.length), ...call.args);
     }
     entries[i] = id;
-    const own = call.keys.length - tail;
-    for (let j = 0; j < own; j++) keys.push(call.keys[j]!);
-    for (let j = own; j < call.keys.length; j++) liveKeys.push(call.keys[j]!);
+    const own = call.keys;
+    for (let j = 0; j < own.length; j++) keys.push(own[j]!);
   }
   head[0] = shapeId(shapes.size);
   if (shapes.size > 1) for (const id of entries) head.push(id);
-  if (live) {
-    for (const key of liveKeys) keys.push(key);
-    head.push(String(calls.length));
-  }
 }
-
-/** A live script's last KEYS: the key's live state, its overrides and mark (lua/include/live.lua). */
-const LIVE_KEYS = 1;
 
 /** A call of a per-node batch: its slot too. */
 export interface NodeBatchedCall extends BatchedCall {
@@ -70,11 +57,10 @@ export function nodeBatchArguments(
   calls: readonly NodeBatchedCall[],
   keys: string[],
   args: string[],
-  live = false,
 ): void {
   const all: string[] = [];
   const head: string[] = [];
-  batchArguments(calls, all, head, live);
+  batchArguments(calls, all, head);
   const groups: string[] = [];
   let run = 0;
   for (let i = 0; i < calls.length; i++) {

@@ -280,10 +280,8 @@ export class Batcher {
     const keys: string[] = [];
     const head: string[] = [];
     const script = calls[0]!.batchScript;
-    // A live script's batch: its calls' live keys go last (lua/include/batch.lua's live part).
-    const live = script.live === true;
     const fill = (some: readonly Call[]): void =>
-      perNode ? nodeBatchArguments(some, keys, head, live) : batchArguments(some, keys, head, live);
+      perNode ? nodeBatchArguments(some, keys, head) : batchArguments(some, keys, head);
     fill(calls);
     const ticket = new SendTicket();
     for (const call of calls) call.ticket.joinBatch(ticket);

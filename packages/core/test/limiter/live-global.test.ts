@@ -288,9 +288,9 @@ it('on Redis, the record is one key of its own, each key marks which global para
   const mark = keys.find((k) => k.key.startsWith('rec:{alice}:lm'));
   expect(record?.key).toMatch(/^rec:lm[0-9A-Za-z]+:global$/);
   expect(record?.pttl).toBeGreaterThan(3_600_000);
-  // The key's live state, its mark alone (no override of its own).
+  // The key's block key holds its live state: its mark alone (no block, no override of its own).
   expect(mark?.key).toMatch(/^rec:\{alice\}:lm[0-9A-Za-z_-]+$/);
-  expect(await redis.get(mark!.key)).toMatch(/^\n\d+\|as-is\|1 /);
+  expect(await redis.get(mark!.key)).toMatch(/^\n\n\n\d+\|as-is\|1 /);
   // The mark outlives the key's state (a 1-minute window), and no more than twice over.
   expect(mark?.pttl).toBeGreaterThan(60_000);
   expect(mark?.pttl).toBeLessThanOrEqual(2 * 60_000 + 1000);
@@ -298,7 +298,7 @@ it('on Redis, the record is one key of its own, each key marks which global para
   await l.close();
 });
 
-it("on Redis, a key's overrides and mark share its one live key, which lives as long as the longer-lived part needs", async () => {
+it("on Redis, a key's block, overrides and mark share its one key, which lives as long as the longest-lived part needs", async () => {
   const redis = testRedis();
   const l = new RateLimiter({
     store: redisStore({ client: redis }),
@@ -309,33 +309,52 @@ it("on Redis, a key's overrides and mark share its one live key, which lives as 
     prefix: 'one',
     liveLimits: true,
   });
+  // '<block>\n<overrides' deadline>\n<overrides>\n<mark>'
   const liveKey = (key: string) => l.storageKeys(key).at(-1)!;
+  const value = (key: string) => redis.get(liveKey(key));
   const pttl = (key: string) => redis.pttl(liveKey(key));
+  const limits = async (key: string) => (await l.consume(key)).policies.map((p) => p.limit);
+  expect(l.storageKeys('alice')).toHaveLength(3);
   await l.setLimit('*', { policy: 'r', limit: 20 });
   // An override of its own without a ttl: the key is kept for good, the mark with it.
   await l.setLimit('alice', { policy: 'q', limit: 30 });
   await l.consume('alice');
-  expect(await redis.get(liveKey('alice'))).toMatch(/^0\|as-is\|1 [^\n]*\n\d+\|as-is\|2 /);
+  expect(await value('alice')).toMatch(/^\n\n0\|as-is\|1 [^\n]*\n\d+\|as-is\|2 [^\n]*$/);
   expect(await pttl('alice')).toBe(-1);
   // One with a ttl of an hour: each call renews the mark, never shortening the key.
   await l.setLimit('bob', { policy: 'q', limit: 30 }, { ttl: '1h' });
   for (let i = 0; i < 3; i++) await l.consume('bob');
-  expect(await redis.get(liveKey('bob'))).toMatch(/^[1-9]\d*\|as-is\|1 [^\n]*\n\d+\|as-is\|2 /);
+  expect(await value('bob')).toMatch(/^\n\d+\n[1-9]\d*\|as-is\|1 [^\n]*\n\d+\|as-is\|2 /);
   expect(await pttl('bob')).toBeGreaterThan(3_600_000);
-  expect((await l.consume('bob')).policies.map((p) => p.limit)).toEqual([30, 20]);
+  expect(await limits('bob')).toEqual([30, 20]);
+  // A block keeps the rest, and its own TTL counts too; unblock and reset keep the overrides.
+  await l.block('bob', '3h');
+  expect(await value('bob')).toMatch(/^\d+:0:0:0\n\d+\n[1-9]\d*\|as-is\|1 [^\n]*\n\d+\|as-is\|2 /);
+  expect(await pttl('bob')).toBeGreaterThan(3 * 3_600_000 - 60_000);
+  expect((await l.consume('bob')).allowed).toBe(false);
+  await l.unblock('bob');
+  expect(await value('bob')).toMatch(/^\n\d+\n[1-9]\d*\|as-is\|1 /);
+  await l.reset('bob');
+  expect(await limits('bob')).toEqual([30, 20]);
   // Cleared: the mark alone is left, with the mark's PX (twice the 1-minute window, and 1 s).
   await l.clearLimit('bob');
-  expect(await redis.get(liveKey('bob'))).toMatch(/^\n\d+\|as-is\|2 /);
+  expect(await value('bob')).toMatch(/^\n\n\n\d+\|as-is\|2 /);
   expect(await pttl('bob')).toBeGreaterThan(60_000);
   expect(await pttl('bob')).toBeLessThanOrEqual(2 * 60_000 + 1000);
   // No override for every key either: the next call carries bob back, and the key goes.
   await l.clearLimit('*');
-  expect((await l.consume('bob')).policies.map((p) => p.limit)).toEqual([10, 10]);
+  expect(await limits('bob')).toEqual([10, 10]);
   expect(await redis.exists(liveKey('bob'))).toBe(0);
   // alice keeps her own override, now without a mark, still for good.
-  expect((await l.consume('alice')).policies.map((p) => p.limit)).toEqual([30, 10]);
-  expect(await redis.get(liveKey('alice'))).toMatch(/^0\|as-is\|1 [^\n]*\n$/);
+  expect(await limits('alice')).toEqual([30, 10]);
+  expect(await value('alice')).toMatch(/^\n\n0\|as-is\|1 [^\n]*\n$/);
   expect(await pttl('alice')).toBe(-1);
+  // A block for ever on a key without live state: that key alone, and for good.
+  await l.block('carol', 'forever');
+  expect(await value('carol')).toBe('0:0:0:0\n\n\n');
+  expect(await pttl('carol')).toBe(-1);
+  await l.unblock('carol');
+  expect(await redis.exists(liveKey('carol'))).toBe(0);
   await l.close();
 });
 
