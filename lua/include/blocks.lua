@@ -21,39 +21,53 @@ end
 -- when all are): the block state, the key's overrides and when their key may go (Redis ms,
 -- '' with no ttl), and its mark of the override for every key. One key: each key a call declares
 -- costs Redis every call, and a batch asks whether its calls' block keys exist anyway.
--- LIVE_NOW: each live key's value as this script call read or wrote it (false: none); MARK_PX:
--- the PX of the mark of the call deciding (include/live.lua sets it).
-local LIVE_NOW, MARK_PX = {}, nil
+-- LIVE_NOW: each live key's value as this script call read or wrote it (false: none); a batch's
+-- keys that are not in it are missing while NO_BLOCKS holds (include/batch.lua). MARK_PX: the PX
+-- of the mark of the call deciding (include/live.lua sets it). PARTS: each value's parts, split
+-- once (a batch's keys mostly hold the same overrides).
+local LIVE_NOW, MARK_PX, PARTS = {}, nil, {}
 
--- A live key's value, read once per script call: a batch that found none of its calls' keys
--- (NO_BLOCKS) knows it is missing.
+-- A live key's value, read once per script call.
 local function live_value(key)
   local value = LIVE_NOW[key]
   if value == nil then
-    value = not NO_BLOCKS and redis.call('GET', key)
+    if NO_BLOCKS then return false end
+    value = redis.call('GET', key)
     LIVE_NOW[key] = value
   end
   return value
 end
 
--- A live value's parts: block, own deadline, own overrides, mark (nil for none).
+-- A live value's parts: block, own deadline, own overrides, mark (false for none).
 local function live_parts(value)
-  if not value then return nil, nil, nil, nil end
-  local block, deadline, own, mark = string.match(value, '^([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$')
-  return block ~= '' and block or nil, deadline ~= '' and deadline or nil, own ~= '' and own or nil,
-    mark ~= '' and mark or nil
+  if not value then return false, false, false, false end
+  local p = PARTS[value]
+  if not p then
+    p = { string.match(value, '^([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$') }
+    for j = 1, 4 do
+      if p[j] == '' then p[j] = false end
+    end
+    PARTS[value] = p
+  end
+  return p[1], p[2], p[3], p[4]
 end
 
 -- Writes a live key from its parts, with the TTL they need: none when one needs it (a block for
 -- ever, overrides without a ttl), else the longest of the block's (until its level is forgotten),
 -- the overrides' (their deadline) and the mark's (MARK_PX). The same value is only renewed.
 local function write_live(key, block, deadline, own, mark)
-  local old = LIVE_NOW[key]
-  local value = (block or own or mark) and
-    (block or '') .. '\n' .. (deadline or '') .. '\n' .. (own or '') .. '\n' .. (mark or '')
-  LIVE_NOW[key] = value or false
+  -- Every caller read the key first (live_value: a key a batch knows is missing is not in LIVE_NOW).
+  local old, value = LIVE_NOW[key] or false, false
+  local p = old and PARTS[old]
+  if p and p[1] == (block or false) and p[2] == (deadline or false) and p[3] == (own or false)
+    and p[4] == (mark or false) then
+    value = old
+  elseif block or own or mark then
+    value = (block or '') .. '\n' .. (deadline or '') .. '\n' .. (own or '') .. '\n' .. (mark or '')
+  end
+  LIVE_NOW[key] = value
   if not value then
-    if old ~= false then redis.call('DEL', key) end
+    if old then redis.call('DEL', key) end
     return
   end
   local forever, px = false, 0

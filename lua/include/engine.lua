@@ -135,7 +135,9 @@ end
 -- block keys were all missing (NO_BLOCKS, the prelude), the key is known to be missing.
 local blocked_until, blocked_by, level
 --- @if live
-local block = live_parts(live_value(block_key))
+-- A live key's block (include/blocks.lua): a batch's call whose key had no live state reads none.
+local block = false
+if not NO_BLOCKS or LIVE_NOW[block_key] then block = live_parts(live_value(block_key)) end
 --- @else
 local block = not NO_BLOCKS and redis.call('GET', block_key)
 --- @end

@@ -141,6 +141,10 @@ local function carry_policy(i, o, from, to, carry, args)
   --- @end
 end
 
+-- Policy i's capacity as the ARGV hold it before the key's own overrides: the global entry's
+-- (`held`: HELD below, nil when none applies), else `base` (the limiter's).
+local function held_capacity(held, i, base) return held and held[i] or (base + 0) end
+
 -- The args of an entry (from its eighth field).
 local function entry_args(e)
   local args = {}
@@ -174,19 +178,14 @@ do
   _, deadline, limits, mark = live_parts(live_value(LIVE_KEY))
 end
 
--- Writes the key's overrides and mark as `deadline`, `limits` and `mark` now are (its block
--- as it is).
-local function write_own()
-  write_live(LIVE_KEY, (live_parts(live_value(LIVE_KEY))), deadline, limits, mark)
-end
+-- The key's overrides and mark are written as `deadline`, `limits` and `mark` then are, its block
+-- as it is: write_live(LIVE_KEY, (live_parts(live_value(LIVE_KEY))), deadline, limits, mark),
+-- spelled out where it is done (a local function would be a closure made at every call).
 
 -- The override for every key ('*'), as this process holds it (GLOBAL_SPEC): the key's policies
 -- without an override of their own are carried lazily to its entries, from those the key's mark
 -- says its states are kept in (or the limiter's own parameters).
-local GLOBAL, GLOBAL_VERSION, GLOBAL_APPLIED, HELD = nil, nil, false, {}
--- Policy i's capacity as the ARGV hold it before the key's own overrides: the global entry's,
--- else `base` (the limiter's).
-local function held(i, base) return HELD[i] or (base + 0) end
+local GLOBAL, GLOBAL_VERSION, GLOBAL_APPLIED, HELD = nil, nil, false, nil
 local mark_global
 if GLOBAL_SPEC ~= '' or mark then
   -- No spec but a mark: the key was carried by a process holding a change this one has not
@@ -240,6 +239,7 @@ if GLOBAL_SPEC ~= '' or mark then
   end
   -- Every global entry goes into ARGV, so a key's own override that goes (lapse, clearLimit)
   -- falls back to it.
+  HELD = {}
   for i, e in pairs(GLOBAL) do
     put_args(FIRST_ARG + e[2], e, 8)
     HELD[i] = e[4] + 0
@@ -249,7 +249,7 @@ if GLOBAL_SPEC ~= '' or mark then
   mark_global = function(skip)
     local wanted_mark, n = wanted(skip)
     if n == 0 then mark = nil else mark = wanted_mark end
-    write_own()
+    write_live(LIVE_KEY, (live_parts(live_value(LIVE_KEY))), deadline, limits, mark)
     GLOBAL_APPLIED = n > 0
   end
 end
@@ -274,11 +274,11 @@ if limits then
       local o = FIRST_ARG + e[2]
       local base = group_args(o)
       put_args(o, e, 8)
-      carry_policy(e[1] + 0, o, e[4] + 0, held(e[1] + 0, e[3]), carry, base)
+      carry_policy(e[1] + 0, o, e[4] + 0, held_capacity(HELD, e[1] + 0, e[3]), carry, base)
     end
     limits, deadline, entries = nil, nil, {}
     -- Written with the mark, just below, when the key has one.
-    if not mark_global then write_own() end
+    if not mark_global then write_live(LIVE_KEY, (live_parts(live_value(LIVE_KEY))), deadline, limits, mark) end
   end
 end
 
@@ -311,7 +311,7 @@ if MODE == 'a' then
         if same and target[j] ~= ARGV[o + j] then same = false end
       end
       if not same then
-        carry_policy(i, o, from and from[4] + 0 or held(i, to[3]), to and to[4] + 0 or held(i, from[3]), carry, target)
+        carry_policy(i, o, from and from[4] + 0 or held_capacity(HELD, i, to[3]), to and to[4] + 0 or held_capacity(HELD, i, from[3]), carry, target)
       end
     end
   end
@@ -328,7 +328,7 @@ if MODE == 'a' then
     -- The key may go once the ttl lapsed and the states kept in the overrides are gone (PX).
     deadline = px ~= '' and string.format('%d', (now - now % 1000) / 1000 + px) or nil
   end
-  if mark_global then mark_global(new) else write_own() end
+  if mark_global then mark_global(new) else write_live(LIVE_KEY, (live_parts(live_value(LIVE_KEY))), deadline, limits, mark) end
   return 1
 elseif limits then
   for _, e in ipairs(entries) do put_args(FIRST_ARG + e[2], e, 8) end
