@@ -5,11 +5,12 @@
  * keeps), each decision in a batch of 32 as redisStore sends it, on random callers:
  *   off            the batch script without live limits
  *   on             the live batch script, no key with live state
- *   on, 10 %       every tenth caller's overrides key holds an override
+ *   on, 1 %        every hundredth caller's key holds an override
+ *   on, 10 %       every tenth caller's does
  *   on, 100 %      every caller's does
  *   on, '*'        the calls carry an override for every key (each key marked, its mark renewed)
- * and the single live script (one EVALSHA a decision) on, 100 % and '*' for scale. Takes a few
- * minutes (valgrind).
+ * and the single live script (one EVALSHA a decision) on, 100 % and '*' for scale.
+ * BENCH_ONE_POLICY=1: the same with fixedWindow alone. Takes a few minutes (valgrind).
  */
 import { fixedWindow, gcra, RateLimiter, redisStore } from '@floodgate/core';
 import { startRedisServer } from '@floodgate/redis-server';
@@ -20,9 +21,11 @@ import { NEVER_DENY } from './subjects.js';
 
 const BATCH = 32;
 const CALLS = Number(process.env.BENCH_CALLS ?? 6_400);
+/** BENCH_ONE_POLICY=1: fixedWindow alone (its calls are lone consumes, include/batch.lua). */
+const ONE = process.env.BENCH_ONE_POLICY === '1';
 const policies = () => [
   fixedWindow({ limit: NEVER_DENY, window: '1h', name: 'hour' }),
-  gcra({ limit: NEVER_DENY, window: '1h', name: 'minute' }),
+  ...(ONE ? [] : [gcra({ limit: NEVER_DENY, window: '1h', name: 'minute' })]),
 ];
 const RAND = '__rand_int__';
 
@@ -40,7 +43,7 @@ async function liveTexts() {
     const keys = limiter.storageKeys('x');
     await limiter.setLimit('x', { policy: 'hour', limit: NEVER_DENY + 1 });
     const override = (await client.get(keys[keys.length - 1]!))!;
-    await limiter.setLimit('*', { policy: 'minute', limit: NEVER_DENY + 1 });
+    await limiter.setLimit('*', { policy: ONE ? 'hour' : 'minute', limit: NEVER_DENY + 1 });
     const [record] = await client.keys('bench:lm*:global');
     const spec = (await client.get(record!))!;
     // The caller's part of each key, for redis-benchmark's randomiser.
@@ -95,6 +98,7 @@ async function main() {
     ...(
       [
         ['on', ['', ''], undefined],
+        ['on, 1 %', ['', ''], overrides(100)],
         ['on, 10 %', ['', ''], overrides(10)],
         ['on, 100 %', ['', ''], overrides(1)],
         ["on, '*'", ['', spec], undefined],

@@ -10,6 +10,10 @@
  *   on, 1 %       liveLimits: true, every hundredth key overridden
  *   on, 10 %      liveLimits: true, every tenth key overridden
  *   on, '*'       liveLimits: true, an override for every key (setLimit('*')) in force
+ * and, for a limiter of one policy (fixedWindow alone, where the default layout is the live
+ * one: one key per policy), `one, off` and `one, on, 1 %`. Each ratio is the median over the
+ * rounds of the subject's rate over its baseline's in the same round (`off` and `off, policy`;
+ * `one, off` for the one-policy rows).
  */
 import { fixedWindow, gcra, RateLimiter, redisStore } from '@floodgate/core';
 import { startRedisServer } from '@floodgate/redis-server';
@@ -21,6 +25,7 @@ const ROUND_MS = 2000;
 /** BENCH_ROUNDS=<n>: more rounds on a noisy machine. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
+const one = () => [fixedWindow({ limit: 1_000_000, window: '1h', name: 'hour' })];
 const policies = () => [
   fixedWindow({ limit: 1_000_000, window: '1h', name: 'hour' }),
   gcra({ limit: 1_000_000, window: '1m', name: 'minute' }),
@@ -105,12 +110,26 @@ async function main(): Promise<void> {
           liveLimits: true,
         }),
       ],
+      [
+        'one, off',
+        new RateLimiter({ store: redisStore({ client }), policies: one(), prefix: 'h' }),
+      ],
+      [
+        'one, on, 1 %',
+        new RateLimiter({
+          store: redisStore({ client }),
+          policies: one(),
+          prefix: 'i',
+          liveLimits: true,
+        }),
+      ],
     ];
     const subject = (name: string) => subjects.find(([n]) => n === name)![1];
     await subject("on, '*'").setLimit('*', { policy: 'hour', limit: 2_000_000 });
     for (const [name, every] of [
       ['on, 1 %', 100],
       ['on, 10 %', 10],
+      ['one, on, 1 %', 100],
     ] as const) {
       for (let k = 0; k < KEYS; k += every) {
         await subject(name).setLimit(`user${k}`, { policy: 'hour', limit: 2_000_000 });
@@ -121,16 +140,18 @@ async function main(): Promise<void> {
       for (const [name, limiter] of subjects) rates.get(name)!.push(await throughput(limiter));
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const base = median(rates.get('off')!);
-    const layout = median(rates.get('off, policy')!);
+    // The median of the rounds' ratios: each round's subjects ran close together.
+    const ratio = (name: string, base: string) =>
+      median(rates.get(name)!.map((r, i) => r / rates.get(base)![i]!)).toFixed(3);
     console.log(
       `live limits: ${IN_FLIGHT} in flight, ${KEYS} keys, median of ${ROUNDS} rounds of ${ROUND_MS} ms`,
     );
     for (const [name] of subjects) {
-      const r = median(rates.get(name)!);
-      console.log(
-        `${name.padEnd(12)} ${Math.round(r).toString().padStart(7)}/s  ×${(r / base).toFixed(3)} of off  ×${(r / layout).toFixed(3)} of off, policy`,
-      );
+      const r = Math.round(median(rates.get(name)!)).toString().padStart(7);
+      const against = name.startsWith('one')
+        ? `×${ratio(name, 'one, off')} of one, off`
+        : `×${ratio(name, 'off')} of off  ×${ratio(name, 'off, policy')} of off, policy`;
+      console.log(`${name.padEnd(12)} ${r}/s  ${against}`);
     }
   } finally {
     client.disconnect();
