@@ -147,7 +147,9 @@ async function main(): Promise<void> {
       `live limits: ${IN_FLIGHT} in flight, ${KEYS} keys, median of ${ROUNDS} rounds of ${ROUND_MS} ms`,
     );
     for (const [name] of subjects) {
-      const r = Math.round(median(rates.get(name)!)).toString().padStart(7);
+      const r = Math.round(median(rates.get(name)!))
+        .toString()
+        .padStart(7);
       const against = name.startsWith('one')
         ? `×${ratio(name, 'one, off')} of one, off`
         : `×${ratio(name, 'off')} of off  ×${ratio(name, 'off, policy')} of off, policy`;
