@@ -2,6 +2,7 @@
 --
 -- KEYS[i]    the base key of policy i: <prefix>:{<key>}:<policy id>, for i = 1 … n
 -- KEYS[n+1]  the key's block state: <prefix>:{<key>}:<limiter id>; all KEYS share one hash tag
+--            (a live limiter's holds the key's live state too: include/blocks.lua)
 -- ARGV       see the prelude; after the policies' groups, the last n ARGV are each policy's
 --            lockout: '' (none) or '<initial µs>:<multiplier>:<max µs>:<forgetAfter µs>'
 -- Block      a string '<until µs>:<by>:<level>:<forget at µs>': blocked until `until` (0: for
