@@ -7,36 +7,24 @@
  * call makes (garbage collection). Takes a few minutes (valgrind).
  */
 import { createHash } from 'node:crypto';
-import { fixedWindow, RateLimiter, redisStore } from '@floodgate/core';
-import { startRedisServer } from '@floodgate/redis-server';
+import { fixedWindow } from '@floodgate/core';
 import { Redis } from 'ioredis';
 import { type CommandSubject, callgrindAvailable, instructionsPerCall } from './callgrind.js';
 import { batchScriptFor, liveScriptFor, scriptFor } from './engine-scripts.js';
+import { readLiveStorage } from './live-setup.js';
 import { NEVER_DENY } from './subjects.js';
 
 const BATCH = 32;
 const policies = () => [fixedWindow({ limit: NEVER_DENY, window: '1h', name: 'hour' })];
 
 /** An override's stored value and each caller's keys, as the store writes them. */
-async function storedOverride() {
-  const server = await startRedisServer();
-  const client = new Redis(server.url);
-  try {
-    const limiter = new RateLimiter({
-      store: redisStore({ client }),
-      policies: policies(),
-      prefix: 'bench',
-      liveLimits: true,
-    });
+const storedOverride = () =>
+  readLiveStorage(policies(), async (limiter, client) => {
     await limiter.setLimit('x', { policy: 'hour', limit: NEVER_DENY + 1 });
     const override = (await client.get(limiter.storageKeys('x').at(-1)!))!;
     const keys = Array.from({ length: BATCH }, (_, i) => limiter.storageKeys(`k${i}`));
     return { override, keys };
-  } finally {
-    client.disconnect();
-    await server.stop();
-  }
-}
+  });
 
 async function main() {
   if (!(await callgrindAvailable())) throw new Error('valgrind (callgrind) is not installed');

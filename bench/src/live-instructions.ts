@@ -12,11 +12,11 @@
  * and the single live script (one EVALSHA a decision) on, 100 % and '*' for scale.
  * BENCH_ONE_POLICY=1: the same with fixedWindow alone. Takes a few minutes (valgrind).
  */
-import { fixedWindow, gcra, RateLimiter, redisStore } from '@floodgate/core';
-import { startRedisServer } from '@floodgate/redis-server';
-import { Redis } from 'ioredis';
+import { fixedWindow, gcra } from '@floodgate/core';
+import type { Redis } from 'ioredis';
 import { type CommandSubject, callgrindAvailable, instructionsPerCall } from './callgrind.js';
 import { batchScriptFor, liveScriptFor, scriptFor } from './engine-scripts.js';
+import { readLiveStorage } from './live-setup.js';
 import { NEVER_DENY } from './subjects.js';
 
 const BATCH = 32;
@@ -30,16 +30,8 @@ const policies = () => [
 const RAND = '__rand_int__';
 
 /** An override's stored text, the global record and a caller's storage keys, as the store writes them. */
-async function liveTexts() {
-  const server = await startRedisServer();
-  const client = new Redis(server.url);
-  try {
-    const limiter = new RateLimiter({
-      store: redisStore({ client }),
-      policies: policies(),
-      prefix: 'bench',
-      liveLimits: true,
-    });
+const liveTexts = () =>
+  readLiveStorage(policies(), async (limiter, client) => {
     const keys = limiter.storageKeys('x');
     await limiter.setLimit('x', { policy: 'hour', limit: NEVER_DENY + 1 });
     const override = (await client.get(keys[keys.length - 1]!))!;
@@ -49,11 +41,7 @@ async function liveTexts() {
     // The caller's part of each key, for redis-benchmark's randomiser.
     const shape = limiter.storageKeys(RAND);
     return { override, spec, shape };
-  } finally {
-    client.disconnect();
-    await server.stop();
-  }
-}
+  });
 
 async function main() {
   if (!(await callgrindAvailable())) throw new Error('valgrind (callgrind) is not installed');
