@@ -40,6 +40,8 @@ interface ScriptCall {
 const calls: ScriptCall[] = [];
 /** Resolved when MONITOR shows the ECHO sent after the last call: every line is in. */
 let seenEnd: () => void = () => undefined;
+/** Resolved when MONITOR shows the ECHO sent once it was started: it records from then on. */
+let seenStart: () => void = () => undefined;
 let monitor: (Redis & { disconnect(): void }) | undefined;
 
 // Every fixed script (each algorithm's, their batch and combined variants, the mixed engine,
@@ -55,9 +57,16 @@ beforeAll(async () => {
   // Loaded ahead, so the store's EVALSHA finds each generated script and MONITOR names it by
   // its SHA1 (an EVAL's text comes back from MONITOR escaped, not byte for byte).
   for (const script of generated) await own().client.script('LOAD', script.source);
-  monitor = (await own().client.duplicate().monitor()) as typeof monitor;
+  // monitor() opens a connection of its own. No command goes to the server until MONITOR shows
+  // a marker: a line that reached the monitoring connection before ioredis had switched it to
+  // monitor mode failed every test of this file ("Command queue state error").
+  const started = new Promise<void>((resolve) => {
+    seenStart = resolve;
+  });
+  monitor = (await own().client.monitor()) as typeof monitor;
   monitor!.on('monitor', (_time: string, args: string[], source: string) => {
     const command = String(args[0]).toUpperCase();
+    if (command === 'ECHO' && args[1] === 'audit-start') seenStart();
     if (command === 'ECHO' && args[1] === 'audit-end') seenEnd();
     if (source === 'lua') {
       calls.at(-1)?.ran.push(args.map(String));
@@ -71,6 +80,8 @@ beforeAll(async () => {
       });
     }
   });
+  await own().client.echo('audit-start');
+  await started;
 });
 afterAll(() => {
   monitor?.disconnect();
