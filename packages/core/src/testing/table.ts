@@ -239,6 +239,22 @@ export async function runScenario(
     timeout: KIT_TIMEOUT_MS,
     ...(scenario.liveLimits ? { liveLimits: true } : {}),
   });
+  try {
+    return await runSteps(scenario, store, limiter, time, options);
+  } finally {
+    // A live limiter polls its record for every key until closed: no poll outlives the run.
+    await limiter.close();
+  }
+}
+
+/** The steps of `scenario`, made on `limiter` at the fake clock's times; the steps that differed. */
+async function runSteps(
+  scenario: Scenario,
+  store: Store,
+  limiter: RateLimiter,
+  time: FakeClock,
+  options: RunOptions,
+): Promise<Mismatch[]> {
   // The limiter's policies prepared once more, for `take` steps (the same storage keys).
   let prepared: PreparedPolicies | undefined;
   const calls: Array<{ where: string; expect: Expectation; decision: Promise<Decision> }> = [];
