@@ -8,6 +8,9 @@
 local CHECK, COMMIT, CLEAR, REFUND, NARGS
 --- @end
 
+-- A stored block's fields: until, by, level, forget at.
+local BLOCK_FIELDS = '^(%d+):(%d+):(%d+):(%d+)$'
+
 -- The algorithm of the policy whose group starts at ARGV[o].
 local function algorithm(o)
   if CHECK then return CHECK, COMMIT, CLEAR, REFUND, NARGS end
@@ -52,13 +55,22 @@ local function live_parts(value)
   return p[1], p[2], p[3], p[4]
 end
 
+-- Passed to write_live for a part (the block; or the deadline, for it and the overrides and
+-- mark): that part as stored.
+local KEEP = true
+
 -- Writes a live key from its parts, with the TTL they need: none when one needs it (a block for
 -- ever, overrides without a ttl), else the longest of the block's (until its level is forgotten),
 -- the overrides' (their deadline) and the mark's (MARK_PX). The same value is only renewed.
 local function write_live(key, block, deadline, own, mark)
-  -- Every caller read the key first (live_value: a key a batch knows is missing is not in LIVE_NOW).
-  local old, value = LIVE_NOW[key] or false, false
+  local old, value = live_value(key), false
   local p = old and PARTS[old]
+  if block == KEEP or deadline == KEEP then
+    local b, d, o, m = live_parts(old)
+    if block == KEEP then block = b end
+    if deadline == KEEP then deadline, own, mark = d, o, m end
+    p = old and PARTS[old]
+  end
   if p and p[1] == (block or false) and p[2] == (deadline or false) and p[3] == (own or false)
     and p[4] == (mark or false) then
     value = old
@@ -72,7 +84,7 @@ local function write_live(key, block, deadline, own, mark)
   end
   local forever, px = false, 0
   if block then
-    local u, f = string.match(block, '^(%d+):%d+:%d+:(%d+)$')
+    local u, _, _, f = string.match(block, BLOCK_FIELDS)
     if u == '0' then forever = true else px = ttl_ms(math.max(u + 0, f + 0) - now) + 0 end
   end
   if own then
@@ -111,7 +123,7 @@ local function block_steps()
   -- A stored block (GET of the block key, read by the engine itself: most keys have none, and a
   -- call costs ~340 instructions): until, by, level (0 once forgotten), forget_at.
   local function parse_block(block)
-    local u, b, l, f = string.match(block, '^(%d+):(%d+):(%d+):(%d+)$')
+    local u, b, l, f = string.match(block, BLOCK_FIELDS)
     u, f = tonumber(u), tonumber(f)
     local level = 0
     if now < f then level = tonumber(l) end
@@ -119,12 +131,14 @@ local function block_steps()
   end
 
   local function write_block(block_key, until_us, by, level, forget_at)
-    -- A batch's later calls read their block keys again (this may be one of them).
-    NO_BLOCKS = false
     local value = string.format('%d:%d:%d:%d', until_us, by, level, forget_at)
     --- @if live
-    local _, deadline, own, mark = live_parts(live_value(block_key))
-    write_live(block_key, value, deadline, own, mark)
+    -- Read while the batch still knows which keys are missing (NO_BLOCKS).
+    write_live(block_key, value, KEEP)
+    --- @end
+    -- A batch's later calls read their block keys again (this may be one of them).
+    NO_BLOCKS = false
+    --- @if live
     do return end
     --- @end
     if until_us == 0 then

@@ -69,8 +69,7 @@ if MODE == '2' or MODE == '6' then
   if MODE == '2' then
     --- @if live
     -- The key's overrides and mark stay (include/blocks.lua's live key).
-    local _, deadline, own, mark = live_parts(live_value(block_key))
-    write_live(block_key, nil, deadline, own, mark)
+    write_live(block_key, nil, KEEP)
     --- @else
     redis.call('DEL', block_key)
     --- @end
@@ -96,8 +95,7 @@ elseif MODE == '4' then
   return 1
 elseif MODE == '5' then
   --- @if live
-  local _, deadline, own, mark = live_parts(live_value(block_key))
-  write_live(block_key, nil, deadline, own, mark)
+  write_live(block_key, nil, KEEP)
   --- @else
   redis.call('DEL', block_key)
   --- @end

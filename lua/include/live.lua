@@ -179,8 +179,7 @@ do
 end
 
 -- The key's overrides and mark are written as `deadline`, `limits` and `mark` then are, its block
--- as it is: write_live(LIVE_KEY, (live_parts(live_value(LIVE_KEY))), deadline, limits, mark),
--- spelled out where it is done (a local function would be a closure made at every call).
+-- as it is: write_live(LIVE_KEY, KEEP, deadline, limits, mark).
 
 -- The override for every key ('*'), as this process holds it (GLOBAL_SPEC): the key's policies
 -- without an override of their own are carried lazily to its entries, from those the key's mark
@@ -249,7 +248,7 @@ if GLOBAL_SPEC ~= '' or mark then
   mark_global = function(skip)
     local wanted_mark, n = wanted(skip)
     if n == 0 then mark = nil else mark = wanted_mark end
-    write_live(LIVE_KEY, (live_parts(live_value(LIVE_KEY))), deadline, limits, mark)
+    write_live(LIVE_KEY, KEEP, deadline, limits, mark)
     GLOBAL_APPLIED = n > 0
   end
 end
@@ -278,7 +277,7 @@ if limits then
     end
     limits, deadline, entries = nil, nil, {}
     -- Written with the mark, just below, when the key has one.
-    if not mark_global then write_live(LIVE_KEY, (live_parts(live_value(LIVE_KEY))), deadline, limits, mark) end
+    if not mark_global then write_live(LIVE_KEY, KEEP, deadline, limits, mark) end
   end
 end
 
@@ -328,7 +327,7 @@ if MODE == 'a' then
     -- The key may go once the ttl lapsed and the states kept in the overrides are gone (PX).
     deadline = px ~= '' and string.format('%d', (now - now % 1000) / 1000 + px) or nil
   end
-  if mark_global then mark_global(new) else write_live(LIVE_KEY, (live_parts(live_value(LIVE_KEY))), deadline, limits, mark) end
+  if mark_global then mark_global(new) else write_live(LIVE_KEY, KEEP, deadline, limits, mark) end
   return 1
 elseif limits then
   for _, e in ipairs(entries) do put_args(FIRST_ARG + e[2], e, 8) end
