@@ -51,78 +51,28 @@ async function main(): Promise<void> {
   const server = await startRedisServer();
   const client = new Redis(server.url);
   try {
+    // Each subject its own prefix; batched unless `batch: false`.
+    const make = (
+      prefix: string,
+      options: { one?: boolean; batch?: false; perPolicy?: boolean; live?: boolean } = {},
+    ) =>
+      new RateLimiter({
+        store: redisStore({ client, ...(options.batch === false ? { batch: false } : {}) }),
+        policies: options.one ? one() : policies(),
+        prefix,
+        ...(options.perPolicy ? { stateKeys: 'per-policy' as const } : {}),
+        ...(options.live ? { liveLimits: true } : {}),
+      });
     const subjects: Array<[string, RateLimiter]> = [
-      [
-        'off',
-        new RateLimiter({ store: redisStore({ client }), policies: policies(), prefix: 'a' }),
-      ],
-      [
-        'off, policy',
-        new RateLimiter({
-          store: redisStore({ client }),
-          policies: policies(),
-          prefix: 'f',
-          stateKeys: 'per-policy',
-        }),
-      ],
-      [
-        'off, single',
-        new RateLimiter({
-          store: redisStore({ client, batch: false }),
-          policies: policies(),
-          prefix: 'b',
-          stateKeys: 'per-policy',
-        }),
-      ],
-      [
-        'on',
-        new RateLimiter({
-          store: redisStore({ client }),
-          policies: policies(),
-          prefix: 'c',
-          liveLimits: true,
-        }),
-      ],
-      [
-        'on, 1 %',
-        new RateLimiter({
-          store: redisStore({ client }),
-          policies: policies(),
-          prefix: 'g',
-          liveLimits: true,
-        }),
-      ],
-      [
-        'on, 10 %',
-        new RateLimiter({
-          store: redisStore({ client }),
-          policies: policies(),
-          prefix: 'd',
-          liveLimits: true,
-        }),
-      ],
-      [
-        "on, '*'",
-        new RateLimiter({
-          store: redisStore({ client }),
-          policies: policies(),
-          prefix: 'e',
-          liveLimits: true,
-        }),
-      ],
-      [
-        'one, off',
-        new RateLimiter({ store: redisStore({ client }), policies: one(), prefix: 'h' }),
-      ],
-      [
-        'one, on, 1 %',
-        new RateLimiter({
-          store: redisStore({ client }),
-          policies: one(),
-          prefix: 'i',
-          liveLimits: true,
-        }),
-      ],
+      ['off', make('a')],
+      ['off, policy', make('f', { perPolicy: true })],
+      ['off, single', make('b', { batch: false, perPolicy: true })],
+      ['on', make('c', { live: true })],
+      ['on, 1 %', make('g', { live: true })],
+      ['on, 10 %', make('d', { live: true })],
+      ["on, '*'", make('e', { live: true })],
+      ['one, off', make('h', { one: true })],
+      ['one, on, 1 %', make('i', { one: true, live: true })],
     ];
     const subject = (name: string) => subjects.find(([n]) => n === name)![1];
     await subject("on, '*'").setLimit('*', { policy: 'hour', limit: 2_000_000 });
