@@ -64,13 +64,10 @@ local KEEP = true
 -- the overrides' (their deadline) and the mark's (MARK_PX). The same value is only renewed.
 local function write_live(key, block, deadline, own, mark)
   local old, value = live_value(key), false
+  local b, d, o, m = live_parts(old)
+  if block == KEEP then block = b end
+  if deadline == KEEP then deadline, own, mark = d, o, m end
   local p = old and PARTS[old]
-  if block == KEEP or deadline == KEEP then
-    local b, d, o, m = live_parts(old)
-    if block == KEEP then block = b end
-    if deadline == KEEP then deadline, own, mark = d, o, m end
-    p = old and PARTS[old]
-  end
   if p and p[1] == (block or false) and p[2] == (deadline or false) and p[3] == (own or false)
     and p[4] == (mark or false) then
     value = old
